@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Set up a local virtual environment and run one of the project's jobs.
+
+Needs nothing but the standard library of Python 3.10+, so it works on a fresh clone::
+
+    python3 scripts/dev.py demo            # the main job (see README)
+    python3 scripts/dev.py test            # the whole test suite
+    python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
+    python3 scripts/dev.py lint            # ruff + mypy
+
+The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``). It is created
+when missing and re-installed only when ``pyproject.toml`` or the requested pins change, so
+repeat runs start in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAMP_NAME = ".adk-live-resume-stamp"
+
+
+def _venv_python(env_dir: Path) -> Path:
+    if os.name == "nt":
+        return env_dir / "Scripts" / "python.exe"
+    return env_dir / "bin" / "python"
+
+
+def _stamp(extras: str, pins: list[str]) -> str:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    digest.update(extras.encode())
+    for pin in pins:
+        digest.update(pin.encode())
+    return digest.hexdigest()
+
+
+def ensure_env(extras: str, adk: str | None) -> Path:
+    """Create or reuse the venv and make sure the project and its extras are installed."""
+    env_dir = ROOT / (f".venv-adk-{adk}" if adk else ".venv")
+    pins = [f"google-adk=={adk}"] if adk else []
+    python = _venv_python(env_dir)
+    if not python.exists():
+        print(f"[dev] creating {env_dir.name}", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    stamp_file = env_dir / STAMP_NAME
+    wanted = _stamp(extras, pins)
+    if stamp_file.exists() and stamp_file.read_text() == wanted:
+        return python
+    print(f"[dev] installing the project into {env_dir.name} ({extras}{' ' + ' '.join(pins) if pins else ''})", flush=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--upgrade", "pip"],
+        check=True,
+    )
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "-e", f"{ROOT}[{extras}]", *pins],
+        check=True,
+    )
+    stamp_file.write_text(wanted)
+    return python
+
+
+def _run(cmd: list[str]) -> int:
+    print("[dev] $ " + " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=ROOT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="job", required=True)
+    demo = sub.add_parser("demo", help="run the main job: stock ADK against patched ADK")
+    demo.add_argument("--adk", help="google-adk version to use (default: newest supported)")
+    test = sub.add_parser("test", help="run the whole test suite")
+    test.add_argument("--adk", help="google-adk version to test against (default: newest)")
+    lint = sub.add_parser("lint", help="ruff and mypy")
+    lint.add_argument("--adk", help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args(argv)
+
+    if args.job == "demo":
+        python = ensure_env("test", args.adk)
+        script = ROOT / "scripts" / "reproduce_timeout.py"
+        if script.exists():
+            return _run([str(python), str(script), *rest])
+        return _run([str(python), "-m", "adk_live_resume.testing", *rest])
+    if args.job == "test":
+        python = ensure_env("test", args.adk)
+        code = _run([str(python), "-m", "pytest", *rest])
+        return code
+    python = ensure_env("test,lint", args.adk)
+    code = _run([str(python), "-m", "ruff", "check", "."])
+    code |= _run([str(python), "-m", "ruff", "format", "--check", "."])
+    code |= _run([str(python), "-m", "mypy"])
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
