@@ -1,0 +1,169 @@
+"""When to reconnect, how long to wait, and when to give up.
+
+Everything here is pure: no I/O, no clocks except the ones passed in.
+
+Backoff formula (full jitter, as in the AWS architecture blog and ``stamina``)::
+
+    wait(1) = 0                                   # the first retry after a drop is immediate
+    wait(n) = uniform(0, min(max_wait, initial_wait * 2 ** (n - 2)))   for n >= 2
+
+With ``jitter=False`` the upper bound itself is used. An outage ends in an error when
+``max_attempts`` connection attempts have failed or ``outage_timeout`` seconds have passed
+since the drop, whichever comes first. The attempt counter resets only once a resumed
+connection has proved healthy (a server message was received on it).
+
+On top of that, ``max_reconnects_per_minute`` caps reconnects over the whole run, so a server
+that accepts, says something and drops again cannot make the client spin forever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal
+
+#: Close codes after which resuming is worth a try (see docs/close-codes in the README).
+DEFAULT_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset(
+    {1000, 1001, 1006, 1011, 1012, 1013, 1014}
+)
+
+_testing = False
+
+
+def set_testing(on: bool) -> None:
+    """Turn backoff waits off (``True``) or back on, for tests.
+
+    Caps on attempts and on the reconnect rate stay in force; only the sleeping goes.
+    """
+    global _testing
+    _testing = on
+
+
+def is_testing() -> bool:
+    """Return whether :func:`set_testing` turned backoff waits off."""
+    return _testing
+
+
+@contextmanager
+def testing_backoff() -> Iterator[None]:
+    """Context manager form of :func:`set_testing` that restores the previous value."""
+    previous = _testing
+    set_testing(True)
+    try:
+        yield
+    finally:
+        set_testing(previous)
+
+
+@dataclass(frozen=True)
+class ResumePolicy:
+    """How the live loop reconnects. Frozen; derive variants with :meth:`replace`.
+
+    The defaults suit a voice agent on the Gemini API: a drop is retried at once, then with
+    growing waits up to 5 s, for at most 8 attempts or 60 s, and a goAway is acted on at a
+    safe point no later than 5 s before the server's deadline.
+    """
+
+    #: Connection attempts per outage before giving up (the first one is immediate).
+    max_attempts: int = 8
+    #: Seconds an outage may last, from the drop to a healthy connection, before giving up.
+    outage_timeout: float = 60.0
+    #: Upper bound of the second retry's wait; doubles with each later attempt.
+    initial_wait: float = 0.25
+    #: Upper bound of any single wait.
+    max_wait: float = 5.0
+    #: Full jitter (``True``) or the deterministic upper bound (``False``).
+    jitter: bool = True
+    #: Reconnects allowed in any 60 s window of one run (drops and goAway rotations alike).
+    max_reconnects_per_minute: int = 20
+    #: Close codes that mean "the connection is gone, the session may not be".
+    retryable_close_codes: frozenset[int] = field(default=DEFAULT_RETRYABLE_CLOSE_CODES)
+    #: After ``goAway{timeLeft}``, reconnect at the latest ``timeLeft - go_away_margin`` s.
+    go_away_margin: float = 5.0
+    #: Seconds allowed for the websocket to open and the setup to be answered.
+    connect_timeout: float = 15.0
+    #: Seconds allowed to close the old socket before it is aborted.
+    close_timeout: float = 1.0
+    #: Ask Vertex AI for ``transparent`` resumption (never sent to the Gemini API, whose SDK
+    #: rejects the field).
+    transparent: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.max_attempts < 1:
+            problems.append("max_attempts must be >= 1")
+        for name in ("outage_timeout", "initial_wait", "max_wait", "connect_timeout"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0")
+        if self.close_timeout <= 0:
+            problems.append("close_timeout must be > 0")
+        if self.go_away_margin < 0:
+            problems.append("go_away_margin must be >= 0")
+        if self.max_reconnects_per_minute < 1:
+            problems.append("max_reconnects_per_minute must be >= 1")
+        if not isinstance(self.retryable_close_codes, frozenset):
+            object.__setattr__(self, "retryable_close_codes", frozenset(self.retryable_close_codes))
+        if problems:
+            raise ValueError("invalid ResumePolicy: " + "; ".join(problems))
+
+    def replace(self, **changes: object) -> ResumePolicy:
+        """Return a copy with ``changes`` applied (validated like the constructor)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def wait_before(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait before connection attempt ``attempt`` (1-based) of an outage."""
+        if attempt <= 1 or _testing:
+            return 0.0
+        cap = min(self.max_wait, self.initial_wait * 2 ** (attempt - 2))
+        if not self.jitter:
+            return cap
+        return (rng or random).uniform(0.0, cap)
+
+    def is_retryable_code(self, code: int | None) -> bool:
+        """Whether a websocket close ``code`` is worth resuming after."""
+        return code is not None and code in self.retryable_close_codes
+
+
+Decision = Literal["retry", "give_up"]
+
+
+@dataclass
+class OutageBudget:
+    """Counts one outage's attempts against a policy. Times are ``loop.time()`` values."""
+
+    policy: ResumePolicy
+    started_at: float
+    attempts: int = 0
+
+    def next_attempt(self, now: float) -> tuple[Decision, float, str]:
+        """Reserve the next attempt: ``("retry", wait, "")`` or ``("give_up", 0, why)``."""
+        if self.attempts >= self.policy.max_attempts:
+            return "give_up", 0.0, f"{self.attempts} connection attempts failed"
+        elapsed = now - self.started_at
+        if elapsed >= self.policy.outage_timeout:
+            return "give_up", 0.0, f"still disconnected after {elapsed:.1f} s"
+        self.attempts += 1
+        wait = self.policy.wait_before(self.attempts)
+        # Never sleep past the outage deadline: the next check would give up anyway.
+        wait = min(wait, max(0.0, self.policy.outage_timeout - elapsed))
+        return "retry", wait, ""
+
+
+@dataclass
+class ReconnectRate:
+    """Sliding 60 s window of reconnect times for ``max_reconnects_per_minute``."""
+
+    limit: int
+    window: float = 60.0
+    _times: list[float] = field(default_factory=list)
+
+    def allow(self, now: float) -> bool:
+        """Record a reconnect at ``now`` if the window has room; return whether it had."""
+        self._times = [t for t in self._times if now - t < self.window]
+        if len(self._times) >= self.limit:
+            return False
+        self._times.append(now)
+        return True
