@@ -1,0 +1,46 @@
+"""Keep Google ADK live (Gemini Live API) sessions alive across dropped websockets.
+
+Two ways in::
+
+    import adk_live_resume
+    adk_live_resume.install()                 # every ADK live run, process-wide
+
+    from adk_live_resume import ResumableLlmAgent
+    agent = ResumableLlmAgent(name=..., model=...)   # just this agent
+
+See the README for the guarantees and :class:`ResumePolicy` for the knobs.
+"""
+
+from .errors import (
+    InstallConflictError,
+    LiveResumeError,
+    ReconnectFailedError,
+    SessionNotResumableError,
+    UnsupportedAdkVersionError,
+)
+from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
+from .observe import ReconnectInfo, on_reconnect
+from .patch import install, installed_policy, is_installed, uninstall
+from .policy import ResumePolicy, set_testing, testing_backoff
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InstallConflictError",
+    "LiveResumeError",
+    "ReconnectFailedError",
+    "ReconnectInfo",
+    "ResumableAutoFlow",
+    "ResumableLlmAgent",
+    "ResumableSingleFlow",
+    "ResumePolicy",
+    "SessionNotResumableError",
+    "UnsupportedAdkVersionError",
+    "install",
+    "installed_policy",
+    "is_installed",
+    "on_reconnect",
+    "set_testing",
+    "testing_backoff",
+    "uninstall",
+]

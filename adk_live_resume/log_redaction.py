@@ -1,0 +1,57 @@
+"""Keep resumption handles out of ADK's logs.
+
+Several ADK releases log ``sessionResumptionUpdate`` messages whole (2.13 at INFO), and a
+handle is a credential: whoever holds it can resume the conversation. :class:`HandleRedactor`
+is a ``logging.Filter`` that rewrites ``new_handle='...'`` in those records to a short prefix.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+from .handles import redact
+
+_HANDLE = re.compile(r"""(new_handle['"]?\s*[=:]\s*['"])([^'"]+)(['"])""")
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every ``new_handle='...'`` value cut to :func:`~.handles.redact` form."""
+    return _HANDLE.sub(lambda m: m.group(1) + redact(m.group(2)) + m.group(3), text)
+
+
+class HandleRedactor(logging.Filter):
+    """A filter that redacts handles in records of the loggers it is attached to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._attached: list[logging.Logger] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "new_handle" in str(record.msg) or any(
+            "new_handle" in str(arg) for arg in _args(record)
+        ):
+            record.msg = redact_text(record.getMessage())
+            record.args = None
+        return True
+
+    def attach(self, names: Iterable[str]) -> None:
+        for name in names:
+            target = logging.getLogger(name)
+            target.addFilter(self)
+            self._attached.append(target)
+
+    def detach(self) -> None:
+        for target in self._attached:
+            target.removeFilter(self)
+        self._attached.clear()
+
+
+def _args(record: logging.LogRecord) -> tuple[object, ...]:
+    args = record.args
+    if args is None:
+        return ()
+    if isinstance(args, tuple):
+        return args
+    return (args,)

@@ -1,0 +1,597 @@
+"""The replacement ``run_live``: one live conversation over as many connections as it takes.
+
+The loop owns the lifecycle only: which handle to connect with, when to reconnect, when to
+give up. Everything that happens on one connection (sending queue items, receiving and
+postprocessing, tool execution, callbacks, transcription) is ADK's own code, called through
+:mod:`adk_live_resume.adk_compat`.
+
+Guarantees:
+
+* A lost connection (``APIError`` with a close code from receive, ``ConnectionClosed`` from
+  send, ``OSError``/timeouts/handshake errors from connect, a setup that never completes) is
+  resumed with the last good handle, per :class:`~adk_live_resume.policy.ResumePolicy`.
+  Codes outside ``retryable_close_codes`` (1007, 1008...) end the run with
+  :class:`~adk_live_resume.errors.SessionNotResumableError`; an outage that outlasts the
+  policy ends it with :class:`~adk_live_resume.errors.ReconnectFailedError`.
+* History is sent only when a session starts fresh, never on resume, and a resumed setup
+  never asks for ``initial_history_in_client_content``.
+* ``transparent`` is only ever requested from Vertex AI.
+* After ``goAway`` the old socket is closed and the session resumed at a safe point: once the
+  current turn is done and a fresh resumable handle arrived, or ``timeLeft - go_away_margin``
+  seconds after the goAway, whichever comes first (an independent timer, so a silent server
+  cannot make us miss the deadline).
+* The caller's ``RunConfig`` is never mutated; every connection gets its own request copy.
+* ``LiveRequestQueue.close()`` ends the run without reconnecting; cancelling the consumer
+  ends the run promptly, and no task started here outlives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import sys
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from google.genai import types
+
+from . import adk_compat, observe
+from .errors import (
+    Drop,
+    ReconnectFailedError,
+    SessionNotResumableError,
+    classify,
+)
+from .handles import ResumptionState, redact
+from .observe import ReconnectReason
+from .policy import OutageBudget, ReconnectRate, ResumePolicy
+from .tap import SessionTap
+
+logger = logging.getLogger("adk_live_resume.loop")
+
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - Python 3.10
+
+    @contextlib.asynccontextmanager
+    async def _timeout(seconds: float) -> AsyncGenerator[None, None]:
+        task = asyncio.current_task()
+        assert task is not None
+        fired = False
+
+        def fire() -> None:
+            nonlocal fired
+            fired = True
+            task.cancel()
+
+        handle = asyncio.get_running_loop().call_later(seconds, fire)
+        try:
+            yield
+        except asyncio.CancelledError:
+            if fired:
+                raise TimeoutError(f"timed out after {seconds} s") from None
+            raise
+        finally:
+            handle.cancel()
+
+Fallback = Callable[[Any], AsyncGenerator[Any, None]]
+
+#: A receive step that ended without an error: the server closed normally.
+_ENDED = Drop("closed", 1000, "connection ended without an error")
+
+#: Client sends after which the handle no longer covers everything the user said.
+_TURN_SENDS = frozenset({"send", "client_content", "tool_response"})
+
+
+class _End(enum.Enum):
+    """How one connection ended, as far as the loop is concerned."""
+
+    CLIENT_CLOSED = "client closed"
+    TASK_COMPLETED = "task completed"
+    TRANSFER = "transfer"
+    RESTART = "restart"
+    ROTATE = "go_away"
+    DROPPED = "dropped"
+
+
+@dataclass
+class _Outcome:
+    end: _End
+    drop: Drop | None = None
+    error: BaseException | None = None
+    transfer_to: str | None = None
+
+
+class _ConnectionWatch:
+    """Per-connection state fed by the :class:`SessionTap` and the send task."""
+
+    def __init__(self, run: _LiveRun, number: int) -> None:
+        self.run = run
+        self.number = number
+        self.session: Any = None  # the real google-genai AsyncSession
+        self.healthy = False
+        self.client_closed = False
+        self.rotating: str | None = None  # why we closed the socket on purpose
+        self.go_away_seen = False
+        self.rotate_on_next_handle = False
+        self.turn_sent_since_handle = False
+        self.send_error: BaseException | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._closer: asyncio.Task[None] | None = None
+
+    # -- TapListener ----------------------------------------------------------------------
+
+    def on_server_message(self) -> None:
+        if not self.healthy:
+            self.healthy = True
+            self.run.connection_proved_healthy()
+
+    def on_go_away(self, time_left: float | None) -> None:
+        if self.go_away_seen:
+            return
+        self.go_away_seen = True
+        self.run.go_aways += 1
+        margin = self.run.policy.go_away_margin
+        delay = 0.0 if time_left is None else max(0.0, time_left - margin)
+        logger.debug(
+            "goAway on connection %d: time left %s s, reconnecting within %.2f s",
+            self.number,
+            time_left,
+            delay,
+        )
+        self._timer = asyncio.get_running_loop().call_later(delay, self.rotate, "goAway deadline")
+        if self.run.handles.handle and self.run.handles.resumable_now and not (
+            self.turn_sent_since_handle
+        ):
+            self.rotate("goAway at a safe point")
+        else:
+            self.rotate_on_next_handle = True
+
+    def on_resumption_update(
+        self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        changed = self.run.handles.observe(
+            new_handle=new_handle,
+            resumable=resumable,
+            last_consumed_index=last_consumed_index,
+            now=loop.time(),
+        )
+        if changed:
+            self.turn_sent_since_handle = False
+            self.run.ctx.live_session_resumption_handle = self.run.handles.handle
+            logger.debug("new resumption handle %s", redact(self.run.handles.handle))
+
+    def on_message_passed(self, message: types.LiveServerMessage) -> None:
+        update = message.session_resumption_update
+        if (
+            self.rotate_on_next_handle
+            and update is not None
+            and update.resumable
+            and update.new_handle
+        ):
+            self.rotate("goAway at a safe point")
+
+    def on_client_send(self, kind: str, payload: dict[str, Any]) -> None:
+        if kind in _TURN_SENDS:
+            self.turn_sent_since_handle = True
+
+    def on_client_close(self) -> None:
+        self.client_closed = True
+
+    # -- send task ------------------------------------------------------------------------
+
+    def on_send_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
+            return  # the queue was closed; ADK closed the connection itself
+        self.send_error = error
+        # Unblock the receive side, which may be waiting on a socket nobody will answer.
+        self.close_socket(abort=classify(error) is None)
+
+    # -- closing --------------------------------------------------------------------------
+
+    def rotate(self, why: str) -> None:
+        """Close the socket on purpose so the loop resumes on a new connection."""
+        if self.rotating or self.client_closed:
+            return
+        self.rotating = why
+        self.close_socket(abort=False)
+
+    def close_socket(self, *, abort: bool) -> None:
+        if self._closer is not None or self.session is None:
+            return
+        self._closer = asyncio.get_running_loop().create_task(self._close(abort=abort))
+
+    async def _close(self, *, abort: bool) -> None:
+        if not abort:
+            try:
+                await asyncio.wait_for(self.session.close(), self.run.policy.close_timeout)
+                return
+            except Exception:  # a broken socket or a silent server: abort below
+                pass
+        _abort_transport(self.session)
+
+    async def finish(self, *, graceful: bool) -> None:
+        """Stop timers and make sure the socket is going away; never raises.
+
+        ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
+        an error or a cancellation, the transport is aborted at once.
+        """
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.session is None:
+            return
+        if graceful:
+            self.close_socket(abort=False)
+        else:
+            _abort_transport(self.session)
+        if self._closer is not None and not self._closer.done():
+            await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
+
+
+def _abort_transport(session: Any) -> None:
+    websocket = adk_compat.websocket_of(session)
+    transport = getattr(websocket, "transport", None)
+    if transport is not None:
+        transport.abort()
+
+
+class _LiveRun:
+    """One call of ``run_live``: the request, the handle, the counters."""
+
+    def __init__(self, flow: Any, ctx: Any, llm: Any, policy: ResumePolicy) -> None:
+        self.flow = flow
+        self.ctx = ctx
+        self.llm = llm
+        self.policy = policy
+        self.surface = adk_compat.surface()
+        self.request: Any = None
+        self.event_id = ""
+        self.handles = ResumptionState()
+        self.rate = ReconnectRate(policy.max_reconnects_per_minute)
+        self.outage: OutageBudget | None = None
+        self.connections = 0
+        self.go_aways = 0
+        self.history_sends = 0
+        self.lost_at: float | None = None
+        self.pending_reason: ReconnectReason | None = None
+        self.pending_cause = ""
+
+    @property
+    def agent_name(self) -> str:
+        return str(getattr(self.ctx.agent, "name", "?"))
+
+    def connection_proved_healthy(self) -> None:
+        self.outage = None
+
+    # -- request per connection -----------------------------------------------------------
+
+    def connect_request(self, handle: str | None) -> Any:
+        """A copy of the request for one connection: the caller's objects stay untouched."""
+        request = self.request.model_copy()
+        source = self.request.live_connect_config or types.LiveConnectConfig()
+        config = source.model_copy()
+        asked = source.session_resumption
+        transparent: bool | None = None
+        if adk_compat.is_vertex(self.llm):
+            asked_transparent = asked.transparent if asked is not None else None
+            transparent = self.policy.transparent if asked_transparent is None else asked_transparent
+        config.session_resumption = types.SessionResumptionConfig(
+            handle=handle, transparent=transparent
+        )
+        history = source.history_config
+        if handle:
+            if history is not None and history.initial_history_in_client_content is not None:
+                trimmed = history.model_copy(update={"initial_history_in_client_content": None})
+                config.history_config = (
+                    trimmed if trimmed.model_dump(exclude_none=True) else None
+                )
+        elif request.contents:
+            if history is None:
+                config.history_config = types.HistoryConfig(initial_history_in_client_content=True)
+            elif history.initial_history_in_client_content is None:
+                config.history_config = history.model_copy(
+                    update={"initial_history_in_client_content": True}
+                )
+        request.live_connect_config = config
+        return request
+
+    # -- the run --------------------------------------------------------------------------
+
+    async def events(self, fallback: Fallback) -> AsyncGenerator[Any, None]:
+        from google.adk.events.event import Event
+        from google.adk.models.llm_request import LlmRequest
+
+        surface = self.surface
+        self.request = LlmRequest()
+        self.event_id = Event.new_id()
+        async with contextlib.aclosing(surface.preprocess(self.flow, self.ctx, self.request)) as pre:
+            async for event in pre:
+                yield event
+        if self.ctx.end_invocation:
+            return
+        if self.ctx.live_request_queue is None:
+            raise ValueError(
+                "run_live needs a LiveRequestQueue: pass live_request_queue= to Runner.run_live."
+            )
+        model_name = adk_compat.live_model_name(self.ctx.agent)
+        if model_name:
+            self.request.model = model_name
+        asked = (
+            self.request.live_connect_config.session_resumption
+            if self.request.live_connect_config is not None
+            else None
+        )
+        self.handles = ResumptionState.starting_with(
+            (asked.handle if asked is not None else None) or self.ctx.live_session_resumption_handle
+        )
+        try:
+            async with contextlib.aclosing(self._connections(fallback)) as stream:
+                async for event in stream:
+                    yield event
+        finally:
+            if surface.stop_background_tools is not None:
+                await surface.stop_background_tools(self.ctx)
+
+    async def _connections(self, fallback: Fallback) -> AsyncGenerator[Any, None]:
+        loop = asyncio.get_running_loop()
+        while True:
+            watch = _ConnectionWatch(self, self.connections + 1)
+            outcome = _Outcome(_End.DROPPED)
+            async with contextlib.aclosing(self._serve(watch, outcome)) as stream:
+                async for event in stream:
+                    yield event
+            end = outcome.end
+            if end in (_End.CLIENT_CLOSED, _End.TASK_COMPLETED):
+                return
+            if end is _End.TRANSFER:
+                assert outcome.transfer_to is not None
+                async with contextlib.aclosing(self._transfer(outcome.transfer_to)) as child:
+                    async for event in child:
+                        yield event
+                return
+            if end is _End.RESTART:
+                async with contextlib.aclosing(self._restart()) as fresh:
+                    async for event in fresh:
+                        yield event
+                return
+            now = loop.time()
+            if self.lost_at is None:
+                self.lost_at = now
+            if end is _End.ROTATE:
+                self.pending_reason = "go_away"
+                self.pending_cause = watch.rotating or "goAway"
+                wait = 0.0
+            else:
+                wait = self._plan_retry(outcome, now)
+            if not self.rate.allow(now):
+                raise ReconnectFailedError(
+                    f"gave up: more than {self.policy.max_reconnects_per_minute} reconnects within"
+                    f" 60 s (last cause: {self.pending_cause}). The server keeps dropping the"
+                    " connection; check the service status or raise"
+                    " ResumePolicy.max_reconnects_per_minute.",
+                    attempts=self.outage.attempts if self.outage else 0,
+                    elapsed=now - (self.lost_at or now),
+                ) from outcome.error
+            if wait:
+                logger.debug("waiting %.3f s before reconnecting", wait)
+                await asyncio.sleep(wait)
+
+    def _plan_retry(self, outcome: _Outcome, now: float) -> float:
+        """Decide about a drop: return the wait before the next attempt, or raise."""
+        drop = outcome.drop
+        assert drop is not None
+        cause = drop.describe()
+        self.pending_reason = "drop"
+        self.pending_cause = cause
+        if drop.kind == "rejected" or (
+            drop.kind == "closed" and not self.policy.is_retryable_code(drop.code)
+        ):
+            resumed = " while resuming with a handle" if self.handles.handle else ""
+            raise SessionNotResumableError(
+                f"the live server ended the session with {cause}{resumed}; this close is not"
+                " retryable (ResumePolicy.retryable_close_codes). For 1008 check the model"
+                " name, API key and that the handle is not expired; for 1007 the request"
+                " content or an exhausted context window.",
+                code=drop.code,
+            ) from outcome.error
+        if self.outage is None:
+            self.outage = OutageBudget(self.policy, started_at=now)
+        decision, wait, why = self.outage.next_attempt(now)
+        if decision == "give_up":
+            raise ReconnectFailedError(
+                f"gave up reconnecting the live session: {why} (last cause: {cause}). The"
+                " server or network did not come back within ResumePolicy(max_attempts="
+                f"{self.policy.max_attempts}, outage_timeout={self.policy.outage_timeout}).",
+                attempts=self.outage.attempts,
+                elapsed=now - self.outage.started_at,
+            ) from outcome.error
+        logger.debug(
+            "connection lost (%s); attempt %d in %.3f s with handle %s",
+            cause,
+            self.outage.attempts,
+            wait,
+            redact(self.handles.handle),
+        )
+        return wait
+
+    async def _serve(self, watch: _ConnectionWatch, outcome: _Outcome) -> AsyncGenerator[Any, None]:
+        """Run one connection; record how it ended in ``outcome``."""
+        surface = self.surface
+        queue = self.ctx.live_request_queue
+        handle = self.handles.handle
+        request = self.connect_request(handle)
+        send_task: asyncio.Task[None] | None = None
+        clean_exit = False
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                async with _timeout(self.policy.connect_timeout):
+                    connection = await stack.enter_async_context(self.llm.connect(request))
+                self.connections += 1
+                watch.session = adk_compat.genai_session(connection)
+                adk_compat.set_genai_session(connection, SessionTap(watch.session, watch))
+                if not handle and self.request.contents:
+                    self.history_sends += 1
+                    await connection.send_history(self.request.contents)
+                self._report_reconnect(state_restored=bool(handle))
+                send_task = asyncio.create_task(
+                    surface.send_step(self.flow, connection, self.ctx, self.request),
+                    name=f"adk_live_resume send #{watch.number}",
+                )
+                send_task.add_done_callback(watch.on_send_done)
+                async with contextlib.aclosing(
+                    surface.receive_step(
+                        self.flow, connection, self.ctx, self.request, self.event_id
+                    )
+                ) as events:
+                    async for event in events:
+                        if event is None:
+                            break
+                        mode = surface.sentinel_mode(event)
+                        if mode == "restart":
+                            outcome.end = _End.RESTART
+                            break
+                        if mode is not None:  # ADK's own goAway reconnect: plan ours instead
+                            watch.rotate("ADK reconnect request")
+                            continue
+                        yield event
+                        if event.get_function_responses():
+                            queue.send_content(event.content)
+                        transfer = event.actions.transfer_to_agent if event.actions else None
+                        if transfer:
+                            if surface.stop_background_tools is not None:
+                                await surface.stop_background_tools(self.ctx)
+                            await asyncio.sleep(surface.transfer_delay)
+                            outcome.end, outcome.transfer_to = _End.TRANSFER, transfer
+                            break
+                        if any(
+                            response.name == "task_completed"
+                            for response in event.get_function_responses()
+                        ):
+                            await asyncio.sleep(surface.task_completion_delay)
+                            outcome.end = _End.TASK_COMPLETED
+                            break
+                    else:
+                        # ADK's receive step ended on its own: the connection is over.
+                        outcome.end = _End.DROPPED
+                        outcome.drop = _ENDED
+                self._classify_end(watch, outcome, None)
+            except Exception as error:
+                self._classify_end(watch, outcome, error)
+            else:
+                clean_exit = True
+            finally:
+                if send_task is not None and not send_task.done():
+                    send_task.cancel()
+                    await asyncio.wait({send_task}, timeout=1.0)
+                await watch.finish(graceful=clean_exit)
+        if outcome.end is _End.DROPPED and outcome.error is not None and outcome.drop is None:
+            raise outcome.error
+
+    def _classify_end(
+        self, watch: _ConnectionWatch, outcome: _Outcome, error: BaseException | None
+    ) -> None:
+        """Fill ``outcome`` from how the connection ended (``error`` is what receive raised)."""
+        if error is None and outcome.end is not _End.DROPPED:
+            return  # restart, transfer, task_completed: decided while receiving
+        send_error = watch.send_error
+        if send_error is not None and classify(send_error) is None:
+            outcome.end, outcome.error, outcome.drop = _End.DROPPED, send_error, None
+            return
+        if watch.client_closed:
+            outcome.end = _End.CLIENT_CLOSED
+            if error is not None and classify(error) is None:
+                outcome.end, outcome.error, outcome.drop = _End.DROPPED, error, None
+            return
+        if error is not None:
+            drop = classify(error)
+            outcome.error = error
+            if drop is None:
+                outcome.end, outcome.drop = _End.DROPPED, None
+                return
+            outcome.drop = drop
+        if watch.rotating:
+            outcome.end = _End.ROTATE
+            return
+        outcome.end = _End.DROPPED
+        if outcome.drop is None:
+            outcome.drop = _ENDED
+
+    def _report_reconnect(self, *, state_restored: bool) -> None:
+        if self.pending_reason is None:
+            return
+        loop = asyncio.get_running_loop()
+        gap = 0.0 if self.lost_at is None else (loop.time() - self.lost_at) * 1000
+        session = getattr(self.ctx, "session", None)
+        observe.report(
+            observe.ReconnectInfo(
+                reason=self.pending_reason if state_restored else "restart",
+                attempt=self.outage.attempts if self.outage else 1,
+                gap_ms=gap,
+                state_restored=state_restored,
+                cause=self.pending_cause,
+                agent_name=self.agent_name,
+                invocation_id=str(getattr(self.ctx, "invocation_id", "")),
+                session_id=str(getattr(session, "id", "")),
+                connection_number=self.connections,
+            )
+        )
+        self.pending_reason = None
+        self.lost_at = None
+
+    # -- leaving this agent ---------------------------------------------------------------
+
+    def _fresh_context(self) -> Any:
+        """A copy of the invocation context for a new live session (no handle)."""
+        run_config = self.ctx.run_config
+        update: dict[str, Any] = {"live_session_resumption_handle": None}
+        if run_config is not None and run_config.session_resumption is not None:
+            update["run_config"] = run_config.model_copy(
+                update={
+                    "session_resumption": run_config.session_resumption.model_copy(
+                        update={"handle": None}
+                    )
+                }
+            )
+        return self.ctx.model_copy(update=update)
+
+    async def _transfer(self, agent_name: str) -> AsyncGenerator[Any, None]:
+        agent = adk_compat.agent_to_run(self.flow, self.ctx, agent_name)
+        logger.debug("transferring the live session to agent %s (fresh session)", agent_name)
+        async with contextlib.aclosing(agent.run_live(self._fresh_context())) as child:
+            async for event in child:
+                yield event
+
+    async def _restart(self) -> AsyncGenerator[Any, None]:
+        logger.debug("ADK asked for a fresh live session")
+        async with contextlib.aclosing(self.flow.run_live(self._fresh_context())) as fresh:
+            async for event in fresh:
+                yield event
+
+
+async def run_live(
+    flow: Any, ctx: Any, *, policy: ResumePolicy, fallback: Fallback
+) -> AsyncGenerator[Any, None]:
+    """Run ``flow`` live for ``ctx``, resuming across lost connections.
+
+    ``fallback`` is the original ``run_live`` of the flow, used unchanged for models that
+    have no google-genai live session underneath (anything but ADK's ``Gemini``).
+    """
+    surface = adk_compat.surface()
+    llm = await surface.get_llm(flow, ctx)
+    if not adk_compat.is_gemini(llm):
+        logger.debug("model %r is not ADK's Gemini; running the original run_live", llm)
+        async with contextlib.aclosing(fallback(ctx)) as original:
+            async for event in original:
+                yield event
+        return
+    run = _LiveRun(flow, ctx, llm, policy)
+    async with contextlib.aclosing(run.events(fallback)) as events:
+        async for event in events:
+            yield event

@@ -1,0 +1,136 @@
+"""A tap on the google-genai ``AsyncSession`` that sits under ADK's live connection.
+
+Every ADK release reads and writes the socket through ``GeminiLlmConnection._gemini_session``;
+what ADK does above it differs by release (1.27 drops ``goAway``; 2.x erases the handle on
+``resumable=false``, logs it whole and reconnects at once on ``goAway``). The tap sees every
+raw server message first and every client send, and gives ADK one behaviour on all releases:
+
+* ``goAway`` is reported to the live loop and removed before ADK sees it (the loop plans the
+  reconnect; ADK 2.x would otherwise cut the current turn).
+* ``sessionResumptionUpdate`` is reported to the loop; an update that carries no usable handle
+  is removed (so ADK 2.x cannot erase the good handle), a usable one passes through (so ADK
+  2.x still emits it as an event for callers that store handles).
+* ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
+  a client close from a lost connection.
+
+Guarantee: the tap never swallows an exception and never reorders messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from google.genai import types
+
+
+class TapListener(Protocol):
+    """What the live loop learns from a tapped session."""
+
+    def on_server_message(self) -> None:
+        """Any message arrived (proves the connection healthy)."""
+
+    def on_go_away(self, time_left: float | None) -> None:
+        """The server announced the end of this connection in ``time_left`` seconds."""
+
+    def on_resumption_update(
+        self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
+    ) -> None:
+        """A ``sessionResumptionUpdate`` arrived."""
+
+    def on_message_passed(self, message: types.LiveServerMessage) -> None:
+        """A message was handed to ADK (after the other callbacks)."""
+
+    def on_client_send(self, kind: str, payload: dict[str, Any]) -> None:
+        """ADK is about to send a client message of ``kind`` with keyword ``payload``."""
+
+    def on_client_close(self) -> None:
+        """ADK asked to close the connection (the ``LiveRequestQueue`` was closed)."""
+
+
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*s?\s*$")
+
+
+def parse_time_left(value: object) -> float | None:
+    """Seconds in a protobuf-JSON duration such as ``"57s"`` or ``"0.600s"``."""
+    if value is None:
+        return None
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _DURATION.match(str(value))
+    return float(match.group(1)) if match else None
+
+
+class SessionTap:
+    """Stands in for a google-genai ``AsyncSession``; forwards everything else unchanged."""
+
+    def __init__(self, session: Any, listener: TapListener) -> None:
+        self._tapped_session = session
+        self._listener = listener
+
+    @property
+    def tapped_session(self) -> Any:
+        """The real ``AsyncSession``."""
+        return self._tapped_session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tapped_session, name)
+
+    # -- server -> client ---------------------------------------------------------------
+
+    async def receive(self) -> AsyncIterator[types.LiveServerMessage]:
+        async with contextlib.aclosing(self._tapped_session.receive()) as messages:
+            async for message in messages:
+                passed = self._filter(message)
+                if passed is not None:
+                    self._listener.on_message_passed(passed)
+                    yield passed
+
+    def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
+        self._listener.on_server_message()
+        drop_fields: dict[str, None] = {}
+        if message.go_away is not None:
+            self._listener.on_go_away(parse_time_left(message.go_away.time_left))
+            drop_fields["go_away"] = None
+        update = message.session_resumption_update
+        if update is not None:
+            self._listener.on_resumption_update(
+                update.new_handle or None,
+                update.resumable,
+                getattr(update, "last_consumed_client_message_index", None),
+            )
+            if not (update.resumable and update.new_handle):
+                drop_fields["session_resumption_update"] = None
+        if not drop_fields:
+            return message
+        remaining = message.model_copy(update=drop_fields)
+        if not remaining.model_dump(exclude_none=True):
+            return None
+        return remaining
+
+    # -- client -> server ---------------------------------------------------------------
+
+    async def send(self, **kwargs: Any) -> None:
+        self._listener.on_client_send("send", kwargs)
+        await self._tapped_session.send(**kwargs)
+
+    async def send_client_content(self, **kwargs: Any) -> None:
+        self._listener.on_client_send("client_content", kwargs)
+        await self._tapped_session.send_client_content(**kwargs)
+
+    async def send_realtime_input(self, **kwargs: Any) -> None:
+        self._listener.on_client_send("realtime_input", kwargs)
+        await self._tapped_session.send_realtime_input(**kwargs)
+
+    async def send_tool_response(self, **kwargs: Any) -> None:
+        self._listener.on_client_send("tool_response", kwargs)
+        await self._tapped_session.send_tool_response(**kwargs)
+
+    async def close(self) -> None:
+        self._listener.on_client_close()
+        await self._tapped_session.close()
