@@ -1,0 +1,600 @@
+"""One websocket connection of the fake server: setup, resumption, the model loop, faults, timers.
+
+Per connection, in order:
+
+1. the lifetime timers start (``goAway`` at ``connection_lifetime - go_away_lead``, the deadline
+   close at ``connection_lifetime``, both in service seconds from the TCP accept);
+2. the first message must be ``{"setup": {...}}``; a resumption handle in it is checked (an
+   unknown or expired one, or a ``Fault.refuse_resume``, closes with ``refuse_close_code``);
+3. setup delays, flapping, then ``{"setupComplete": {}}``;
+4. client messages are handled one at a time, in order; the model answers in a task of its own
+   so that new input can interrupt it.
+
+Every task the connection starts is cancelled and awaited before its handler returns, and the
+record is final (``record.finished``) from then on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Literal
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from . import protocol as wire
+from .faults import Fault
+from .model import CallTool, ScriptedModel, Turn, split_chunks
+from .protocol import JsonDict, has, pick, pick_dict, pick_list
+from .records import ConnectionRecord, EndedBy, ToolCallRecord, short_handle
+from .settings import ServerSettings, SharedState
+from .speech import UtteranceDetector, decode_utterance, pcm_duration_ms, speech_pcm
+
+__all__ = ["LiveConnection"]
+
+logger = logging.getLogger("adk_live_resume.testing")
+
+OUTPUT_SAMPLE_RATE = 24000
+_UNSENDABLE_CODES = frozenset({1005, 1006, 1015})
+
+
+class _Ended(Exception):
+    """Raised inside a connection task once the connection is ending."""
+
+
+def _overlaps(memory: Sequence[Turn], turns: Sequence[Turn]) -> bool:
+    """True when ``turns`` begins with turns that memory already holds, in the same order.
+
+    That is, some run of consecutive turns in memory equals the first ``min(2, len(turns))``
+    or more turns of ``turns`` (a replayed history followed by new turns still counts).
+    """
+    need = min(2, len(turns))
+    for start in range(len(memory)):
+        matched = 0
+        while (
+            matched < len(turns)
+            and start + matched < len(memory)
+            and memory[start + matched] == turns[matched]
+        ):
+            matched += 1
+        if need and matched >= need:
+            return True
+    return False
+
+
+class LiveConnection:
+    """Serves one websocket connection; see the module docstring for the sequence."""
+
+    def __init__(
+        self,
+        ws: ServerConnection,
+        record: ConnectionRecord,
+        faults: Sequence[Fault],
+        settings: ServerSettings,
+        shared: SharedState,
+    ) -> None:
+        self.ws = ws
+        self.record = record
+        self._faults = list(faults)
+        self._settings = settings
+        self._shared = shared
+        self._loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._send_lock = asyncio.Lock()
+        self._closer: asyncio.Task[None] | None = None
+        self._memory: list[Turn] = []
+        self._model = ScriptedModel()
+        self._modality: Literal["TEXT", "AUDIO"] = "TEXT"
+        self._generation: asyncio.Task[None] | None = None
+        self._finishing = False
+        self._pending_tools: dict[str, tuple[str, asyncio.Future[Any]]] = {}
+        self._detector = UtteranceDetector()
+        self._audio_rate = 16000
+        self._utterance_start = 0
+        self._message_index = 0
+        self._unanswered_user = False
+        self._setup_answered = False
+        self._holds_turn_for_tools = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def ending(self) -> bool:
+        """True once the connection has been ended by anyone."""
+        return self.record.ended_by is not None
+
+    async def run(self) -> None:
+        """Serve the connection until it closes; never raises for connection errors."""
+        request = self.ws.request
+        self.record.path = request.path if request is not None else ""
+        self._spawn(self._lifetime())
+        try:
+            await self._serve()
+        except (ConnectionClosed, _Ended):
+            pass
+        except Exception as exc:  # a bug in the fake: keep it visible in the record
+            logger.exception("fake live server: connection %d failed", self.record.index)
+            self.record.errors.append(repr(exc))
+            self.terminate("fault", code=1011, reason="fake server error")
+        finally:
+            await self._finish()
+
+    def terminate(
+        self, ended_by: EndedBy, *, code: int = 1000, reason: str = "", abort: bool = False
+    ) -> None:
+        """End the connection now: with a close frame, or by dropping TCP when ``abort``.
+
+        The first call wins; later calls do nothing. Safe to call from any task of this
+        connection, including the one that will then stop at its next send. The codes 1005,
+        1006 and 1015 may not travel in a close frame, so they drop TCP as ``abort`` does (the
+        client then sees 1006).
+        """
+        if self.ending:
+            return
+        abort = abort or code in _UNSENDABLE_CODES
+        self.record.ended_by = ended_by
+        logger.info(
+            "fake live server: connection %d ended by %s (%s)",
+            self.record.index,
+            ended_by,
+            "abort" if abort else code,
+        )
+        current = asyncio.current_task()
+        for task in [*self._tasks, self._generation]:
+            if task is not None and task is not current and not task.done():
+                task.cancel()
+        if abort:
+            self.record.close_code = 1006
+            self.record.close_reason = ""
+            transport = self.ws.transport
+            if transport is not None:
+                transport.abort()
+        else:
+            self.record.close_code = code
+            self.record.close_reason = reason
+            self._closer = self._loop.create_task(self._close(code, reason))
+
+    async def _close(self, code: int, reason: str) -> None:
+        try:
+            await self.ws.close(code, reason)
+        except Exception:  # never leave the handler hanging: drop the connection instead
+            logger.exception("fake live server: close(%d) failed; aborting", code)
+            transport = self.ws.transport
+            if transport is not None:
+                transport.abort()
+
+    async def _finish(self) -> None:
+        if not self.ending:
+            self.record.ended_by = "client"
+            code = self.ws.close_code
+            self.record.close_code = 1006 if code is None else code
+            self.record.close_reason = self.ws.close_reason or ""
+            logger.info(
+                "fake live server: connection %d closed by the client (%s)",
+                self.record.index,
+                self.record.close_code,
+            )
+        tasks = [task for task in [*self._tasks, self._generation] if task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if self._closer is not None:
+            await asyncio.wait([self._closer])
+        for _, future in self._pending_tools.values():
+            future.cancel()
+        self._pending_tools.clear()
+        self.record.finished = True
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = self._loop.create_task(self._guard(coro))
+        task.add_done_callback(lambda _: coro.close())  # a task cancelled before it ran
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _guard(self, coro: Coroutine[Any, Any, None]) -> None:
+        try:
+            await coro
+        except (_Ended, ConnectionClosed):
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.exception("fake live server: task of connection %d failed", self.record.index)
+            self.record.errors.append(repr(exc))
+
+    # ---- sending ---------------------------------------------------------------------------
+
+    async def _send(self, *messages: JsonDict) -> None:
+        """Send ``messages`` back to back (nothing of this connection goes in between)."""
+        if self.ending:
+            raise _Ended
+        async with self._send_lock:
+            for message in messages:
+                if self.ending:
+                    raise _Ended
+                self.record.server_messages.append(message)
+                try:
+                    await self.ws.send(wire.dumps(message))
+                except ConnectionClosed:
+                    self.record.server_messages.pop()
+                    raise _Ended from None
+
+    # ---- faults and timers -----------------------------------------------------------------
+
+    def _fire(self, matches: Callable[[Fault], bool]) -> bool:
+        """Fire the first armed close/abort fault that ``matches``; True if one fired."""
+        for fault in self._faults:
+            if fault.is_drop and matches(fault):
+                self._faults.remove(fault)
+                self._fire_fault(fault)
+                return True
+        return False
+
+    def _fire_fault(self, fault: Fault) -> None:
+        logger.info("fake live server: connection %d: fault %s", self.record.index, fault)
+        if fault.kind == "abort":
+            self.terminate("fault", abort=True)
+        else:
+            self.terminate("fault", code=fault.code or 1000, reason=fault.reason)
+
+    async def _fault_after(self, fault: Fault) -> None:
+        await asyncio.sleep(self._settings.real(fault.after_seconds or 0.0))
+        if fault in self._faults:
+            self._faults.remove(fault)
+            self._fire_fault(fault)
+
+    async def _lifetime(self) -> None:
+        settings = self._settings
+        lifetime = settings.real(settings.connection_lifetime)
+        lead = min(settings.real(settings.go_away_lead), lifetime)
+        await asyncio.sleep(lifetime - lead)
+        if lead > 0 and self._setup_answered:
+            await self._send(wire.go_away(wire.format_time_left(round(lead, 3))))
+            self.record.go_away_sent = True
+        await asyncio.sleep(lead)
+        self.terminate(
+            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
+        )
+
+    # ---- setup -----------------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        raw = await self.ws.recv()
+        message = self._parse(raw)
+        setup = pick_dict(message, "setup") if message is not None else None
+        if setup is None:
+            self.terminate("refused", code=1007, reason="Request contains an invalid argument.")
+            return
+        self.record.setup = setup
+        self._apply_setup(setup)
+        if not self._restore():
+            return
+        delay = sum(f.seconds for f in self._faults if f.kind == "setup_delay")
+        if delay:
+            await asyncio.sleep(self._settings.real(delay))
+        flap = self._shared.flap
+        if flap is not None and (self.record.resumed or not flap.resuming_only):
+            if flap.after_setup:
+                await self._send(wire.setup_complete())
+            self.terminate("flap", code=flap.code, reason=flap.reason)
+            return
+        if not any(f.kind == "no_setup_complete" for f in self._faults):
+            await self._send(wire.setup_complete())
+        self._setup_answered = True
+        for fault in self._faults:
+            if fault.is_drop and fault.after_seconds is not None:
+                self._spawn(self._fault_after(fault))
+        if self._fire(lambda f: f.after_setup):
+            return
+        async for raw in self.ws:
+            if self.ending:
+                continue
+            message = self._parse(raw)
+            self._message_index += 1
+            self.record.client_messages.append(
+                message if message is not None else {"unparsed": str(raw)}
+            )
+            if message is not None:
+                try:
+                    await self._handle(message)
+                except _Ended:
+                    continue
+            self._fire(self._is_due_after_messages)
+
+    def _is_due_after_messages(self, fault: Fault) -> bool:
+        return fault.after_client_messages == self._message_index
+
+    @staticmethod
+    def _parse(raw: str | bytes) -> JsonDict | None:
+        try:
+            value = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _apply_setup(self, setup: JsonDict) -> None:
+        config = pick_dict(setup, "generationConfig") or {}
+        modalities = pick_list(config, "responseModalities") or pick_list(
+            setup, "responseModalities"
+        )
+        self._modality = "AUDIO" if any(str(m).upper() == "AUDIO" for m in modalities) else "TEXT"
+        names: list[str] = []
+        for tool in pick_list(setup, "tools"):
+            for declaration in pick_list(tool, "functionDeclarations"):
+                name = pick(declaration, "name")
+                if isinstance(name, str):
+                    names.append(name)
+        self._model = ScriptedModel(names)
+        model = str(pick(setup, "model") or "").rpartition("/")[2]
+        self._holds_turn_for_tools = model.startswith("gemini-3.") and "-live" in model
+        resumption = pick(setup, "sessionResumption")
+        if has(setup, "sessionResumption") and (resumption is None or isinstance(resumption, dict)):
+            self.record.resumption_enabled = True
+            handle = pick(resumption, "handle")
+            self.record.resume_handle = handle if isinstance(handle, str) and handle else None
+            self.record.transparent = bool(pick(resumption, "transparent"))
+
+    def _restore(self) -> bool:
+        """Restore the snapshot of the setup's handle; False (and refused) if it is invalid."""
+        handle = self.record.resume_handle
+        if handle is None:
+            return True
+        refusal = next((f for f in self._faults if f.kind == "refuse_resume"), None)
+        snapshot = None
+        if refusal is None:
+            snapshot = self._shared.handles.lookup(handle, now=self._loop.time())
+        if snapshot is None:
+            code = self._settings.refuse_close_code
+            if refusal is not None and refusal.code is not None:
+                code = refusal.code
+            reason = (refusal.reason if refusal is not None else "") or self._settings.refuse_reason
+            logger.info(
+                "fake live server: connection %d refused handle %s",
+                self.record.index,
+                short_handle(handle),
+            )
+            self.terminate("refused", code=code, reason=reason)
+            return False
+        self._memory = list(snapshot.turns)
+        self.record.resumed = True
+        logger.info(
+            "fake live server: connection %d resumed %s (%d turns)",
+            self.record.index,
+            short_handle(handle),
+            len(self._memory),
+        )
+        return True
+
+    # ---- client messages -------------------------------------------------------------------
+
+    async def _handle(self, message: JsonDict) -> None:
+        if has(message, "clientContent"):
+            await self._client_content(pick_dict(message, "clientContent") or {})
+        elif has(message, "realtimeInput"):
+            await self._realtime_input(pick_dict(message, "realtimeInput") or {})
+        elif has(message, "toolResponse"):
+            self._tool_response(pick_dict(message, "toolResponse") or {})
+        else:
+            logger.warning(
+                "fake live server: connection %d: ignoring client message with keys %s",
+                self.record.index,
+                sorted(message),
+            )
+
+    async def _client_content(self, body: JsonDict) -> None:
+        turn_complete = bool(pick(body, "turnComplete", False))
+        turns: list[Turn] = []
+        for raw_turn in pick_list(body, "turns"):
+            role: Literal["user", "model"] = (
+                "model" if pick(raw_turn, "role") == "model" else "user"
+            )
+            texts = [pick(part, "text") for part in pick_list(raw_turn, "parts")]
+            turns.append(Turn(role, "".join(t for t in texts if isinstance(t, str))))
+        if not turns:
+            if turn_complete and self._unanswered_user and self._memory:
+                self._unanswered_user = False
+                await self._interrupt()
+                self._start_generation(self._memory[-1].text)
+            return
+        is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
+        is_history = is_history or any(turn.role == "model" for turn in turns)
+        if not is_history:
+            await self._user_turn(turns[0].text, transcribed=False)
+            return
+        self.record.history_sends += 1
+        if _overlaps(self._memory, turns):
+            self.record.duplicate_history_sends += 1
+            logger.info(
+                "fake live server: connection %d: history delivered again", self.record.index
+            )
+        answer = turn_complete and turns[-1].role == "user"
+        if answer:
+            await self._interrupt()
+        self._memory.extend(turns)
+        self.record.user_turns.extend(t.text for t in turns if t.role == "user" and t.text)
+        self._unanswered_user = turns[-1].role == "user" and not turn_complete
+        if answer:
+            self._start_generation(turns[-1].text)
+
+    async def _realtime_input(self, body: JsonDict) -> None:
+        if has(body, "activityStart"):
+            await self._interrupt()
+        text = pick(body, "text")
+        if isinstance(text, str) and text:
+            await self._user_turn(text, transcribed=False)
+        blobs = [
+            pick_dict(body, "audio"),
+            pick_dict(body, "media"),
+            *pick_list(body, "mediaChunks"),
+        ]
+        for blob in blobs:
+            if isinstance(blob, dict):
+                await self._audio(blob)
+        if has(body, "activityEnd") or pick(body, "audioStreamEnd"):
+            data = self._detector.flush()
+            if data:
+                await self._utterance(data)
+
+    async def _audio(self, blob: JsonDict) -> None:
+        mime = str(pick(blob, "mimeType") or "audio/pcm")
+        if not mime.startswith("audio/"):
+            return
+        for param in mime.split(";")[1:]:
+            key, _, value = param.strip().partition("=")
+            if key == "rate" and value.isdigit():
+                self._audio_rate = int(value)
+        data = pick(blob, "data")
+        if not isinstance(data, str) or not data:
+            return
+        if not self._detector.pending:
+            self._utterance_start = self._message_index
+        utterances = self._detector.feed(wire.b64decode_any(data))
+        if utterances and self._detector.pending:
+            self._utterance_start = self._message_index
+        for utterance in utterances:
+            await self._utterance(utterance)
+
+    async def _utterance(self, pcm: bytes) -> None:
+        text = decode_utterance(pcm)
+        if text is None:
+            text = f"<audio {pcm_duration_ms(pcm, self._audio_rate)} ms>"
+        await self._user_turn(text, transcribed=True)
+
+    def _tool_response(self, body: JsonDict) -> None:
+        for response in pick_list(body, "functionResponses"):
+            if not isinstance(response, dict):
+                continue
+            self.record.tool_responses.append(response)
+            call_id = pick(response, "id")
+            pending = self._pending_tools.pop(call_id, None) if isinstance(call_id, str) else None
+            if pending is not None:
+                if not pending[1].done():
+                    pending[1].set_result(pick(response, "response", {}))
+            elif isinstance(call_id, str) and call_id in self._shared.issued_tool_ids:
+                self.record.stale_tool_response_ids.append(call_id)
+            else:
+                self.record.unknown_tool_response_ids.append(str(call_id))
+                logger.warning(
+                    "fake live server: connection %d: tool response for unknown id %r",
+                    self.record.index,
+                    call_id,
+                )
+
+    # ---- the model -------------------------------------------------------------------------
+
+    async def _user_turn(self, text: str, *, transcribed: bool) -> None:
+        await self._interrupt()
+        if transcribed:
+            await self._send(wire.server_content(input_transcription={"text": text}))
+        self._unanswered_user = False
+        self._memory.append(Turn("user", text))
+        self.record.user_turns.append(text)
+        self._start_generation(text)
+
+    async def _interrupt(self) -> None:
+        """Cut off the answer in progress, if any, telling the client ``interrupted``."""
+        generation = self._generation
+        if generation is None or generation.done():
+            return
+        if self._finishing:  # the answer is complete; let its last messages go out
+            await asyncio.wait([generation])
+            return
+        generation.cancel()
+        await asyncio.wait([generation])
+        self._generation = None
+        cancelled = list(self._pending_tools)
+        self._pending_tools.clear()
+        self.record.interrupted += 1
+        if cancelled:
+            await self._send(wire.tool_call_cancellation(cancelled))
+        await self._send(wire.server_content(interrupted=True))
+
+    def _start_generation(self, user_text: str) -> None:
+        previous = tuple(self._memory[:-1])
+        coro = self._generate(user_text, previous)
+        self._generation = self._loop.create_task(self._guard(coro))
+        self._generation.add_done_callback(lambda _: coro.close())  # cancelled before it ran
+
+    def _last_consumed(self) -> int:
+        if self._detector.pending:
+            return self._utterance_start - 1
+        return self._message_index
+
+    async def _not_resumable(self) -> None:
+        if self.record.resumption_enabled:
+            await self._send(
+                wire.resumption_update(new_handle=None, resumable=False, last_consumed_index=None)
+            )
+
+    async def _generate(self, user_text: str, previous: tuple[Turn, ...]) -> None:
+        try:
+            await self._not_resumable()
+            plan = self._model.respond(user_text, previous)
+            if isinstance(plan, CallTool):
+                call_id = self._shared.new_tool_call_id()
+                future: asyncio.Future[Any] = self._loop.create_future()
+                self._pending_tools[call_id] = (plan.name, future)
+                self.record.tool_calls.append(
+                    ToolCallRecord(call_id, plan.name, plan.args, self.record.index)
+                )
+                await self._send(
+                    wire.tool_call([{"id": call_id, "name": plan.name, "args": plan.args}])
+                )
+                if self._fire(lambda f: f.mid_tool_call):
+                    return
+                if not self._holds_turn_for_tools:
+                    await self._send(wire.server_content(turn_complete=True))
+                await self._not_resumable()
+                reply = self._model.after_tool(plan.name, await future)
+            else:
+                reply = plan
+            for number, chunk in enumerate(split_chunks(reply.text)):
+                if number:
+                    await asyncio.sleep(self._settings.chunk_delay)
+                await self._send_chunk(chunk)
+                if number == 0 and self._fire(lambda f: f.mid_turn):
+                    return
+            await self._send(wire.server_content(generation_complete=True))
+            self._finishing = True
+            self._memory.append(Turn("model", reply.text))
+            prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
+            final: list[JsonDict] = [
+                {
+                    **wire.server_content(turn_complete=True),
+                    "usageMetadata": wire.usage(prompt, len(reply.text.split())),
+                }
+            ]
+            handle = None
+            if self.record.resumption_enabled:
+                handle = self._shared.handles.issue(
+                    tuple(self._memory), now=self._loop.time(), connection=self.record.index
+                )
+                index = self._last_consumed() if self.record.transparent else None
+                final.append(
+                    wire.resumption_update(
+                        new_handle=handle, resumable=True, last_consumed_index=index
+                    )
+                )
+            await self._send(*final)
+            self.record.answers.append(reply.text)
+            self.record.answered_user_turns.append(user_text)
+            self._shared.answered_user_turns.append(user_text)
+            if handle is not None:
+                self.record.handles_issued.append(handle)
+        finally:
+            self._finishing = False
+
+    async def _send_chunk(self, chunk: str) -> None:
+        if self._modality == "TEXT":
+            await self._send(wire.server_content(model_turn={"parts": [wire.text_part(chunk)]}))
+            return
+        pcm = speech_pcm(chunk, sample_rate=OUTPUT_SAMPLE_RATE)
+        await self._send(
+            wire.server_content(model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}),
+            wire.server_content(output_transcription={"text": chunk}),
+        )

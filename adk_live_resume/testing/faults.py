@@ -1,0 +1,149 @@
+"""Scriptable faults for the fake server.
+
+Build faults with the :class:`Fault` constructors and hand them to
+:meth:`FakeLiveServer.script <adk_live_resume.testing.FakeLiveServer.script>`::
+
+    server.script(Fault.close(1011, "boom", mid_turn=True), connection=1)
+    server.script(Fault.abort(after_client_messages=2))      # the next unscripted connection
+    server.script(Fault.refuse_resume(), connection=3)
+    server.script(Fault.setup_delay(2.0), Fault.no_setup_complete(), connection=4)
+
+A ``close`` or ``abort`` fault takes exactly one trigger:
+
+* ``after_setup``: right after ``setupComplete`` was sent (or would have been);
+* ``after_client_messages=N``: right after the N-th client message after the setup has been
+  received and handled;
+* ``after_seconds=T``: T service seconds (scaled by ``time_scale``) after the setup;
+* ``mid_turn``: right after the first model chunk of the next answer is sent;
+* ``mid_tool_call``: right after a ``toolCall`` is sent, before its response arrives.
+
+``close`` sends a real close frame with ``code`` and ``reason`` (``close(1006)``, which no
+frame may carry, acts as ``abort``). ``abort`` drops the TCP connection without a close frame
+(the client sees 1006). Each fault fires at most once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Fault", "FaultKind", "Flap"]
+
+FaultKind = Literal["close", "abort", "refuse_resume", "setup_delay", "no_setup_complete"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scripted misbehaviour of one connection. Build it with the class methods."""
+
+    kind: FaultKind
+    code: int | None = None
+    reason: str = ""
+    after_client_messages: int | None = None
+    after_seconds: float | None = None
+    mid_turn: bool = False
+    mid_tool_call: bool = False
+    after_setup: bool = False
+    seconds: float = 0.0
+
+    @classmethod
+    def close(
+        cls,
+        code: int,
+        reason: str = "",
+        *,
+        after_client_messages: int | None = None,
+        after_seconds: float | None = None,
+        mid_turn: bool = False,
+        mid_tool_call: bool = False,
+        after_setup: bool = False,
+    ) -> Fault:
+        """Close the websocket with a close frame carrying ``code`` and ``reason``."""
+        fault = cls(
+            "close",
+            code=code,
+            reason=reason,
+            after_client_messages=after_client_messages,
+            after_seconds=after_seconds,
+            mid_turn=mid_turn,
+            mid_tool_call=mid_tool_call,
+            after_setup=after_setup,
+        )
+        fault._check_trigger()
+        return fault
+
+    @classmethod
+    def abort(
+        cls,
+        *,
+        after_client_messages: int | None = None,
+        after_seconds: float | None = None,
+        mid_turn: bool = False,
+        mid_tool_call: bool = False,
+        after_setup: bool = False,
+    ) -> Fault:
+        """Drop the TCP connection without a close frame (the client sees code 1006)."""
+        fault = cls(
+            "abort",
+            after_client_messages=after_client_messages,
+            after_seconds=after_seconds,
+            mid_turn=mid_turn,
+            mid_tool_call=mid_tool_call,
+            after_setup=after_setup,
+        )
+        fault._check_trigger()
+        return fault
+
+    @classmethod
+    def refuse_resume(cls, code: int | None = None, reason: str = "") -> Fault:
+        """Refuse this connection's resumption handle, valid or not, as if it had expired.
+
+        ``code`` defaults to the server's ``refuse_close_code``. A setup without a handle is
+        not affected.
+        """
+        return cls("refuse_resume", code=code, reason=reason)
+
+    @classmethod
+    def setup_delay(cls, seconds: float) -> Fault:
+        """Wait ``seconds`` service seconds before answering the setup."""
+        if seconds < 0:
+            raise ValueError("seconds must be >= 0")
+        return cls("setup_delay", seconds=seconds)
+
+    @classmethod
+    def no_setup_complete(cls) -> Fault:
+        """Never send ``setupComplete`` (the session otherwise works; ``connect()`` hangs)."""
+        return cls("no_setup_complete")
+
+    @property
+    def is_drop(self) -> bool:
+        """True for faults that end the connection (``close`` and ``abort``)."""
+        return self.kind in ("close", "abort")
+
+    def _check_trigger(self) -> None:
+        triggers = [
+            self.after_client_messages is not None,
+            self.after_seconds is not None,
+            self.mid_turn,
+            self.mid_tool_call,
+            self.after_setup,
+        ]
+        if sum(triggers) != 1:
+            raise ValueError(
+                "give exactly one trigger: after_client_messages, after_seconds, mid_turn, "
+                "mid_tool_call or after_setup"
+            )
+        if self.after_client_messages is not None and self.after_client_messages < 1:
+            raise ValueError("after_client_messages must be >= 1")
+        if self.after_seconds is not None and self.after_seconds < 0:
+            raise ValueError("after_seconds must be >= 0")
+
+
+@dataclass(frozen=True)
+class Flap:
+    """The flapping mode set by :meth:`FakeLiveServer.flap`."""
+
+    code: int
+    reason: str = ""
+    after_setup: bool = True
+    resuming_only: bool = True

@@ -1,0 +1,125 @@
+"""The fake server's deterministic scripted model and its memory.
+
+What the model answers to a user turn with text ``T`` (matching ignores case, surrounding
+blanks and a trailing ``?`` or ``.``):
+
+===============================  ===============================================================
+user turn                        answer
+===============================  ===============================================================
+``call <tool> <json object>``    a ``toolCall`` for ``<tool>`` with those args, if the setup
+                                 declared it, then ``turnComplete`` (as Gemini 2.x Live models
+                                 do; a setup model named ``gemini-3.*-live*`` gets none, like
+                                 Gemini 3.x Live). After the matching ``toolResponse``, a new
+                                 model turn: ``<tool> returned <compact json of the response>``.
+                                 Undeclared tool: ``unknown tool <tool>``. Args that are not a
+                                 JSON object: ``invalid arguments for <tool>``. The args may be
+                                 omitted (``{}``).
+``what did I say first?``        ``you first said: <first user turn in memory>``
+``recall``                       ``you said: <t1> | <t2> | ...``: every user turn in memory, in
+                                 order, duplicates included
+``how many turns?``              ``<N>``, the number alone (e.g. ``3``)
+anything else                    ``echo: T``
+===============================  ===============================================================
+
+Every answer is streamed in at least three chunks, except answers shorter than three
+characters (one chunk per character). Memory questions look at the memory *before* the
+question: the question itself is neither listed nor counted. With an empty memory ``what did I
+say first?`` answers ``you said nothing yet`` and ``recall`` answers ``you said nothing``.
+
+Memory is the ordered list of turns the session holds: user turns (text typed, spoken, or
+delivered as history) and the model's completed answers. A fresh session starts empty; a
+resumed session starts from the exact snapshot its handle was issued with.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .protocol import compact_json
+
+__all__ = ["CallTool", "Reply", "ScriptedModel", "Turn", "split_chunks"]
+
+_CALL = re.compile(r"^call\s+(\S+)\s*(.*)$", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn in the session's memory. ``text`` joins the turn's text parts ("" if none)."""
+
+    role: Literal["user", "model"]
+    text: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The model answers with ``text``."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class CallTool:
+    """The model calls the declared function ``name`` with ``args``."""
+
+    name: str
+    args: dict[str, Any]
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip().lower()).rstrip("?.").strip()
+
+
+class ScriptedModel:
+    """Decides every answer of the fake server; deterministic, no randomness, no I/O.
+
+    Syntax (see the module docstring for the full table): ``call <tool> <json object>`` calls a
+    tool declared in the setup, ``what did I say first?``, ``recall`` and ``how many turns?``
+    ask about memory, anything else is echoed as ``echo: <text>``.
+    """
+
+    def __init__(self, declared_tools: Iterable[str] = ()) -> None:
+        self.declared_tools = frozenset(declared_tools)
+
+    def respond(self, text: str, previous: Sequence[Turn]) -> Reply | CallTool:
+        """Answer the user turn ``text`` given the memory ``previous`` (which excludes it)."""
+        users = [turn.text for turn in previous if turn.role == "user" and turn.text]
+        key = _normalize(text)
+        if key == "what did i say first":
+            return Reply(f"you first said: {users[0]}" if users else "you said nothing yet")
+        if key == "recall":
+            return Reply("you said: " + " | ".join(users) if users else "you said nothing")
+        if key == "how many turns":
+            return Reply(str(len(users)))
+        match = _CALL.match(text.strip())
+        if match:
+            name, raw_args = match.group(1), match.group(2).strip()
+            if name not in self.declared_tools:
+                return Reply(f"unknown tool {name}")
+            try:
+                args = json.loads(raw_args) if raw_args else {}
+            except json.JSONDecodeError:
+                args = None
+            if not isinstance(args, dict):
+                return Reply(f"invalid arguments for {name}")
+            return CallTool(name, args)
+        return Reply(f"echo: {text}")
+
+    @staticmethod
+    def after_tool(name: str, response: Any) -> Reply:
+        """The answer once the function response for ``name`` arrived."""
+        return Reply(f"{name} returned {compact_json(response)}")
+
+
+def split_chunks(text: str, *, minimum: int = 3, size: int = 16) -> list[str]:
+    """Split ``text`` into at least ``minimum`` non-empty pieces (fewer only if it is shorter).
+
+    The pieces are consecutive and join back to ``text`` exactly.
+    """
+    count = max(minimum, -(-len(text) // size))
+    count = max(1, min(count, len(text)))
+    bounds = [round(i * len(text) / count) for i in range(count + 1)]
+    return [text[bounds[i] : bounds[i + 1]] for i in range(count)]

@@ -1,0 +1,79 @@
+"""pytest plugin (entry point ``adk_live_resume``): fixtures for the fake Gemini Live server.
+
+Fixtures (function scope, async, work in pytest-asyncio's strict and auto modes):
+
+``fake_live_server``
+    A started :class:`~adk_live_resume.testing.FakeLiveServer` with default settings, with
+    :meth:`~adk_live_resume.testing.FakeLiveServer.environment` applied for the whole test;
+    stopped (and the environment restored) at teardown.
+
+``fake_live_server_factory``
+    An async callable: ``server = await fake_live_server_factory(time_scale=0.01, ...)`` returns
+    a started server built with those keyword arguments. It does not touch the environment.
+    Every server it made is stopped at teardown.
+
+The fixtures need pytest-asyncio. Without it this plugin still loads (pytest keeps working), and
+using either fixture fails with a message saying what to install.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+from .server import FakeLiveServer
+
+__all__ = ["fake_live_server", "fake_live_server_factory"]
+
+ServerFactory = Callable[..., Awaitable[FakeLiveServer]]
+
+try:
+    import pytest_asyncio
+
+    _HAVE_PYTEST_ASYNCIO = True
+except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
+    _HAVE_PYTEST_ASYNCIO = False
+
+
+if _HAVE_PYTEST_ASYNCIO:
+
+    @pytest_asyncio.fixture
+    async def fake_live_server() -> AsyncIterator[FakeLiveServer]:
+        """A started fake server, with its environment applied for the test's duration."""
+        async with FakeLiveServer() as server:
+            with server.environment():
+                yield server
+
+    @pytest_asyncio.fixture
+    async def fake_live_server_factory() -> AsyncIterator[ServerFactory]:
+        """``await fake_live_server_factory(**kwargs)`` -> a started server; all stopped after."""
+        servers: list[FakeLiveServer] = []
+
+        async def make(**kwargs: Any) -> FakeLiveServer:
+            server = FakeLiveServer(**kwargs)
+            await server.start()
+            servers.append(server)
+            return server
+
+        try:
+            yield make
+        finally:
+            for server in reversed(servers):
+                await server.stop()
+
+else:  # pragma: no cover
+    _MISSING = "the fake_live_server fixtures need pytest-asyncio: pip install pytest-asyncio"
+
+    @pytest.fixture
+    def fake_live_server() -> Iterator[FakeLiveServer]:
+        """Unavailable: pytest-asyncio is not installed."""
+        pytest.fail(_MISSING)
+        yield
+
+    @pytest.fixture
+    def fake_live_server_factory() -> Iterator[ServerFactory]:
+        """Unavailable: pytest-asyncio is not installed."""
+        pytest.fail(_MISSING)
+        yield

@@ -1,0 +1,362 @@
+"""The fake Gemini Live server: a real TLS websocket server on 127.0.0.1.
+
+Usage::
+
+    async with FakeLiveServer(time_scale=0.01) as server:
+        client = server.genai_client()                   # bare google-genai
+        agent = LlmAgent(name="a", model=server.gemini())  # google-adk
+        with server.environment():                        # anything that reads the env
+            ...
+        assert server.user_turns_answered() == ["hello"]
+
+Guarantees:
+
+* it listens on ``127.0.0.1`` (or ``localhost``) only, on an ephemeral port, with a fresh
+  self-signed certificate (SAN ``IP:127.0.0.1``, ``DNS:localhost``) at :attr:`cert_path`;
+* it serves every request path, so any API version and method name the SDK builds works;
+* every connection gets a :class:`~adk_live_resume.testing.ConnectionRecord` in
+  :attr:`connections`, complete once the connection's handler finished;
+* all timers run on the event loop clock and stop with their connection; :meth:`stop` leaves no
+  task, socket or temporary file behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import ssl
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+from .certs import TlsMaterial, create_tls_material
+from .connection import LiveConnection
+from .faults import Fault, Flap
+from .handles import HandleStore
+from .records import ConnectionRecord, ToolCallRecord
+from .settings import DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
+
+if TYPE_CHECKING:
+    from google.adk.models import Gemini
+    from google.genai import Client
+
+__all__ = ["FakeLiveServer"]
+
+logger = logging.getLogger("adk_live_resume.testing")
+
+# websockets logs every frame at DEBUG, resumption handles included. Handles must never be
+# logged whole, so the fake's frame logger stays at INFO unless a user lowers it on purpose.
+_frames_logger = logging.getLogger("adk_live_resume.testing.frames")
+if _frames_logger.level == logging.NOTSET:
+    _frames_logger.setLevel(logging.INFO)
+
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+
+class FakeLiveServer:
+    """A scripted, fault-injecting stand-in for the Gemini Live API.
+
+    Args:
+        time_scale: real seconds per service second (0.01 runs a 600 s connection in 6 s).
+            Connection lifetime, goAway lead, handle TTL, fault delays and setup delays are
+            service seconds; ``chunk_delay`` is real seconds.
+        connection_lifetime: service seconds from accept to the deadline close.
+        go_away_lead: service seconds before the deadline at which ``goAway`` is sent. Its
+            ``timeLeft`` is the remaining time in *real* seconds (``"60s"``, ``"0.600s"``).
+        handle_ttl: service seconds a resumption handle stays valid after it is issued.
+        refuse_close_code: close code for an unknown, expired or refused handle.
+        deadline_close_code / deadline_reason: the close frame at the deadline.
+        chunk_delay: real seconds between the chunks of every answer.
+        host: ``"127.0.0.1"`` (default) or ``"localhost"``; nothing else is allowed.
+    """
+
+    def __init__(
+        self,
+        *,
+        time_scale: float = 1.0,
+        connection_lifetime: float = 600.0,
+        go_away_lead: float = 60.0,
+        handle_ttl: float = 7200.0,
+        refuse_close_code: int = 1008,
+        deadline_close_code: int = 1011,
+        deadline_reason: str = DEFAULT_DEADLINE_REASON,
+        chunk_delay: float = 0.02,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if host not in _LOOPBACK_HOSTS:
+            raise ValueError("the fake server binds the loopback interface only")
+        self.settings = ServerSettings(
+            time_scale=time_scale,
+            connection_lifetime=connection_lifetime,
+            go_away_lead=go_away_lead,
+            handle_ttl=handle_ttl,
+            refuse_close_code=refuse_close_code,
+            deadline_close_code=deadline_close_code,
+            deadline_reason=deadline_reason,
+            chunk_delay=chunk_delay,
+        )
+        self.host = host
+        self.connections: list[ConnectionRecord] = []
+        self._shared = SharedState(HandleStore(self.settings.real(handle_ttl)))
+        self._scripts: dict[int, list[Fault]] = {}
+        self._next_scripts: collections.deque[list[Fault]] = collections.deque()
+        self._live: set[LiveConnection] = set()
+        self._server: Server | None = None
+        self._tls: TlsMaterial | None = None
+        self._port: int | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> FakeLiveServer:
+        """Generate the certificate and start listening. Returns self."""
+        if self._server is not None:
+            raise RuntimeError("server already started")
+        self._tls = create_tls_material()
+        self._server = await serve(
+            self._handle,
+            self.host,
+            0,
+            ssl=self._tls.server_context(),
+            max_size=None,
+            ping_interval=None,
+            compression=None,
+            logger=_frames_logger,
+        )
+        sockets = list(self._server.sockets)
+        self._port = int(sockets[0].getsockname()[1])
+        logger.info("fake live server listening on %s", self.url)
+        return self
+
+    async def stop(self) -> None:
+        """Drop every open connection (ended_by "shutdown"), stop listening, delete the cert."""
+        for connection in list(self._live):
+            connection.terminate("shutdown", abort=True)
+        if self._server is not None:
+            self._server.close(close_connections=True)
+            await self._server.wait_closed()
+            self._server = None
+        if self._tls is not None:
+            self._tls.cleanup()
+            self._tls = None
+
+    async def __aenter__(self) -> FakeLiveServer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        record = ConnectionRecord(index=len(self.connections) + 1)
+        self.connections.append(record)
+        faults = self._scripts.pop(record.index, None)
+        if faults is None and self._next_scripts:
+            faults = self._next_scripts.popleft()
+        connection = LiveConnection(ws, record, faults or [], self.settings, self._shared)
+        self._live.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self._live.discard(connection)
+
+    # ---- addresses -------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The ephemeral TCP port (the server must be started)."""
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``wss://127.0.0.1:PORT``: the websocket origin; any path is served."""
+        return f"wss://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``https://127.0.0.1:PORT``: the base URL to give google-genai (no trailing slash)."""
+        return f"https://{self.host}:{self.port}"
+
+    @property
+    def cert_path(self) -> str:
+        """Path of the PEM certificate to trust (usable as ``SSL_CERT_FILE``)."""
+        if self._tls is None:
+            raise RuntimeError("server not started")
+        return str(self._tls.cert_path)
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """A fresh client SSL context trusting only this server's certificate."""
+        if self._tls is None:
+            raise RuntimeError("server not started")
+        return self._tls.client_context()
+
+    # ---- configuring clients (see client_config.py) ------------------------------------------
+
+    def environment(self) -> contextlib.AbstractContextManager[dict[str, str]]:
+        """Point every google-genai client built inside the block at this server.
+
+        Sets ``GOOGLE_API_KEY``, ``GOOGLE_GENAI_USE_VERTEXAI=false``, ``GOOGLE_GEMINI_BASE_URL``,
+        ``SSL_CERT_FILE``, ``NO_PROXY``/``no_proxy``; removes variables that would redirect the
+        client (Vertex project/location, ``GEMINI_API_KEY``). Every variable is restored
+        exactly on exit. Yields the variables set.
+        """
+        from .client_config import environment
+
+        return environment(self)
+
+    def genai_client(self, api_version: str | None = None) -> Client:
+        """A ``google.genai.Client`` bound to this server; needs no environment variables."""
+        from .client_config import genai_client
+
+        return genai_client(self, api_version=api_version)
+
+    def gemini(self, model: str = "gemini-live-fake") -> Gemini:
+        """A ``google.adk.models.Gemini`` bound to this server (ADK 1.27 and 2.x alike)."""
+        from .client_config import fake_gemini
+
+        return fake_gemini(self, model=model)
+
+    # ---- scripting -------------------------------------------------------------------------
+
+    def script(self, *faults: Fault, connection: int | None = None) -> None:
+        """Arm ``faults`` for connection number ``connection`` (1-based).
+
+        With ``connection=None`` they go to the next connection that has no script of its own;
+        each call with None scripts one more such connection, in call order.
+        """
+        if not faults:
+            raise ValueError("give at least one Fault")
+        if connection is None:
+            self._next_scripts.append(list(faults))
+        else:
+            if connection < 1:
+                raise ValueError("connections are numbered from 1")
+            self._scripts.setdefault(connection, []).extend(faults)
+
+    def flap(
+        self,
+        code: int | None = 1011,
+        reason: str = "",
+        *,
+        after_setup: bool = True,
+        resuming_only: bool = True,
+    ) -> None:
+        """Make new connections fail at once, until ``flap(None)``.
+
+        Each affected connection is closed with ``code`` right after its setup: after
+        ``setupComplete`` was sent when ``after_setup`` (the default), before it otherwise.
+        Affected are connections whose handle was accepted (``resuming_only``, the default) or
+        every connection. Invalid handles are still refused first.
+        """
+        self._shared.flap = (
+            None
+            if code is None
+            else Flap(code, reason, after_setup=after_setup, resuming_only=resuming_only)
+        )
+
+    async def restart(self, timeout: float = 10.0) -> None:
+        """Drop every open connection without a close frame, like a server restart.
+
+        The server keeps listening and every handle stays valid. Returns once the dropped
+        connections' records are final.
+        """
+        dropped = list(self._live)
+        for connection in dropped:
+            connection.terminate("restart", abort=True)
+        await self.wait_for(
+            lambda: all(c.record.finished for c in dropped), timeout, what="restart"
+        )
+
+    async def close_open(self, code: int, reason: str = "", timeout: float = 10.0) -> None:
+        """Close every open connection now with a close frame (``ended_by`` "fault").
+
+        ``code`` 1006 (like 1005 and 1015, which no close frame may carry) drops TCP instead,
+        so the client sees 1006. Returns once the records are final. Handles stay valid.
+        """
+        closing = list(self._live)
+        for connection in closing:
+            connection.terminate("fault", code=code, reason=reason)
+        await self.wait_for(
+            lambda: all(c.record.finished for c in closing), timeout, what="close_open"
+        )
+
+    def expire_handles(self) -> None:
+        """Make every handle issued so far unknown, as if its TTL had passed."""
+        self._shared.handles.expire_all()
+
+    # ---- records and queries ---------------------------------------------------------------
+
+    def history_sends(self) -> int:
+        """History sends over all connections."""
+        return sum(c.history_sends for c in self.connections)
+
+    def duplicate_history_sends(self) -> int:
+        """History sends whose turns the session already held, over all connections."""
+        return sum(c.duplicate_history_sends for c in self.connections)
+
+    def handles_used(self) -> list[str]:
+        """The resumption handle of every setup that carried one, in connection order."""
+        return [c.resume_handle for c in self.connections if c.resume_handle is not None]
+
+    def handles_issued(self) -> list[str]:
+        """Every handle the server sent, in order."""
+        return [h for c in self.connections for h in c.handles_issued]
+
+    def user_turns_answered(self) -> list[str]:
+        """The user turns whose answer was completed with ``turnComplete``, in answer order.
+
+        "Every user turn answered exactly once" is ``sorted(...) == sorted(turns)`` on this.
+        """
+        return list(self._shared.answered_user_turns)
+
+    def tool_calls_issued(self) -> list[ToolCallRecord]:
+        """Every function call the model made, in order."""
+        return [call for c in self.connections for call in c.tool_calls]
+
+    def tool_responses_received(self) -> list[dict[str, Any]]:
+        """Every raw function response received, in order."""
+        return [response for c in self.connections for response in c.tool_responses]
+
+    def open_connections(self) -> int:
+        """Number of connections whose handler is still running."""
+        return len(self._live)
+
+    async def wait_for_connections(
+        self, n: int, timeout: float = 10.0, *, finished: bool = False
+    ) -> list[ConnectionRecord]:
+        """Wait until ``n`` connections have sent their setup (or ended) and return them.
+
+        With ``finished=True`` wait until the first ``n`` connections have ended and their
+        records are final. Raises ``TimeoutError`` after ``timeout`` real seconds.
+        """
+
+        def ready() -> bool:
+            if len(self.connections) < n:
+                return False
+            first = self.connections[:n]
+            if finished:
+                return all(c.finished for c in first)
+            return all(c.setup is not None or c.finished for c in first)
+
+        await self.wait_for(ready, timeout, what=f"{n} connections")
+        return self.connections[:n]
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 10.0, *, what: str = "condition"
+    ) -> None:
+        """Wait until ``predicate()`` is true (checked every 5 ms); ``TimeoutError`` otherwise."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate():
+            if loop.time() >= deadline:
+                raise TimeoutError(f"timed out waiting for {what}; connections: {self.connections}")
+            await asyncio.sleep(0.005)
