@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
@@ -33,7 +33,7 @@ SUPPORTED_ADK_MIN = (1, 27, 0)
 SUPPORTED_ADK_BELOW = (2, 14, 0)
 SUPPORTED_ADK_TEXT = ">=1.27.0,<2.14"
 
-SendStep = Callable[[Any, Any, Any, Any], Awaitable[None]]
+SendStep = Callable[[Any, Any, Any, Any], Coroutine[Any, Any, None]]
 ReceiveStep = Callable[[Any, Any, Any, Any, str], AsyncGenerator[Any, None]]
 
 _LIVE_FLOW_MODULES = (
@@ -148,7 +148,7 @@ def _detect() -> AdkSurface:
         send_fn = module.send_to_model
         receive_fn = module.receive_from_model
 
-        def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Awaitable[None]:
+        def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
             return send_fn(flow, conn, ctx, req)  # type: ignore[no-any-return]
 
         def receive_step(
@@ -160,7 +160,7 @@ def _detect() -> AdkSurface:
     elif hasattr(BaseLlmFlow, "_send_to_model") and hasattr(BaseLlmFlow, "_receive_from_model"):
         send_params = list(inspect.signature(BaseLlmFlow._send_to_model).parameters)
 
-        def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Awaitable[None]:
+        def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
             if "llm_request" in send_params:
                 return flow._send_to_model(conn, ctx, req)  # type: ignore[no-any-return]
             return flow._send_to_model(conn, ctx)  # type: ignore[no-any-return]

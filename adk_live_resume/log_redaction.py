@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from .handles import redact
 
-_HANDLE = re.compile(r"""(new_handle['"]?\s*[=:]\s*['"])([^'"]+)(['"])""")
+_HANDLE = re.compile(r"""((?:new_handle|newHandle|handle)['"]?\s*[=:]\s*['"])([^'"]+)(['"])""")
 
 
 def redact_text(text: str) -> str:
@@ -29,9 +29,7 @@ class HandleRedactor(logging.Filter):
         self._attached: list[logging.Logger] = []
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if "new_handle" in str(record.msg) or any(
-            "new_handle" in str(arg) for arg in _args(record)
-        ):
+        if "andle" in str(record.msg) or any("andle" in str(arg) for arg in _args(record)):
             record.msg = redact_text(record.getMessage())
             record.args = None
         return True
@@ -55,3 +53,26 @@ def _args(record: logging.LogRecord) -> tuple[object, ...]:
     if isinstance(args, tuple):
         return args
     return (args,)
+
+
+_process_redactor: HandleRedactor | None = None
+
+
+def protect_adk_loggers(names: Iterable[str], prefix: str = "google_adk") -> None:
+    """Attach one process-wide :class:`HandleRedactor` to ADK's loggers (idempotent).
+
+    Covers ``names`` and every logger under ``prefix`` that exists by then (ADK creates one
+    per module at import, and several print whole requests or events, handles included).
+    Called on each resumable live run, whichever entry point started it, and left in place:
+    it only ever shortens handles.
+    """
+    global _process_redactor
+    if _process_redactor is None:
+        _process_redactor = HandleRedactor()
+    known = {logger.name for logger in _process_redactor._attached}
+    wanted = set(names) | {
+        name
+        for name in logging.Logger.manager.loggerDict
+        if name == prefix or name.startswith(prefix + ".")
+    }
+    _process_redactor.attach(sorted(wanted - known))

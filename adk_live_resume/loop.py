@@ -38,7 +38,7 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat, observe
+from . import adk_compat, log_redaction, observe
 from .errors import (
     Drop,
     ReconnectFailedError,
@@ -76,6 +76,7 @@ else:  # pragma: no cover - Python 3.10
             raise
         finally:
             handle.cancel()
+
 
 Fallback = Callable[[Any], AsyncGenerator[Any, None]]
 
@@ -143,8 +144,10 @@ class _ConnectionWatch:
             delay,
         )
         self._timer = asyncio.get_running_loop().call_later(delay, self.rotate, "goAway deadline")
-        if self.run.handles.handle and self.run.handles.resumable_now and not (
-            self.turn_sent_since_handle
+        if (
+            self.run.handles.handle
+            and self.run.handles.resumable_now
+            and not (self.turn_sent_since_handle)
         ):
             self.rotate("goAway at a safe point")
         else:
@@ -281,7 +284,9 @@ class _LiveRun:
         transparent: bool | None = None
         if adk_compat.is_vertex(self.llm):
             asked_transparent = asked.transparent if asked is not None else None
-            transparent = self.policy.transparent if asked_transparent is None else asked_transparent
+            transparent = (
+                self.policy.transparent if asked_transparent is None else asked_transparent
+            )
         config.session_resumption = types.SessionResumptionConfig(
             handle=handle, transparent=transparent
         )
@@ -289,9 +294,7 @@ class _LiveRun:
         if handle:
             if history is not None and history.initial_history_in_client_content is not None:
                 trimmed = history.model_copy(update={"initial_history_in_client_content": None})
-                config.history_config = (
-                    trimmed if trimmed.model_dump(exclude_none=True) else None
-                )
+                config.history_config = trimmed if trimmed.model_dump(exclude_none=True) else None
         elif request.contents:
             if history is None:
                 config.history_config = types.HistoryConfig(initial_history_in_client_content=True)
@@ -311,7 +314,9 @@ class _LiveRun:
         surface = self.surface
         self.request = LlmRequest()
         self.event_id = Event.new_id()
-        async with contextlib.aclosing(surface.preprocess(self.flow, self.ctx, self.request)) as pre:
+        async with contextlib.aclosing(
+            surface.preprocess(self.flow, self.ctx, self.request)
+        ) as pre:
             async for event in pre:
                 yield event
         if self.ctx.end_invocation:
@@ -591,6 +596,7 @@ async def run_live(
             async for event in original:
                 yield event
         return
+    log_redaction.protect_adk_loggers(adk_compat.HANDLE_LOGGING_LOGGERS)
     run = _LiveRun(flow, ctx, llm, policy)
     async with contextlib.aclosing(run.events(fallback)) as events:
         async for event in events:

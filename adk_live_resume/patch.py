@@ -17,7 +17,6 @@ from typing import Any
 
 from . import adk_compat, loop
 from .errors import InstallConflictError
-from .log_redaction import HandleRedactor
 from .policy import ResumePolicy
 
 logger = logging.getLogger("adk_live_resume")
@@ -31,7 +30,6 @@ class _Installed:
     policy: ResumePolicy
     original: Any
     replacement: Any
-    redactor: HandleRedactor
 
 
 _installed: _Installed | None = None
@@ -76,9 +74,7 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
 
         setattr(run_live, _MARK, True)
         BaseLlmFlow.run_live = run_live  # type: ignore[method-assign]
-        redactor = HandleRedactor()
-        redactor.attach(adk_compat.HANDLE_LOGGING_LOGGERS)
-        _installed = _Installed(chosen, original, run_live, redactor)
+        _installed = _Installed(chosen, original, run_live)
         logger.debug("installed on google-adk %s", adk_compat.adk_version())
 
 
@@ -97,7 +93,6 @@ def uninstall() -> bool:
                 "BaseLlmFlow.run_live was replaced by someone else after "
                 "adk_live_resume.install(); leaving their version in place"
             )
-        _installed.redactor.detach()
         _installed = None
         return True
 

@@ -117,10 +117,10 @@ class ResumePolicy:
         """Seconds to wait before connection attempt ``attempt`` (1-based) of an outage."""
         if attempt <= 1 or _testing:
             return 0.0
-        cap = min(self.max_wait, self.initial_wait * 2 ** (attempt - 2))
+        cap = min(self.max_wait, self.initial_wait * 2.0 ** (attempt - 2))
         if not self.jitter:
             return cap
-        return (rng or random).uniform(0.0, cap)
+        return rng.uniform(0.0, cap) if rng is not None else random.uniform(0.0, cap)
 
     def is_retryable_code(self, code: int | None) -> bool:
         """Whether a websocket close ``code`` is worth resuming after."""

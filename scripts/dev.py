@@ -53,15 +53,33 @@ def ensure_env(extras: str, adk: str | None) -> Path:
     wanted = _stamp(extras, pins)
     if stamp_file.exists() and stamp_file.read_text() == wanted:
         return python
-    print(f"[dev] installing the project into {env_dir.name} ({extras}{' ' + ' '.join(pins) if pins else ''})", flush=True)
+    what = " ".join([extras, *pins])
+    print(f"[dev] installing the project into {env_dir.name} ({what})", flush=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--upgrade", "pip"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--upgrade",
+            "pip",
+        ],
         check=True,
     )
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-e", f"{ROOT}[{extras}]", *pins],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-e",
+            f"{ROOT}[{extras}]",
+            *pins,
+        ],
         check=True,
     )
     stamp_file.write_text(wanted)
@@ -74,7 +92,9 @@ def _run(cmd: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="job", required=True)
     demo = sub.add_parser("demo", help="run the main job: stock ADK against patched ADK")
     demo.add_argument("--adk", help="google-adk version to use (default: newest supported)")

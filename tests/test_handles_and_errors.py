@@ -55,8 +55,14 @@ def _closed(error: type[Exception], code: int | None) -> Exception:
     [
         (_closed(ConnectionClosedOK, 1000), Drop("closed", 1000, "why")),
         (_closed(ConnectionClosedError, 1011), Drop("closed", 1011, "why")),
-        (ConnectionClosedError(None, None), Drop("closed", 1006, "abnormal closure (no close frame)")),
-        (genai_errors.APIError(1008, {"message": "bad handle"}), Drop("closed", 1008, "bad handle")),
+        (
+            ConnectionClosedError(None, None),
+            Drop("closed", 1006, "abnormal closure (no close frame)"),
+        ),
+        (
+            genai_errors.APIError(1008, {"message": "bad handle"}),
+            Drop("closed", 1008, "bad handle"),
+        ),
     ],
 )
 def test_classify_close_codes(exc: Exception, expected: Drop) -> None:
@@ -75,8 +81,15 @@ def test_classify_connect_failures_and_non_connection_errors() -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [("57s", 57.0), ("0.600s", 0.6), (" 3 s", 3.0), (12, 12.0),
-     (datetime.timedelta(seconds=50), 50.0), (None, None), ("soon", None)],
+    [
+        ("57s", 57.0),
+        ("0.600s", 0.6),
+        (" 3 s", 3.0),
+        (12, 12.0),
+        (datetime.timedelta(seconds=50), 50.0),
+        (None, None),
+        ("soon", None),
+    ],
 )
 def test_parse_time_left(value: object, seconds: float | None) -> None:
     assert parse_time_left(value) == seconds
@@ -90,8 +103,14 @@ def test_handle_redactor_rewrites_records(caplog: pytest.LogCaptureFixture) -> N
     redactor.attach(["test.redaction"])
     try:
         with caplog.at_level(logging.INFO, logger="test.redaction"):
-            log.info("Update session resumption handle: %s.", f"new_handle='{secret}' resumable=True")
+            log.info(
+                "Update session resumption handle: %s.", f"new_handle='{secret}' resumable=True"
+            )
             log.info("Plain message %s", 42)
     finally:
         redactor.detach()
-    assert secret not in caplog.text and secret[:6] in caplog.text and "Plain message 42" in caplog.text
+    assert (
+        secret not in caplog.text
+        and secret[:6] in caplog.text
+        and "Plain message 42" in caplog.text
+    )

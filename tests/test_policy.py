@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,6 +15,12 @@ from adk_live_resume.policy import (
     is_testing,
     testing_backoff,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff_waits() -> Iterator[None]:
+    """Overrides the suite-wide switch: these tests measure the real waits."""
+    yield
 
 
 def test_first_retry_is_immediate_then_full_jitter_under_the_doubling_cap() -> None:

@@ -137,9 +137,18 @@ class LiveDriver:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
+            start = mark
             for index in range(mark, len(self.events)):
-                if getattr(self.events[index], "turn_complete", False):
-                    return answer_text(self.events[mark : index + 1])
+                event = self.events[index]
+                if getattr(event, "interrupted", False):
+                    start = index + 1  # an earlier answer was cut off: not part of this one
+                if getattr(event, "turn_complete", False):
+                    segment = self.events[start : index + 1]
+                    text = answer_text(segment)
+                    if not text and any(_has_function_parts(e) for e in segment):
+                        start = index + 1  # a tool-call turn; the answer comes in the next one
+                        continue
+                    return text
             self._raise_if_ended("a completed model turn")
             try:
                 await self._wait_change(deadline)
@@ -149,9 +158,7 @@ class LiveDriver:
                     f"{[summarize(e) for e in self.events[mark:]]}"
                 ) from None
 
-    async def wait_for_event(
-        self, predicate: Any, *, after: int = 0, timeout: float = 10.0
-    ) -> Any:
+    async def wait_for_event(self, predicate: Any, *, after: int = 0, timeout: float = 10.0) -> Any:
         """Return the first event after index ``after`` for which ``predicate(event)`` holds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -226,6 +233,14 @@ def answer_text(events: list[Any]) -> str:
     if transcripts:
         return "".join(transcripts)
     return "".join(partial_texts)
+
+
+def _has_function_parts(event: Any) -> bool:
+    content = getattr(event, "content", None)
+    return any(
+        part.function_call or part.function_response
+        for part in getattr(content, "parts", None) or []
+    )
 
 
 def summarize(event: Any) -> str:

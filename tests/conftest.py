@@ -1,0 +1,71 @@
+"""Shared fixtures: the two entry points (monkeypatch and subclass) as one parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import pytest
+from google.adk.agents import LlmAgent
+
+import adk_live_resume
+from adk_live_resume import ResumableLlmAgent, ResumePolicy
+
+
+class AgentFactory(Protocol):
+    entry: str
+
+    def __call__(
+        self,
+        server: Any,
+        *,
+        name: str = ...,
+        tools: Sequence[Callable[..., Any]] = ...,
+        sub_agents: Sequence[Any] = ...,
+        policy: ResumePolicy | None = ...,
+        instruction: str = ...,
+    ) -> Any: ...
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff_waits() -> Iterator[None]:
+    """Backoff sleeps off by default (stamina-style testing switch); caps stay in force."""
+    with adk_live_resume.testing_backoff():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _always_uninstall() -> Iterator[None]:
+    """No test leaks the global patch into the next."""
+    yield
+    adk_live_resume.uninstall()
+
+
+@pytest.fixture(params=["install", "subclass"])
+def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
+    """Build a live agent bound to a fake server, resumable through the chosen entry point."""
+    entry: str = request.param
+
+    def factory(
+        server: Any,
+        *,
+        name: str = "assistant",
+        tools: Sequence[Callable[..., Any]] = (),
+        sub_agents: Sequence[Any] = (),
+        policy: ResumePolicy | None = None,
+        instruction: str = "You are a helpful assistant.",
+    ) -> Any:
+        kwargs: dict[str, Any] = dict(
+            name=name,
+            model=server.gemini(),
+            instruction=instruction,
+            tools=list(tools),
+            sub_agents=list(sub_agents),
+        )
+        if entry == "install":
+            adk_live_resume.install(policy)
+            return LlmAgent(**kwargs)
+        return ResumableLlmAgent(resume_policy=policy, **kwargs)
+
+    factory.entry = entry  # type: ignore[attr-defined]
+    return factory  # type: ignore[return-value]
