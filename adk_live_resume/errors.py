@@ -94,7 +94,8 @@ def classify(exc: BaseException) -> Drop | None:
     if APIError is not None and isinstance(exc, APIError):
         code = exc.code if isinstance(exc.code, int) else None
         if code is not None and 1000 <= code <= 4999:
-            return Drop("closed", code, str(exc.message or exc.status or ""))
+            details = exc.details if isinstance(exc.details, str) else ""
+            return Drop("closed", code, str(exc.message or details or exc.status or ""))
         # An HTTP-style error in a server message (401, 403, 429, 503...): not a close.
         return None
     if isinstance(exc, InvalidStatus):

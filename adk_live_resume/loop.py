@@ -104,6 +104,8 @@ class _Outcome:
     drop: Drop | None = None
     error: BaseException | None = None
     transfer_to: str | None = None
+    #: The connection failed before it was established (connect or setup).
+    at_connect: bool = True
 
 
 class _ConnectionWatch:
@@ -398,7 +400,11 @@ class _LiveRun:
         if drop.kind == "rejected" or (
             drop.kind == "closed" and not self.policy.is_retryable_code(drop.code)
         ):
-            resumed = " while resuming with a handle" if self.handles.handle else ""
+            resumed = (
+                " while resuming with a handle"
+                if outcome.at_connect and self.handles.handle
+                else ""
+            )
             raise SessionNotResumableError(
                 f"the live server ended the session with {cause}{resumed}; this close is not"
                 " retryable (ResumePolicy.retryable_close_codes). For 1008 check the model"
@@ -439,6 +445,7 @@ class _LiveRun:
                 async with _timeout(self.policy.connect_timeout):
                     connection = await stack.enter_async_context(self.llm.connect(request))
                 self.connections += 1
+                outcome.at_connect = False
                 watch.session = adk_compat.genai_session(connection)
                 adk_compat.set_genai_session(connection, SessionTap(watch.session, watch))
                 if not handle and self.request.contents:

@@ -343,3 +343,30 @@ async def test_no_resumption_handle_is_ever_logged_whole(
     leaked = [h[:6] for h in handles if h in logged]
     assert leaked == [], f"handles logged whole (prefixes): {leaked}"
     assert "reconnected: reason=drop" in logged
+
+
+async def test_a_setup_that_never_completes_is_retried_after_connect_timeout(
+    make_agent: AgentFactory,
+) -> None:
+    async with FakeLiveServer() as server:
+        agent = make_agent(server, policy=ResumePolicy(connect_timeout=0.5))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            server.script(Fault.no_setup_complete(), connection=2)
+            await server.close_open(1011)
+            await server.wait_for_connections(3, timeout=10)
+            assert await live.say("two") == "echo: two"
+            await live.close()
+        assert server.connections[2].resumed
+        assert server.connections[1].ended_by == "client"
+
+
+async def test_1007_mid_session_is_not_retried(make_agent: AgentFactory) -> None:
+    async with FakeLiveServer() as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            await server.close_open(1007, "Request contains an invalid argument.")
+            error = await live.wait_ended(timeout=10)
+        assert isinstance(error, SessionNotResumableError) and error.code == 1007
+        assert "invalid argument" in str(error) and len(server.connections) == 1
