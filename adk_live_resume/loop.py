@@ -47,7 +47,9 @@ from .errors import (
 )
 from .handles import ResumptionState, redact
 from .observe import ReconnectReason
+from .outbox import Outbox, Replay, call_key, describe, without_responses
 from .policy import OutageBudget, ReconnectRate, ResumePolicy
+from .queue_guard import QueueGuard
 from .tap import SessionTap
 
 logger = logging.getLogger("adk_live_resume.loop")
@@ -82,9 +84,6 @@ Fallback = Callable[[Any], AsyncGenerator[Any, None]]
 
 #: A receive step that ended without an error: the server closed normally.
 _ENDED = Drop("closed", 1000, "connection ended without an error")
-
-#: Client sends after which the handle no longer covers everything the user said.
-_TURN_SENDS = frozenset({"send", "client_content", "tool_response"})
 
 
 class _End(enum.Enum):
@@ -122,15 +121,35 @@ class _ConnectionWatch:
         self.rotate_on_next_handle = False
         self.turn_sent_since_handle = False
         self.send_error: BaseException | None = None
+        #: The model was in the middle of a turn (output seen, no turnComplete yet).
+        self.model_turn_open = False
+        self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
 
     # -- TapListener ----------------------------------------------------------------------
 
-    def on_server_message(self) -> None:
+    def on_server_message(self, message: types.LiveServerMessage) -> None:
         if not self.healthy:
             self.healthy = True
             self.run.connection_proved_healthy()
+        content = message.server_content
+        if content is None:
+            return
+        outbox = self.run.outbox
+        for part in (content.model_turn.parts or []) if content.model_turn else []:
+            if part.text and not part.thought:
+                outbox.model_text(part.text)
+            self.model_turn_open = True
+        if content.output_transcription and content.output_transcription.text:
+            outbox.model_text(content.output_transcription.text)
+            self.model_turn_open = True
+        if content.input_transcription and content.input_transcription.text:
+            outbox.input_text(content.input_transcription.text)
+        if content.turn_complete or content.interrupted:
+            self.model_turn_open = False
+        if content.turn_complete:
+            outbox.turn_complete()
 
     def on_go_away(self, time_left: float | None) -> None:
         if self.go_away_seen:
@@ -167,8 +186,35 @@ class _ConnectionWatch:
         )
         if changed:
             self.turn_sent_since_handle = False
+            self.run.calls_since_handle.clear()
+            transparent = self.run.transparent
+            self.run.outbox.covered(last_consumed_index if transparent else None)
             self.run.ctx.live_session_resumption_handle = self.run.handles.handle
             logger.debug("new resumption handle %s", redact(self.run.handles.handle))
+
+    async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
+        run = self.run
+        to_run: list[types.FunctionCall] = []
+        answered: list[types.FunctionResponse] = []
+        for call in calls:
+            key = call_key(call.name, call.args)
+            if call.id:
+                run.calls_issued[call.id] = key
+                run.calls_since_handle[call.id] = key
+            known = run.take_known_result(key)
+            if known is not None and call.id:
+                answered.append(types.FunctionResponse(id=call.id, name=call.name, response=known))
+            else:
+                to_run.append(call)
+        run.outbox.tool_call(call.id for call in calls if call.id)
+        if answered and self.tap is not None:
+            logger.debug(
+                "answering %d repeated tool call(s) with the result from before the reconnect",
+                len(answered),
+            )
+            run.tool_calls_deduplicated += len(answered)
+            await self.tap.replay("send_tool_response", {"function_responses": answered})
+        return to_run
 
     def on_message_passed(self, message: types.LiveServerMessage) -> None:
         update = message.session_resumption_update
@@ -180,9 +226,27 @@ class _ConnectionWatch:
         ):
             self.rotate("goAway at a safe point")
 
-    def on_client_send(self, kind: str, payload: dict[str, Any]) -> None:
-        if kind in _TURN_SENDS:
+    def before_send(
+        self, method: str, kwargs: dict[str, Any], *, replay: bool
+    ) -> dict[str, Any] | None:
+        run = self.run
+        unknown = {i for i in describe(method, kwargs)[2] if i in run.unknown_calls}
+        if unknown:
+            # The resumed session never saw these calls: a response would confuse it. The
+            # replayed user turn makes the model ask again; the result is reused then.
+            logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
+            kept = without_responses(method, kwargs, unknown)
+            if kept is None:
+                if not replay and run.queue_guard is not None:
+                    run.queue_guard.mark_sent()
+                return None
+            kwargs = kept
+        message = run.outbox.record(method, kwargs)
+        if not replay and run.queue_guard is not None:
+            run.queue_guard.mark_sent()
+        if message.user_text or message.response_ids or method == "send":
             self.turn_sent_since_handle = True
+        return kwargs
 
     def on_client_close(self) -> None:
         self.client_closed = True
@@ -267,6 +331,35 @@ class _LiveRun:
         self.lost_at: float | None = None
         self.pending_reason: ReconnectReason | None = None
         self.pending_cause = ""
+        self.outbox = Outbox(policy.replay_audio_seconds * 1000.0)
+        self.queue_guard: QueueGuard | None = None
+        self.transparent = False
+        #: Tool calls by id -> call key; those since the newest handle; those the current
+        #: session never saw (issued after the handle it resumed from); results by id.
+        self.calls_issued: dict[str, str] = {}
+        self.calls_since_handle: dict[str, str] = {}
+        self.unknown_calls: dict[str, str] = {}
+        self.tool_results: dict[str, dict[str, Any]] = {}
+        self.tool_calls_deduplicated = 0
+        #: The next connection starts a fresh session with the conversation rebuilt.
+        self.fresh_start_needed = False
+        self.fresh_starts = 0
+        self.replayed_messages = 0
+
+    def take_known_result(self, key: str) -> dict[str, Any] | None:
+        """The result of an unknown-to-the-session call with this key, used at most once."""
+        for call_id, call in list(self.unknown_calls.items()):
+            if call == key and call_id in self.tool_results:
+                del self.unknown_calls[call_id]
+                return self.tool_results.pop(call_id)
+        return None
+
+    def remember_tool_results(self, event: Any) -> None:
+        for response in event.get_function_responses():
+            if response.id:
+                self.tool_results[response.id] = dict(response.response or {})
+        while len(self.tool_results) > 256:
+            del self.tool_results[next(iter(self.tool_results))]
 
     @property
     def agent_name(self) -> str:
@@ -289,6 +382,7 @@ class _LiveRun:
             transparent = (
                 self.policy.transparent if asked_transparent is None else asked_transparent
             )
+        self.transparent = bool(transparent)
         config.session_resumption = types.SessionResumptionConfig(
             handle=handle, transparent=transparent
         )
@@ -311,14 +405,10 @@ class _LiveRun:
 
     async def events(self, fallback: Fallback) -> AsyncGenerator[Any, None]:
         from google.adk.events.event import Event
-        from google.adk.models.llm_request import LlmRequest
 
         surface = self.surface
-        self.request = LlmRequest()
         self.event_id = Event.new_id()
-        async with contextlib.aclosing(
-            surface.preprocess(self.flow, self.ctx, self.request)
-        ) as pre:
+        async with contextlib.aclosing(self._prepare_request()) as pre:
             async for event in pre:
                 yield event
         if self.ctx.end_invocation:
@@ -327,9 +417,6 @@ class _LiveRun:
             raise ValueError(
                 "run_live needs a LiveRequestQueue: pass live_request_queue= to Runner.run_live."
             )
-        model_name = adk_compat.live_model_name(self.ctx.agent)
-        if model_name:
-            self.request.model = model_name
         asked = (
             self.request.live_connect_config.session_resumption
             if self.request.live_connect_config is not None
@@ -338,22 +425,53 @@ class _LiveRun:
         self.handles = ResumptionState.starting_with(
             (asked.handle if asked is not None else None) or self.ctx.live_session_resumption_handle
         )
+        self.queue_guard = QueueGuard(self.ctx.live_request_queue)
         try:
             async with contextlib.aclosing(self._connections(fallback)) as stream:
                 async for event in stream:
                     yield event
         finally:
+            self.queue_guard.release()
             if surface.stop_background_tools is not None:
                 await surface.stop_background_tools(self.ctx)
+
+    async def _prepare_request(self) -> AsyncGenerator[Any, None]:
+        """ADK's request preprocessing: history from the ADK session, tools, config."""
+        from google.adk.models.llm_request import LlmRequest
+
+        self.request = LlmRequest()
+        async with contextlib.aclosing(
+            self.surface.preprocess(self.flow, self.ctx, self.request)
+        ) as pre:
+            async for event in pre:
+                yield event
+        model_name = adk_compat.live_model_name(self.ctx.agent)
+        if model_name:
+            self.request.model = model_name
 
     async def _connections(self, fallback: Fallback) -> AsyncGenerator[Any, None]:
         loop = asyncio.get_running_loop()
         while True:
+            age = self.handles.age(loop.time())
+            if self.handles.handle and age is not None and age > self.policy.handle_ttl:
+                logger.info("resumption handle is %.0f s old; starting a fresh session", age)
+                self._need_fresh_start()
+            if self.fresh_start_needed:
+                self.fresh_start_needed = False
+                self.fresh_starts += 1
+                async with contextlib.aclosing(self._prepare_request()) as pre:
+                    async for event in pre:
+                        yield event
             watch = _ConnectionWatch(self, self.connections + 1)
             outcome = _Outcome(_End.DROPPED)
             async with contextlib.aclosing(self._serve(watch, outcome)) as stream:
                 async for event in stream:
                     yield event
+            self.unknown_calls.update(self.calls_since_handle)
+            self.calls_since_handle.clear()
+            if watch.model_turn_open and outcome.end in (_End.DROPPED, _End.ROTATE):
+                # The model was cut off mid-turn: tell the client to stop playing it.
+                yield self._interrupted_event()
             end = outcome.end
             if end in (_End.CLIENT_CLOSED, _End.TASK_COMPLETED):
                 return
@@ -390,6 +508,24 @@ class _LiveRun:
                 logger.debug("waiting %.3f s before reconnecting", wait)
                 await asyncio.sleep(wait)
 
+    def _need_fresh_start(self) -> None:
+        """The handle is dead: the next connection starts a fresh session."""
+        self.handles.forget()
+        self.ctx.live_session_resumption_handle = None
+        self.fresh_start_needed = True
+        # The fresh session knows no tool call at all.
+        self.unknown_calls.update(self.calls_issued)
+
+    def _interrupted_event(self) -> Any:
+        from google.adk.events.event import Event
+
+        return Event(
+            invocation_id=self.ctx.invocation_id,
+            author=self.agent_name,
+            branch=getattr(self.ctx, "branch", None),
+            interrupted=True,
+        )
+
     def _plan_retry(self, outcome: _Outcome, now: float) -> float:
         """Decide about a drop: return the wait before the next attempt, or raise."""
         drop = outcome.drop
@@ -397,9 +533,25 @@ class _LiveRun:
         cause = drop.describe()
         self.pending_reason = "drop"
         self.pending_cause = cause
-        if drop.kind == "rejected" or (
+        fatal = drop.kind == "rejected" or (
             drop.kind == "closed" and not self.policy.is_retryable_code(drop.code)
+        )
+        if (
+            fatal
+            and outcome.at_connect
+            and self.handles.handle
+            and drop.code in (1007, 1008)
+            and self.policy.restart_when_handle_dead
         ):
+            logger.info(
+                "the server refused handle %s (%s); starting a fresh session with the"
+                " conversation so far",
+                redact(self.handles.handle),
+                cause,
+            )
+            self._need_fresh_start()
+            fatal = False
+        if fatal:
             resumed = (
                 " while resuming with a handle"
                 if outcome.at_connect and self.handles.handle
@@ -447,11 +599,33 @@ class _LiveRun:
                 self.connections += 1
                 outcome.at_connect = False
                 watch.session = adk_compat.genai_session(connection)
-                adk_compat.set_genai_session(connection, SessionTap(watch.session, watch))
+                watch.tap = SessionTap(watch.session, watch)
+                adk_compat.set_genai_session(connection, watch.tap)
+                self.outbox.begin_connection()
+                replay = (
+                    self.outbox.take_replay(self.unknown_calls)
+                    if handle
+                    else self.outbox.take_audio()
+                )
                 if not handle and self.request.contents:
                     self.history_sends += 1
                     await connection.send_history(self.request.contents)
-                self._report_reconnect(state_restored=bool(handle))
+                if replay.context:
+                    await watch.tap.replay(
+                        "send_client_content",
+                        {"turns": replay.context_contents(), "turn_complete": False},
+                    )
+                for message in replay.messages:
+                    await watch.tap.replay(message.method, message.kwargs)
+                if replay.dropped_audio_ms:
+                    logger.warning(
+                        "%.0f ms of user audio sent before the drop is older than the replay"
+                        " window (%.1f s) and was not replayed",
+                        replay.dropped_audio_ms,
+                        self.policy.replay_audio_seconds,
+                    )
+                self.replayed_messages += len(replay.messages)
+                self._report_reconnect(state_restored=bool(handle), replay=replay)
                 send_task = asyncio.create_task(
                     surface.send_step(self.flow, connection, self.ctx, self.request),
                     name=f"adk_live_resume send #{watch.number}",
@@ -474,6 +648,7 @@ class _LiveRun:
                             continue
                         yield event
                         if event.get_function_responses():
+                            self.remember_tool_results(event)
                             queue.send_content(event.content)
                         transfer = event.actions.transfer_to_agent if event.actions else None
                         if transfer:
@@ -502,6 +677,8 @@ class _LiveRun:
                 if send_task is not None and not send_task.done():
                     send_task.cancel()
                     await asyncio.wait({send_task}, timeout=1.0)
+                if self.queue_guard is not None and self.queue_guard.recover():
+                    logger.debug("the request in the sender's hand goes to the next connection")
                 await watch.finish(graceful=clean_exit)
         if outcome.end is _End.DROPPED and outcome.error is not None and outcome.drop is None:
             raise outcome.error
@@ -535,7 +712,7 @@ class _LiveRun:
         if outcome.drop is None:
             outcome.drop = _ENDED
 
-    def _report_reconnect(self, *, state_restored: bool) -> None:
+    def _report_reconnect(self, *, state_restored: bool, replay: Replay) -> None:
         if self.pending_reason is None:
             return
         loop = asyncio.get_running_loop()
@@ -552,6 +729,8 @@ class _LiveRun:
                 invocation_id=str(getattr(self.ctx, "invocation_id", "")),
                 session_id=str(getattr(session, "id", "")),
                 connection_number=self.connections,
+                replayed_messages=len(replay.messages) + (1 if replay.context else 0),
+                dropped_audio_ms=replay.dropped_audio_ms,
             )
         )
         self.pending_reason = None

@@ -38,6 +38,10 @@ class ReconnectInfo:
     session_id: str
     #: Connections this run has opened so far, the new one included.
     connection_number: int
+    #: Client messages sent again on the new connection (user turns, audio, tool responses).
+    replayed_messages: int = 0
+    #: User audio (ms) too old for the replay window, so not replayed.
+    dropped_audio_ms: float = 0.0
 
 
 ReconnectCallback = Callable[[ReconnectInfo], None]
@@ -63,7 +67,7 @@ def report(info: ReconnectInfo) -> None:
     """Log ``info`` at INFO on ``adk_live_resume`` and call the registered callbacks."""
     logger.info(
         "live session %s reconnected: reason=%s attempt=%d gap=%.0fms state_restored=%s "
-        "cause=%r agent=%s connection=%d",
+        "cause=%r agent=%s connection=%d replayed=%d dropped_audio=%.0fms",
         info.session_id,
         info.reason,
         info.attempt,
@@ -72,6 +76,8 @@ def report(info: ReconnectInfo) -> None:
         info.cause,
         info.agent_name,
         info.connection_number,
+        info.replayed_messages,
+        info.dropped_audio_ms,
     )
     with _lock:
         callbacks = list(_callbacks)

@@ -90,12 +90,28 @@ class ResumePolicy:
     #: Ask Vertex AI for ``transparent`` resumption (never sent to the Gemini API, whose SDK
     #: rejects the field).
     transparent: bool = True
+    #: Seconds of the newest unconfirmed user audio replayed after a resume; older audio is
+    #: counted as dropped (``ReconnectInfo.dropped_audio_ms``).
+    replay_audio_seconds: float = 2.0
+    #: A handle older than this (s) is not tried: a fresh session is started with the
+    #: conversation rebuilt from the ADK session (the Gemini API keeps handles for 2 h).
+    handle_ttl: float = 7200.0 - 60.0
+    #: When the server refuses a handle (1007/1008 on resume) or it is too old, start a fresh
+    #: session with the conversation so far instead of ending the run.
+    restart_when_handle_dead: bool = True
 
     def __post_init__(self) -> None:
         problems = []
         if self.max_attempts < 1:
             problems.append("max_attempts must be >= 1")
-        for name in ("outage_timeout", "initial_wait", "max_wait", "connect_timeout"):
+        for name in (
+            "outage_timeout",
+            "initial_wait",
+            "max_wait",
+            "connect_timeout",
+            "replay_audio_seconds",
+            "handle_ttl",
+        ):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
         if self.close_timeout <= 0:

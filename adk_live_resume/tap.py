@@ -2,14 +2,19 @@
 
 Every ADK release reads and writes the socket through ``GeminiLlmConnection._gemini_session``;
 what ADK does above it differs by release (1.27 drops ``goAway``; 2.x erases the handle on
-``resumable=false``, logs it whole and reconnects at once on ``goAway``). The tap sees every
-raw server message first and every client send, and gives ADK one behaviour on all releases:
+``resumable=false``, logs it whole and reconnects at once on ``goAway``; 1.28+ holds tool
+calls until ``turnComplete``). The tap sees every raw server message first and every client
+send, and gives ADK one behaviour on all releases:
 
 * ``goAway`` is reported to the live loop and removed before ADK sees it (the loop plans the
   reconnect; ADK 2.x would otherwise cut the current turn).
-* ``sessionResumptionUpdate`` is reported to the loop; an update that carries no usable handle
-  is removed (so ADK 2.x cannot erase the good handle), a usable one passes through (so ADK
-  2.x still emits it as an event for callers that store handles).
+* ``sessionResumptionUpdate`` is reported; an update that carries no usable handle is removed
+  (so ADK 2.x cannot erase the good handle), a usable one passes through (so ADK 2.x still
+  emits it as an event for callers that store handles).
+* tool calls are reported; the listener may answer some itself (a call the model repeats
+  after a resume, whose result is already known) and those are removed.
+* every client send goes through :meth:`TapListener.before_send`, which records it (for
+  replay) and may rewrite or drop it (a function response for a call the session never saw).
 * ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
   a client close from a lost connection.
 
@@ -21,17 +26,17 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 from google.genai import types
 
 
 class TapListener(Protocol):
-    """What the live loop learns from a tapped session."""
+    """What the live loop learns from, and decides for, a tapped session."""
 
-    def on_server_message(self) -> None:
-        """Any message arrived (proves the connection healthy)."""
+    def on_server_message(self, message: types.LiveServerMessage) -> None:
+        """Any message arrived (proves the connection healthy; carries content facts)."""
 
     def on_go_away(self, time_left: float | None) -> None:
         """The server announced the end of this connection in ``time_left`` seconds."""
@@ -41,11 +46,16 @@ class TapListener(Protocol):
     ) -> None:
         """A ``sessionResumptionUpdate`` arrived."""
 
+    async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
+        """Tool calls arrived; return those ADK should run (the rest were answered)."""
+
     def on_message_passed(self, message: types.LiveServerMessage) -> None:
         """A message was handed to ADK (after the other callbacks)."""
 
-    def on_client_send(self, kind: str, payload: dict[str, Any]) -> None:
-        """ADK is about to send a client message of ``kind`` with keyword ``payload``."""
+    def before_send(
+        self, method: str, kwargs: dict[str, Any], *, replay: bool
+    ) -> dict[str, Any] | None:
+        """A client send is about to happen; return the kwargs to send, or ``None`` to skip."""
 
     def on_client_close(self) -> None:
         """ADK asked to close the connection (the ``LiveRequestQueue`` was closed)."""
@@ -86,17 +96,17 @@ class SessionTap:
     async def receive(self) -> AsyncIterator[types.LiveServerMessage]:
         async with contextlib.aclosing(self._tapped_session.receive()) as messages:
             async for message in messages:
-                passed = self._filter(message)
+                passed = await self._filter(message)
                 if passed is not None:
                     self._listener.on_message_passed(passed)
                     yield passed
 
-    def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
-        self._listener.on_server_message()
-        drop_fields: dict[str, None] = {}
+    async def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
+        self._listener.on_server_message(message)
+        changes: dict[str, Any] = {}
         if message.go_away is not None:
             self._listener.on_go_away(parse_time_left(message.go_away.time_left))
-            drop_fields["go_away"] = None
+            changes["go_away"] = None
         update = message.session_resumption_update
         if update is not None:
             self._listener.on_resumption_update(
@@ -105,31 +115,44 @@ class SessionTap:
                 getattr(update, "last_consumed_client_message_index", None),
             )
             if not (update.resumable and update.new_handle):
-                drop_fields["session_resumption_update"] = None
-        if not drop_fields:
+                changes["session_resumption_update"] = None
+        tool_call = message.tool_call
+        if tool_call is not None and tool_call.function_calls:
+            calls = list(tool_call.function_calls)
+            to_run = await self._listener.on_tool_calls(calls)
+            if len(to_run) != len(calls):
+                changes["tool_call"] = (
+                    tool_call.model_copy(update={"function_calls": to_run}) if to_run else None
+                )
+        if not changes:
             return message
-        remaining = message.model_copy(update=drop_fields)
+        remaining = message.model_copy(update=changes)
         if not remaining.model_dump(exclude_none=True):
             return None
         return remaining
 
     # -- client -> server ---------------------------------------------------------------
 
+    async def _send(self, method: str, kwargs: Mapping[str, Any], *, replay: bool) -> None:
+        decided = self._listener.before_send(method, dict(kwargs), replay=replay)
+        if decided is not None:
+            await getattr(self._tapped_session, method)(**decided)
+
+    async def replay(self, method: str, kwargs: Mapping[str, Any]) -> None:
+        """Send a recorded message again (on a new connection), through the listener."""
+        await self._send(method, kwargs, replay=True)
+
     async def send(self, **kwargs: Any) -> None:
-        self._listener.on_client_send("send", kwargs)
-        await self._tapped_session.send(**kwargs)
+        await self._send("send", kwargs, replay=False)
 
     async def send_client_content(self, **kwargs: Any) -> None:
-        self._listener.on_client_send("client_content", kwargs)
-        await self._tapped_session.send_client_content(**kwargs)
+        await self._send("send_client_content", kwargs, replay=False)
 
     async def send_realtime_input(self, **kwargs: Any) -> None:
-        self._listener.on_client_send("realtime_input", kwargs)
-        await self._tapped_session.send_realtime_input(**kwargs)
+        await self._send("send_realtime_input", kwargs, replay=False)
 
     async def send_tool_response(self, **kwargs: Any) -> None:
-        self._listener.on_client_send("tool_response", kwargs)
-        await self._tapped_session.send_tool_response(**kwargs)
+        await self._send("send_tool_response", kwargs, replay=False)
 
     async def close(self) -> None:
         self._listener.on_client_close()

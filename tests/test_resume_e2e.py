@@ -188,18 +188,42 @@ async def test_flapping_server_that_speaks_before_dropping_hits_the_rate_cap(
         assert len(server.connections) == 1 + 5
 
 
-async def test_refused_handle_1008_ends_with_a_clear_error_and_no_loop(
+async def test_refused_handle_starts_a_fresh_session_with_the_conversation_once(
+    make_agent: AgentFactory,
+) -> None:
+    reconnects: list[ReconnectInfo] = []
+    remove = adk_live_resume.on_reconnect(reconnects.append)
+    try:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                server.script(Fault.refuse_resume(), connection=2)
+                await server.close_open(1011)
+                await server.wait_for_connections(3)
+                assert await live.say("what did I say first?") == "you first said: one"
+                await live.close()
+            refused, fresh = server.connections[1], server.connections[2]
+            assert (refused.ended_by, refused.close_code) == ("refused", 1008)
+            assert fresh.resume_handle is None and fresh.history_sends == 1
+            assert server.duplicate_history_sends() == 0 and len(server.connections) == 3
+    finally:
+        remove()
+    assert [(r.reason, r.state_restored) for r in reconnects] == [("restart", False)]
+
+
+async def test_refused_handle_with_restart_disabled_ends_with_a_clear_error_and_no_loop(
     make_agent: AgentFactory,
 ) -> None:
     async with FakeLiveServer() as server:
-        agent = make_agent(server)
+        agent = make_agent(server, policy=ResumePolicy(restart_when_handle_dead=False))
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             server.script(Fault.refuse_resume(), connection=2)
             await server.close_open(1011)
             error = await live.wait_ended(timeout=10)
         assert isinstance(error, SessionNotResumableError), error
-        assert error.code == 1008 and "1008" in str(error) and "handle" in str(error)
+        assert error.code == 1008 and "while resuming with a handle" in str(error)
         assert len(server.connections) == 2
 
 
@@ -361,12 +385,16 @@ async def test_a_setup_that_never_completes_is_retried_after_connect_timeout(
         assert server.connections[1].ended_by == "client"
 
 
-async def test_1007_mid_session_is_not_retried(make_agent: AgentFactory) -> None:
+@pytest.mark.parametrize("code", [1007, 1008])
+async def test_1007_and_1008_mid_session_are_not_retried(
+    make_agent: AgentFactory, code: int
+) -> None:
     async with FakeLiveServer() as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
-            await server.close_open(1007, "Request contains an invalid argument.")
+            await server.close_open(code, "Request contains an invalid argument.")
             error = await live.wait_ended(timeout=10)
-        assert isinstance(error, SessionNotResumableError) and error.code == 1007
+        assert isinstance(error, SessionNotResumableError) and error.code == code
         assert "invalid argument" in str(error) and len(server.connections) == 1
+        assert "while resuming" not in str(error)
