@@ -469,6 +469,14 @@ class _LiveRun:
                     yield event
             self.unknown_calls.update(self.calls_since_handle)
             self.calls_since_handle.clear()
+            if (
+                outcome.end in (_End.DROPPED, _End.ROTATE, _End.RESTART)
+                and not outcome.at_connect
+                and not self.handles.handle
+            ):
+                # The server never gave a handle for this session: what it held is gone, so
+                # the next one starts fresh with the conversation rebuilt.
+                self._need_fresh_start()
             if watch.model_turn_open and outcome.end in (_End.DROPPED, _End.ROTATE):
                 # The model was cut off mid-turn: tell the client to stop playing it.
                 yield self._interrupted_event()

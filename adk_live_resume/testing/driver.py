@@ -133,7 +133,10 @@ class LiveDriver:
         return await self.answer_after(self.send_text(text), timeout=timeout)
 
     async def answer_after(self, mark: int, *, timeout: float = 10.0) -> str:
-        """Wait for a completed turn among the events after index ``mark``; return its text."""
+        """Return the text of the first completed turn with text among the events after ``mark``.
+
+        Turns without text (tool-call turns) are skipped: their answer comes in a later turn.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -145,8 +148,10 @@ class LiveDriver:
                 if getattr(event, "turn_complete", False):
                     segment = self.events[start : index + 1]
                     text = answer_text(segment)
-                    if not text and any(_has_function_parts(e) for e in segment):
-                        start = index + 1  # a tool-call turn; the answer comes in the next one
+                    if not text:
+                        # a tool-call turn (or one whose calls were answered for the model):
+                        # the answer comes in a later turn
+                        start = index + 1
                         continue
                     return text
             self._raise_if_ended("a completed model turn")
@@ -233,14 +238,6 @@ def answer_text(events: list[Any]) -> str:
     if transcripts:
         return "".join(transcripts)
     return "".join(partial_texts)
-
-
-def _has_function_parts(event: Any) -> bool:
-    content = getattr(event, "content", None)
-    return any(
-        part.function_call or part.function_response
-        for part in getattr(content, "parts", None) or []
-    )
 
 
 def summarize(event: Any) -> str:
