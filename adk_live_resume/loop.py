@@ -203,6 +203,9 @@ class _ConnectionWatch:
                 run.calls_since_handle[call.id] = key
             known = run.take_known_result(key)
             if known is not None and call.id:
+                # Remembered under the new id too: if this connection drops before the
+                # answer, the model asks again and gets the same result.
+                run.tool_results[call.id] = known
                 answered.append(types.FunctionResponse(id=call.id, name=call.name, response=known))
             else:
                 to_run.append(call)
@@ -618,13 +621,7 @@ class _LiveRun:
                 if not handle and self.request.contents:
                     self.history_sends += 1
                     await connection.send_history(self.request.contents)
-                if replay.context:
-                    await watch.tap.replay(
-                        "send_client_content",
-                        {"turns": replay.context_contents(), "turn_complete": False},
-                    )
-                for message in replay.messages:
-                    await watch.tap.replay(message.method, message.kwargs)
+                await self._replay(watch.tap, replay)
                 if replay.dropped_audio_ms:
                     logger.warning(
                         "%.0f ms of user audio sent before the drop is older than the replay"
@@ -719,6 +716,31 @@ class _LiveRun:
         outcome.end = _End.DROPPED
         if outcome.drop is None:
             outcome.drop = _ENDED
+
+    async def _replay(self, tap: SessionTap, replay: Replay) -> None:
+        """Send ``replay`` on a new connection; what is not sent stays in the outbox.
+
+        Each message is recorded again as it is sent (the new connection may drop too), and
+        if sending fails midway the rest is recorded unsent, so a later connection gets it.
+        """
+        logger.debug(
+            "replaying %d context turn(s) and %d message(s): %s",
+            len(replay.context),
+            len(replay.messages),
+            [m.method + (f"({m.user_text!r})" if m.user_text else "") for m in replay.messages],
+        )
+        pending: list[tuple[str, dict[str, Any]]] = []
+        if replay.context:
+            turns = replay.context_contents()
+            pending.append(("send_client_content", {"turns": turns, "turn_complete": False}))
+        pending.extend((m.method, dict(m.kwargs)) for m in replay.messages)
+        for position, (method, kwargs) in enumerate(pending):
+            try:
+                await tap.replay(method, kwargs)
+            except BaseException:
+                for later_method, later_kwargs in pending[position + 1 :]:
+                    self.outbox.record(later_method, later_kwargs)
+                raise
 
     def _report_reconnect(self, *, state_restored: bool, replay: Replay) -> None:
         if self.pending_reason is None:

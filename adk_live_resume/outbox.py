@@ -10,7 +10,9 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
 ``turnComplete`` with no tool call still waiting for its response):
 
 * before it, the exchange already happened: it is returned as context turns, to be sent as
-  history that does not ask for an answer (nothing is said twice, nothing forgotten);
+  history that does not ask for an answer (nothing is said twice, nothing forgotten). A turn
+  is resolved when the model said something after the latest user input or tool response and
+  no tool call waits for its response;
 * after it, the messages are returned as they were sent, to be replayed in order (the model
   answers them once), except function responses for calls the resumed session never saw,
   and audio older than the replay window, which is counted, never dropped silently.
@@ -125,13 +127,22 @@ class Outbox:
         """Return what a resumed session needs and empty the outbox (see module doc)."""
         unknown = set(unknown_call_ids)
         items, self._items = self._items, []
-        resolved, pending = -1, set[str]()
+        # A turn is resolved when the model said something after the latest user input or
+        # tool response and no tool call waits for its response. Raw audio chunks are not a
+        # turn by themselves; the server's input transcription is.
+        resolved, pending, answered = -1, set[str](), True
         for position, item in enumerate(items):
             if isinstance(item, ClientMessage):
                 pending.difference_update(item.response_ids)
+                if item.user_text or item.response_ids:
+                    answered = False
             elif item.kind == "tool_call":
                 pending.update(item.ids)
-            elif item.kind == "turn_complete" and not pending:
+            elif item.kind == "input_text":
+                answered = False
+            elif item.kind == "model_text":
+                answered = True
+            elif item.kind == "turn_complete" and not pending and answered:
                 resolved = position
         replay = Replay(context=_context(items[: resolved + 1]))
         raw: list[ClientMessage] = []

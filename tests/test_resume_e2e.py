@@ -139,12 +139,15 @@ async def test_resumable_false_update_keeps_the_earlier_handle(make_agent: Agent
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             good = server.connections[0].handles_issued[-1]
-            live.send_text("two")  # the model starts generating: resumable=false, no handle
+            mark = live.send_text("two")  # generating: resumable=false, no handle
             await server.wait_for(
                 lambda: _resumption_updates(server, 1)[-1].get("resumable") is False, 5
             )
             await server.close_open(1011)
             await server.wait_for_connections(2)
+            # the cut answer is closed, then "two" (replayed) is answered on the new connection
+            cut = await live.wait_for_event(lambda e: e.interrupted, after=mark)
+            assert await live.answer_after(live.events.index(cut) + 1) == "echo: two"
             assert await live.say("three") == "echo: three"
             await live.close()
         assert server.connections[1].resume_handle == good and server.connections[1].resumed

@@ -389,12 +389,22 @@ class LiveConnection:
     async def _client_content(self, body: JsonDict) -> None:
         turn_complete = bool(pick(body, "turnComplete", False))
         turns: list[Turn] = []
+        tool_result: tuple[str, Any] | None = None  # a function response ending the history
         for raw_turn in pick_list(body, "turns"):
             role: Literal["user", "model"] = (
                 "model" if pick(raw_turn, "role") == "model" else "user"
             )
-            texts = [pick(part, "text") for part in pick_list(raw_turn, "parts")]
+            parts = pick_list(raw_turn, "parts")
+            texts = [pick(part, "text") for part in parts]
             turns.append(Turn(role, "".join(t for t in texts if isinstance(t, str))))
+            responses = [
+                r for part in parts if isinstance(r := pick(part, "functionResponse"), dict)
+            ]
+            tool_result = (
+                (str(pick(responses[-1], "name")), pick(responses[-1], "response", {}))
+                if responses
+                else None
+            )
         if not turns:
             if turn_complete and self._unanswered_user and self._memory:
                 self._unanswered_user = False
@@ -415,10 +425,16 @@ class LiveConnection:
         answer = turn_complete and turns[-1].role == "user"
         if answer:
             await self._interrupt()
-        self._memory.extend(turns)
+        # Turns that carried only function calls or responses have no text to remember.
+        self._memory.extend(t for t in turns if t.text)
         self.record.user_turns.extend(t.text for t in turns if t.role == "user" and t.text)
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
-        if answer:
+        if answer and tool_result is not None:
+            # History ending with a tool's result: answer with it, as after a toolResponse,
+            # for the user turn that asked for the tool.
+            asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
+            self._start_generation(asked, tool_result=tool_result)
+        elif answer:
             self._start_generation(turns[-1].text)
 
     async def _realtime_input(self, body: JsonDict) -> None:
@@ -514,9 +530,11 @@ class LiveConnection:
             await self._send(wire.tool_call_cancellation(cancelled))
         await self._send(wire.server_content(interrupted=True))
 
-    def _start_generation(self, user_text: str) -> None:
+    def _start_generation(
+        self, user_text: str, *, tool_result: tuple[str, Any] | None = None
+    ) -> None:
         previous = tuple(self._memory[:-1])
-        coro = self._generate(user_text, previous)
+        coro = self._generate(user_text, previous, tool_result)
         self._generation = self._loop.create_task(self._guard(coro))
         self._generation.add_done_callback(lambda _: coro.close())  # cancelled before it ran
 
@@ -531,10 +549,19 @@ class LiveConnection:
                 wire.resumption_update(new_handle=None, resumable=False, last_consumed_index=None)
             )
 
-    async def _generate(self, user_text: str, previous: tuple[Turn, ...]) -> None:
+    async def _generate(
+        self,
+        user_text: str,
+        previous: tuple[Turn, ...],
+        tool_result: tuple[str, Any] | None = None,
+    ) -> None:
         try:
             await self._not_resumable()
-            plan = self._model.respond(user_text, previous)
+            plan = (
+                self._model.after_tool(*tool_result)
+                if tool_result is not None
+                else self._model.respond(user_text, previous)
+            )
             if isinstance(plan, CallTool):
                 call_id = self._shared.new_tool_call_id()
                 future: asyncio.Future[Any] = self._loop.create_future()

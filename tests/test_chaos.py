@@ -1,0 +1,181 @@
+"""Chaos: seeded random conversations with faults at random points.
+
+Each seed builds a conversation (text turns, spoken turns, one tool call, in random order)
+and a fault plan (closes with random retryable codes, aborts, drops mid-turn, mid-tool-call,
+during a reconnect, refused handles, a server restart at a random moment), then drives it
+through the real ``Runner.run_live`` with the patch installed. For every run:
+
+* each user turn is answered exactly once, with the right answer;
+* the tool ran exactly once for its call, and no response went to a session that never
+  issued its call id;
+* history was never delivered twice;
+* the run ends in bounded time, and no task of ours is left behind.
+
+The default run covers ``ADK_LIVE_RESUME_CHAOS_RUNS`` seeds (200); a longer soak:
+``ADK_LIVE_RESUME_CHAOS_RUNS=2000 python3 scripts/dev.py test tests/test_chaos.py``.
+A failing seed says how to replay it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from dataclasses import dataclass, field
+
+import pytest
+from google.adk.agents import LlmAgent
+
+import adk_live_resume
+from adk_live_resume.testing import FakeLiveServer, Fault, speech_pcm
+from adk_live_resume.testing.driver import LiveDriver
+
+RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
+ONLY = os.environ.get("ADK_LIVE_RESUME_CHAOS_SEED")
+SEEDS = [int(ONLY)] if ONLY else list(range(RUNS))
+
+pytestmark = [pytest.mark.chaos, pytest.mark.timeout(90)]
+
+RETRYABLE = [1000, 1001, 1011, 1012, 1013, 1014]
+
+
+@dataclass
+class Plan:
+    seed: int
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
+    faults: dict[int, Fault] = field(default_factory=dict)
+    restart_after: float | None = None
+
+    def describe(self) -> str:
+        faults = ", ".join(f"#{n}: {f.kind} {_trigger(f)}" for n, f in sorted(self.faults.items()))
+        restart = f"; restart after {self.restart_after:.2f}s" if self.restart_after else ""
+        return f"steps={[k for k, _ in self.steps]} faults=[{faults}]{restart}"
+
+
+def _trigger(fault: Fault) -> str:
+    for name in ("after_client_messages", "after_seconds"):
+        value = getattr(fault, name)
+        if value is not None:
+            return f"{name}={value}"
+    for name in ("mid_turn", "mid_tool_call", "after_setup"):
+        if getattr(fault, name):
+            return name
+    return f"code={fault.code}"
+
+
+def make_plan(seed: int) -> Plan:
+    rng = random.Random(seed)
+    plan = Plan(seed)
+    kinds = ["text", "audio", "tool", *rng.choices(["text", "audio"], k=rng.randint(1, 3))]
+    rng.shuffle(kinds)
+    for n, kind in enumerate(kinds):
+        if kind == "tool":
+            plan.steps.append(("tool", f'call lookup {{"item": "thing {seed}-{n}"}}'))
+        else:
+            plan.steps.append((kind, f"{kind} {seed} {n}"))
+    for connection in (1, 2, 3):
+        if rng.random() < 0.75:
+            plan.faults[connection] = _random_fault(rng, connection)
+    if rng.random() < 0.3:
+        plan.restart_after = rng.uniform(0.05, 0.6)
+    return plan
+
+
+def _random_fault(rng: random.Random, connection: int) -> Fault:
+    choices = ["close", "abort", "mid_turn", "mid_tool_call", "after_seconds"]
+    if connection > 1:
+        choices += ["during_reconnect", "refuse_resume"]
+    choice = rng.choice(choices)
+    code = rng.choice(RETRYABLE)
+    if choice == "close":
+        return Fault.close(code, after_client_messages=rng.randint(1, 12))
+    if choice == "abort":
+        return Fault.abort(after_client_messages=rng.randint(1, 12))
+    if choice == "mid_turn":
+        return (
+            Fault.abort(mid_turn=True) if rng.random() < 0.5 else Fault.close(code, mid_turn=True)
+        )
+    if choice == "mid_tool_call":
+        return Fault.close(code, mid_tool_call=True)
+    if choice == "after_seconds":
+        return Fault.abort(after_seconds=rng.uniform(0.02, 0.4))
+    if choice == "during_reconnect":
+        return Fault.close(code, after_setup=True)
+    return Fault.refuse_resume()
+
+
+def _our_tasks() -> list[asyncio.Task[object]]:
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith("adk_live_resume")]
+
+
+async def run_plan(plan: Plan) -> None:
+    tool_runs: list[str] = []
+
+    def lookup(item: str) -> dict[str, str]:
+        """Look an item up."""
+        tool_runs.append(item)
+        return {"item": item, "found": "yes"}
+
+    async with FakeLiveServer(chunk_delay=0.003) as server:
+        for connection, fault in plan.faults.items():
+            server.script(fault, connection=connection)
+        adk_live_resume.install()
+        agent = LlmAgent(name="assistant", model=server.gemini(), tools=[lookup])
+        restarter: asyncio.Task[None] | None = None
+        if plan.restart_after is not None:
+            delay = plan.restart_after
+
+            async def restart_later() -> None:
+                await asyncio.sleep(delay)
+                await server.restart()
+
+            restarter = asyncio.create_task(restart_later())
+        try:
+            async with await LiveDriver.start(agent) as live:
+                for kind, text in plan.steps:
+                    if kind == "audio":
+                        pcm = speech_pcm(text, seconds=0.25)
+                        mark = len(live.events)
+                        for start in range(0, len(pcm), 2400):
+                            live.send_audio(pcm[start : start + 2400])
+                        answer = await live.answer_after(mark, timeout=15)
+                        assert answer == f"echo: {text}", (kind, text, answer)
+                    elif kind == "tool":
+                        answer = await live.say(text, timeout=15)
+                        item = text.split('"item": "')[1].rstrip('"}')
+                        assert answer == f'lookup returned {{"found":"yes","item":"{item}"}}' or (
+                            answer == f'lookup returned {{"item":"{item}","found":"yes"}}'
+                        ), answer
+                    else:
+                        assert await live.say(text, timeout=15) == f"echo: {text}"
+                assert await live.close(timeout=10) is None
+        finally:
+            if restarter is not None:
+                restarter.cancel()
+                await asyncio.gather(restarter, return_exceptions=True)
+        expected = [text for kind, text in plan.steps]
+        answered = server.user_turns_answered()
+        assert sorted(answered) == sorted(expected), f"answered {answered}, said {expected}"
+        tool_items = [t.split('"item": "')[1].rstrip('"}') for k, t in plan.steps if k == "tool"]
+        assert tool_runs == tool_items, f"tool ran for {tool_runs}"
+        for record in server.connections:
+            assert not record.unknown_tool_response_ids, record
+            assert not record.stale_tool_response_ids, record
+            assert not record.errors, record.errors
+        assert server.duplicate_history_sends() == 0
+    await asyncio.sleep(0)
+    assert _our_tasks() == []
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed_{s}" for s in SEEDS])
+async def test_chaos(seed: int) -> None:
+    plan = make_plan(seed)
+    try:
+        async with asyncio.timeout(60):
+            await run_plan(plan)
+    except BaseException as error:
+        raise AssertionError(
+            f"chaos seed {seed} failed: {plan.describe()}\n"
+            f"replay it alone: ADK_LIVE_RESUME_CHAOS_SEED={seed} "
+            "python3 scripts/dev.py test tests/test_chaos.py"
+        ) from error

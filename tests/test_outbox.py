@@ -1,0 +1,124 @@
+"""Outbox rules (pure): what is covered by a handle, what is replayed, how (no I/O)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from google.genai import types
+
+from adk_live_resume.outbox import Outbox, call_key, describe, without_responses
+from adk_live_resume.queue_guard import QueueGuard
+
+
+def _text(text: str) -> dict[str, object]:
+    return {
+        "turns": [types.Content(role="user", parts=[types.Part(text=text)])],
+        "turn_complete": True,
+    }
+
+
+def _audio(ms: int, rate: int = 16000) -> dict[str, object]:
+    data = b"\0\0" * (rate * ms // 1000)
+    return {"audio": types.Blob(data=data, mime_type=f"audio/pcm;rate={rate}")}
+
+
+def _response(call_id: str) -> dict[str, object]:
+    return {"function_responses": [types.FunctionResponse(id=call_id, name="f", response={})]}
+
+
+def test_describe_reads_text_audio_and_response_ids() -> None:
+    assert describe("send_client_content", _text("hi")) == (0.0, "hi", ())
+    ms, text, ids = describe("send_realtime_input", _audio(250))
+    assert (round(ms), text, ids) == (250, None, ())
+    assert describe("send_tool_response", _response("c1")) == (0.0, None, ("c1",))
+    legacy = {"input": types.LiveClientContent(turns=_text("yo")["turns"], turn_complete=True)}
+    assert describe("send", legacy)[1] == "yo"
+
+
+def test_a_resumable_handle_covers_everything_before_it_on_the_gemini_api() -> None:
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("one"))
+    outbox.covered(None)
+    outbox.record("send_client_content", _text("two"))
+    replay = outbox.take_replay()
+    assert [m.user_text for m in replay.messages] == ["two"] and not replay.context
+    assert len(outbox) == 0
+
+
+def test_transparent_trims_exactly_by_last_consumed_index() -> None:
+    outbox = Outbox()
+    outbox.begin_connection()
+    for word in ("a", "b", "c"):
+        outbox.record("send_client_content", _text(word))  # indices 1, 2, 3
+    outbox.covered(2)
+    assert [m.user_text for m in outbox.take_replay().messages] == ["c"]
+
+
+def test_finished_exchanges_become_context_and_the_rest_is_replayed_as_sent() -> None:
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("one"))
+    outbox.model_text("echo: ")
+    outbox.model_text("one")
+    outbox.turn_complete()
+    outbox.record("send_client_content", _text("two"))  # cut before its answer
+    outbox.model_text("echo: t")
+    replay = outbox.take_replay()
+    assert replay.context == [("user", "one"), ("model", "echo: one")]
+    assert [m.user_text for m in replay.messages] == ["two"]
+
+
+def test_a_tool_call_turn_is_not_resolved_until_the_answer_after_its_response() -> None:
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("call f"))
+    outbox.tool_call(["c1"])
+    outbox.turn_complete()  # the tool-call turn
+    outbox.record("send_tool_response", _response("c1"))
+    outbox.turn_complete()  # an empty turn: still no answer
+    replay = outbox.take_replay(unknown_call_ids={"c1"})
+    assert replay.context == []
+    assert [m.user_text for m in replay.messages] == ["call f"]  # the model must ask again
+    assert replay.dropped_responses == ["c1"]
+
+
+def test_responses_to_unknown_calls_are_removed_others_kept() -> None:
+    kwargs = {
+        "function_responses": [
+            types.FunctionResponse(id="old", name="f", response={}),
+            types.FunctionResponse(id="new", name="f", response={}),
+        ]
+    }
+    kept = without_responses("send_tool_response", kwargs, {"old"})
+    assert kept is not None and [r.id for r in kept["function_responses"]] == ["new"]
+    assert without_responses("send_tool_response", _response("old"), {"old"}) is None
+
+
+def test_audio_older_than_the_window_is_counted_not_replayed() -> None:
+    outbox = Outbox(audio_window_ms=500)
+    for _ in range(10):
+        outbox.record("send_realtime_input", _audio(100))
+    replay = outbox.take_replay()
+    assert len(replay.messages) == 5 and round(replay.dropped_audio_ms) == 500
+    assert round(outbox.dropped_audio_ms_total) == 500
+
+
+def test_call_key_ignores_argument_order() -> None:
+    assert call_key("f", {"a": 1, "b": 2}) == call_key("f", {"b": 2, "a": 1})
+    assert call_key("f", {"a": 1}) != call_key("g", {"a": 1})
+
+
+async def test_queue_guard_puts_back_only_an_unsent_request() -> None:
+    from google.adk.agents.live_request_queue import LiveRequestQueue
+
+    queue = LiveRequestQueue()
+    guard = QueueGuard(queue)
+    queue.send_content(types.Content(role="user", parts=[types.Part(text="first")]))
+    queue.send_content(types.Content(role="user", parts=[types.Part(text="second")]))
+    taken = await queue.get()
+    assert guard.recover() and guard.recovered == 1  # never reached the socket
+    assert await queue.get() is taken
+    guard.mark_sent()
+    assert not guard.recover()  # it reached the socket: the outbox replays it instead
+    second = await asyncio.wait_for(queue.get(), 1)
+    assert second.content.parts[0].text == "second"
+    guard.release()
+    assert "get" not in queue.__dict__
