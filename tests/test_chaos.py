@@ -5,7 +5,8 @@ and a fault plan (closes with random retryable codes, aborts, drops mid-turn, mi
 during a reconnect, refused handles, a server restart at a random moment), then drives it
 through the real ``Runner.run_live`` with the patch installed. For every run:
 
-* each user turn is answered exactly once, with the right answer;
+* each user turn is answered exactly once, with the right answer, and at the end the model
+  remembers every user turn exactly once, in order;
 * the tool ran exactly once for its call, and no response went to a session that never
   issued its call id;
 * history was never delivered twice;
@@ -148,12 +149,15 @@ async def run_plan(plan: Plan) -> None:
                         ), answer
                     else:
                         assert await live.say(text, timeout=15) == f"echo: {text}"
+                # The model's memory holds every user turn exactly once, in order.
+                said = " | ".join(text for _, text in plan.steps)
+                assert await live.say("recall", timeout=15) == f"you said: {said}"
                 assert await live.close(timeout=10) is None
         finally:
             if restarter is not None:
                 restarter.cancel()
                 await asyncio.gather(restarter, return_exceptions=True)
-        expected = [text for kind, text in plan.steps]
+        expected = [text for kind, text in plan.steps] + ["recall"]
         answered = server.user_turns_answered()
         assert sorted(answered) == sorted(expected), f"answered {answered}, said {expected}"
         tool_items = [t.split('"item": "')[1].rstrip('"}') for k, t in plan.steps if k == "tool"]
