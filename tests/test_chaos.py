@@ -12,8 +12,10 @@ through the real ``Runner.run_live`` with the patch installed. For every run:
 * history was never delivered twice;
 * the run ends in bounded time, and no task of ours is left behind.
 
-The default run covers ``ADK_LIVE_RESUME_CHAOS_RUNS`` seeds (200); a longer soak:
-``ADK_LIVE_RESUME_CHAOS_RUNS=2000 python3 scripts/dev.py test tests/test_chaos.py``.
+The default run covers ``ADK_LIVE_RESUME_CHAOS_RUNS`` seeds (200) from
+``ADK_LIVE_RESUME_CHAOS_FIRST_SEED`` (0); a longer soak on new seeds:
+``ADK_LIVE_RESUME_CHAOS_FIRST_SEED=200 ADK_LIVE_RESUME_CHAOS_RUNS=2000 python3 scripts/dev.py
+test tests/test_chaos.py``.
 A failing seed says how to replay it alone.
 """
 
@@ -32,8 +34,9 @@ from adk_live_resume.testing import FakeLiveServer, Fault, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
+FIRST = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_FIRST_SEED", "0"))
 ONLY = os.environ.get("ADK_LIVE_RESUME_CHAOS_SEED")
-SEEDS = [int(ONLY)] if ONLY else list(range(RUNS))
+SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(90)]
 
