@@ -183,3 +183,32 @@ async def test_a_handle_older_than_its_validity_is_not_tried(make_agent: AgentFa
             await live.close()
         assert server.handles_used() == []
         assert server.connections[1].history_sends == 1
+
+
+async def test_vertex_transparent_replays_exactly_what_the_handle_did_not_consume() -> None:
+    async with FakeLiveServer(chunk_delay=0.05) as server:
+        adk_live_resume.install()
+        from google.adk.agents import LlmAgent
+
+        agent = LlmAgent(name="assistant", model=server.gemini(vertex=True))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            mark = live.send_text("two")
+            first = server.connections[0]
+            await server.wait_for(lambda: len(first.client_messages) >= 2, 5)
+            await server.close_open(1011)
+            cut = await live.wait_for_event(lambda e: e.interrupted, after=mark, timeout=10)
+            assert await live.answer_after(live.events.index(cut) + 1) == "echo: two"
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+        first, second = server.connections[:2]
+        assert first.transparent and second.transparent and second.resumed
+        updates = [
+            m["sessionResumptionUpdate"]
+            for m in first.server_messages
+            if "sessionResumptionUpdate" in m and m["sessionResumptionUpdate"].get("newHandle")
+        ]
+        assert updates and "lastConsumedClientMessageIndex" in updates[-1]
+        # "one" was consumed by the handle's state: only "two" went again
+        assert [m for m in second.client_messages if "client_content" in m or "clientContent" in m]
+        assert second.user_turns[:1] == ["two"]

@@ -83,7 +83,13 @@ def environment(server: _ServerAddress) -> Iterator[dict[str, str]]:
                 os.environ[name] = value
 
 
-def _client(server: _ServerAddress, *, api_version: str | None, headers: dict[str, str]) -> Client:
+def _client(
+    server: _ServerAddress,
+    *,
+    api_version: str | None,
+    headers: dict[str, str],
+    vertex: bool = False,
+) -> Client:
     import ssl
 
     from google import genai
@@ -97,14 +103,21 @@ def _client(server: _ServerAddress, *, api_version: str | None, headers: dict[st
         options["api_version"] = api_version
     if headers:
         options["headers"] = headers
+    # Vertex AI "express mode" (an API key, no project) needs no Google credentials.
     return genai.Client(
-        vertexai=False, api_key=FAKE_API_KEY, http_options=types.HttpOptions(**options)
+        vertexai=vertex, api_key=FAKE_API_KEY, http_options=types.HttpOptions(**options)
     )
 
 
-def genai_client(server: _ServerAddress, *, api_version: str | None = None) -> Client:
-    """A ``google.genai.Client`` for ``server``; ``api_version`` None keeps the SDK default."""
-    return _client(server, api_version=api_version, headers={})
+def genai_client(
+    server: _ServerAddress, *, api_version: str | None = None, vertex: bool = False
+) -> Client:
+    """A ``google.genai.Client`` for ``server``; ``api_version`` None keeps the SDK default.
+
+    ``vertex=True`` speaks the Vertex AI dialect (express mode), where session resumption
+    may be ``transparent``.
+    """
+    return _client(server, api_version=api_version, headers={}, vertex=vertex)
 
 
 @functools.cache
@@ -118,10 +131,16 @@ def _fake_gemini_class() -> type[Gemini]:
 
         fake_base_url: str
         fake_cert_path: str
+        fake_vertex: bool = False
 
         @cached_property
         def api_client(self) -> Client:
-            return _client(self._fake_address(), api_version=None, headers=self._headers())
+            return _client(
+                self._fake_address(),
+                api_version=None,
+                headers=self._headers(),
+                vertex=self.fake_vertex,
+            )
 
         @cached_property
         def _live_api_client(self) -> Client:
@@ -129,6 +148,7 @@ def _fake_gemini_class() -> type[Gemini]:
                 self._fake_address(),
                 api_version=self._live_api_version,
                 headers=self._headers(),
+                vertex=self.fake_vertex,
             )
 
         def _headers(self) -> dict[str, str]:
@@ -157,14 +177,19 @@ class _Address:
         return self._cert_path
 
 
-def fake_gemini(server: _ServerAddress, *, model: str = "gemini-live-fake") -> Gemini:
+def fake_gemini(
+    server: _ServerAddress, *, model: str = "gemini-live-fake", vertex: bool = False
+) -> Gemini:
     """An ADK ``Gemini`` bound to ``server``: ``LlmAgent(model=fake_gemini(server), ...)``.
 
     Its live client keeps ADK's live API version (``v1alpha`` on the Gemini API) and ADK's
-    tracking headers.
+    tracking headers. ``vertex=True`` makes it a Vertex AI model (express mode).
     """
     cls: Any = _fake_gemini_class()
     gemini: Gemini = cls(
-        model=model, fake_base_url=server.base_url, fake_cert_path=server.cert_path
+        model=model,
+        fake_base_url=server.base_url,
+        fake_cert_path=server.cert_path,
+        fake_vertex=vertex,
     )
     return gemini

@@ -213,17 +213,23 @@ class FakeLiveServer:
 
         return environment(self)
 
-    def genai_client(self, api_version: str | None = None) -> Client:
-        """A ``google.genai.Client`` bound to this server; needs no environment variables."""
+    def genai_client(self, api_version: str | None = None, *, vertex: bool = False) -> Client:
+        """A ``google.genai.Client`` bound to this server; needs no environment variables.
+
+        ``vertex=True``: the Vertex AI dialect (express mode), which allows ``transparent``.
+        """
         from .client_config import genai_client
 
-        return genai_client(self, api_version=api_version)
+        return genai_client(self, api_version=api_version, vertex=vertex)
 
-    def gemini(self, model: str = "gemini-live-fake") -> Gemini:
-        """A ``google.adk.models.Gemini`` bound to this server (ADK 1.27 and 2.x alike)."""
+    def gemini(self, model: str = "gemini-live-fake", *, vertex: bool = False) -> Gemini:
+        """A ``google.adk.models.Gemini`` bound to this server (ADK 1.27 and 2.x alike).
+
+        ``vertex=True``: a Vertex AI model (express mode), which allows ``transparent``.
+        """
         from .client_config import fake_gemini
 
-        return fake_gemini(self, model=model)
+        return fake_gemini(self, model=model, vertex=vertex)
 
     # ---- scripting -------------------------------------------------------------------------
 
