@@ -401,3 +401,26 @@ async def test_1007_and_1008_mid_session_are_not_retried(
         assert isinstance(error, SessionNotResumableError) and error.code == code
         assert "invalid argument" in str(error) and len(server.connections) == 1
         assert "while resuming" not in str(error)
+
+
+async def test_a_new_run_resumes_from_a_handle_the_caller_stored(make_agent: AgentFactory) -> None:
+    from google.adk.agents.run_config import RunConfig
+    from google.genai import types
+
+    async with FakeLiveServer() as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("remember me") == "echo: remember me"
+            await live.close()
+        stored = server.handles_issued()[-1]
+        config = RunConfig(
+            response_modalities=[types.Modality.TEXT],
+            session_resumption=types.SessionResumptionConfig(handle=stored),
+        )
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("what did I say first?") == "you first said: remember me"
+            await live.close()
+        second = server.connections[1]
+        assert second.resume_handle == stored and second.resumed and second.history_sends == 0
+        assert config.session_resumption is not None
+        assert config.session_resumption.handle == stored  # the caller's config is untouched
