@@ -1,17 +1,27 @@
 """What the installed google-adk release provides, found by feature, not by version string.
 
 This is the only module that knows ADK's private names. The live loop calls ADK's own
-per-connection steps through :class:`AdkSurface`:
+per-connection steps through :class:`AdkSurface`. What differs across 1.27 - 2.13 (read from
+each release's wheel; see the README's "Supported ADK releases"):
 
-* the send step (queue -> model) and the receive step (model -> events, tool calls,
-  callbacks, transcription), which are ``BaseLlmFlow._send_to_model`` /
-  ``_receive_from_model`` methods up to 2.6 and ``send_to_model`` / ``receive_from_model``
-  module functions from 2.9 (``flows/llm_flows/_live_llm_flow.py``, later ``live/``);
-* request preprocessing (``_preprocess_async``, with ``live=True`` where accepted);
-* model resolution (``await flow._get_llm(ctx)`` from 2.9, the name-mangled sync
-  ``_BaseLlmFlow__get_llm`` before);
-* optional helpers that only some releases have (background tool shutdown, the internal
-  reconnect sentinel of 2.x, transfer and task-completion delays).
+* **send/receive steps** (queue -> model; model -> events, tool calls, callbacks,
+  transcription): ``BaseLlmFlow._send_to_model`` / ``_receive_from_model`` methods up to 2.8;
+  module functions ``send_to_model(flow, conn, ctx, req)`` / ``receive_from_model(flow, conn,
+  ctx, req)`` in ``flows/llm_flows/_live_llm_flow.py`` (2.9 - 2.10), then in
+  ``live/_live_llm_flow.py`` (2.11+; the methods are gone in 2.13). The method signatures
+  differ too: ``_send_to_model`` takes the request from 2.8 on, ``_receive_from_model`` drops
+  ``event_id`` from 2.9 on. Methods are bound by parameter name.
+* **request preprocessing**: ``_preprocess_async(ctx, req)``; ``live=True`` from 2.13.
+* **model resolution**: the name-mangled sync ``_BaseLlmFlow__get_llm`` up to 2.8,
+  ``await flow._get_llm(ctx)`` from 2.9.
+* **background tool shutdown**: none up to 2.7 (except 1.39); the flow method
+  ``_stop_background_tool_tasks(ctx)`` in 1.39 and 2.8 - 2.10; a module function taking
+  ``(flow, ctx)`` in 2.9 - 2.10 and ``(ctx)`` from 2.11.
+* **ADK's internal reconnect sentinel** (``_ReconnectSentinel``, yielded by the receive step
+  on goAway): in ``base_llm_flow`` in 1.36 - 1.39 and 2.4 - 2.8 (no ``mode``), next to the
+  module functions from 2.9 (with ``mode`` resume/restart). Taken from the namespace of the
+  receive step actually used, so it is the class that step yields.
+* ``LlmResponse.go_away`` from 1.29; ``LiveRequestQueue.closed`` from 2.9.
 
 The version string is used for one thing only: the supported-range check of ``install()``.
 """
@@ -22,7 +32,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
@@ -35,16 +45,21 @@ SUPPORTED_ADK_TEXT = ">=1.27.0,<2.14"
 
 SendStep = Callable[[Any, Any, Any, Any], Coroutine[Any, Any, None]]
 ReceiveStep = Callable[[Any, Any, Any, Any, str], AsyncGenerator[Any, None]]
+StopBackground = Callable[[Any, Any], Awaitable[None]]
 
 _LIVE_FLOW_MODULES = (
     "google.adk.live._live_llm_flow",  # 2.11+
     "google.adk.flows.llm_flows._live_llm_flow",  # 2.9 - 2.10
 )
+_BASE_FLOW_MODULE = "google.adk.flows.llm_flows.base_llm_flow"
 _HELPER_MODULES = (
-    "google.adk.live._flow_utils",  # 2.11+
+    "google.adk.live._flow_utils",  # 2.10+
     *_LIVE_FLOW_MODULES,
-    "google.adk.flows.llm_flows.base_llm_flow",  # every release
+    _BASE_FLOW_MODULE,  # every release
 )
+
+#: How background tool tasks are stopped when a live run ends (see the module docstring).
+StopKind = Literal["function(ctx)", "function(flow, ctx)", "flow method", "none"]
 
 
 def adk_version() -> str:
@@ -91,6 +106,15 @@ def _find(name: str) -> Any:
     return None
 
 
+def _parameters(function: Any) -> list[str]:
+    """Parameter names of ``function`` (``self`` included for plain functions on a class)."""
+    return list(inspect.signature(function).parameters)
+
+
+async def _no_background_tools(flow: Any, ctx: Any) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class AdkSurface:
     """The ADK functions the live loop calls, bound the way the installed release wants."""
@@ -100,12 +124,23 @@ class AdkSurface:
     receive_step: ReceiveStep
     preprocess_takes_live: bool
     get_llm_is_async: bool
-    stop_background_tools: Callable[[Any], Awaitable[None]] | None
     reconnect_sentinel: type | None
     transfer_delay: float
     task_completion_delay: float
     #: How the loop was found, for diagnostics: "module functions" or "flow methods".
     shape: Literal["module functions", "flow methods"]
+    #: Module that holds the send/receive steps (diagnostics).
+    live_module: str = _BASE_FLOW_MODULE
+    #: How background tools are stopped on this release (diagnostics).
+    stop_kind: StopKind = "none"
+    #: ``LlmResponse.go_away`` exists: ADK surfaces goAway (1.29+).
+    has_go_away_field: bool = False
+    #: ``LiveRequestQueue.closed`` exists (2.9+).
+    queue_has_closed: bool = False
+    #: ADK's reconnect sentinel (``reconnect_sentinel``, which the receive step yields on
+    #: goAway in 1.36 - 1.39 and 2.4+) carries a resume/restart ``mode`` (2.9+).
+    sentinel_has_mode: bool = False
+    _stop: StopBackground = field(default=_no_background_tools, repr=False)
 
     def preprocess(self, flow: Any, ctx: Any, request: Any) -> AsyncGenerator[Any, None]:
         """ADK's request preprocessing for a live request."""
@@ -119,6 +154,13 @@ class AdkSurface:
             return await flow._get_llm(ctx)
         return flow._BaseLlmFlow__get_llm(ctx)
 
+    async def stop_background(self, flow: Any, ctx: Any) -> None:
+        """Cancel the background tool tasks (streaming, non-blocking) this live run started.
+
+        A no-op on releases that do not track them.
+        """
+        await self._stop(flow, ctx)
+
     def sentinel_mode(self, event: Any) -> str | None:
         """``"resume"``/``"restart"`` if ``event`` is ADK's internal reconnect sentinel."""
         if self.reconnect_sentinel is None or not isinstance(event, self.reconnect_sentinel):
@@ -127,50 +169,104 @@ class AdkSurface:
         return str(getattr(mode, "value", mode) or "resume")
 
 
+def _live_flow_module() -> ModuleType | None:
+    """The module with ``send_to_model``/``receive_from_model`` functions (2.9+), if any."""
+    for name in _LIVE_FLOW_MODULES:
+        module = _try_import(name)
+        if (
+            module is not None
+            and callable(getattr(module, "send_to_model", None))
+            and callable(getattr(module, "receive_from_model", None))
+        ):
+            return module
+    return None
+
+
+def _module_steps(module: ModuleType) -> tuple[SendStep, ReceiveStep]:
+    send_fn = module.send_to_model
+    receive_fn = module.receive_from_model
+    if _parameters(send_fn)[:1] != ["flow"] or _parameters(receive_fn)[:1] != ["flow"]:
+        raise UnsupportedAdkVersionError(
+            f"google-adk {adk_version()}: {module.__name__}.send_to_model/receive_from_model "
+            "do not take the flow first; adk-live-resume supports google-adk "
+            f"{SUPPORTED_ADK_TEXT}."
+        )
+
+    def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
+        return send_fn(flow, conn, ctx, req)  # type: ignore[no-any-return]
+
+    def receive_step(
+        flow: Any, conn: Any, ctx: Any, req: Any, event_id: str
+    ) -> AsyncGenerator[Any, None]:
+        return receive_fn(flow, conn, ctx, req)  # type: ignore[no-any-return]
+
+    return send_step, receive_step
+
+
+def _method_steps(flow_class: type) -> tuple[SendStep, ReceiveStep]:
+    send_params = _parameters(flow_class._send_to_model)  # type: ignore[attr-defined]
+    receive_params = _parameters(flow_class._receive_from_model)  # type: ignore[attr-defined]
+    send_takes_request = "llm_request" in send_params  # 2.8+
+    receive_takes_event_id = "event_id" in receive_params  # up to 2.8
+
+    def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
+        if send_takes_request:
+            return flow._send_to_model(conn, ctx, req)  # type: ignore[no-any-return]
+        return flow._send_to_model(conn, ctx)  # type: ignore[no-any-return]
+
+    def receive_step(
+        flow: Any, conn: Any, ctx: Any, req: Any, event_id: str
+    ) -> AsyncGenerator[Any, None]:
+        if receive_takes_event_id:
+            return flow._receive_from_model(conn, event_id, ctx, req)  # type: ignore[no-any-return]
+        return flow._receive_from_model(conn, ctx, req)  # type: ignore[no-any-return]
+
+    return send_step, receive_step
+
+
+def _background_stopper(flow_class: type) -> tuple[StopKind, StopBackground]:
+    function = _find("stop_background_tool_tasks")
+    if callable(function):
+        params = _parameters(function)
+        if len(params) == 1:  # 2.11+
+
+            async def stop_ctx(flow: Any, ctx: Any) -> None:
+                await function(ctx)
+
+            return "function(ctx)", stop_ctx
+        if len(params) == 2:  # 2.9 - 2.10: (flow, invocation_context)
+
+            async def stop_flow_ctx(flow: Any, ctx: Any) -> None:
+                await function(flow, ctx)
+
+            return "function(flow, ctx)", stop_flow_ctx
+    if callable(getattr(flow_class, "_stop_background_tool_tasks", None)):  # 1.39, 2.8
+
+        async def stop_method(flow: Any, ctx: Any) -> None:
+            await flow._stop_background_tool_tasks(ctx)
+
+        return "flow method", stop_method
+    return "none", _no_background_tools
+
+
 def _detect() -> AdkSurface:
+    from google.adk.agents.live_request_queue import LiveRequestQueue
     from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
+    from google.adk.models.llm_response import LlmResponse
 
     version = adk_version()
     send_step: SendStep
     receive_step: ReceiveStep
     shape: Literal["module functions", "flow methods"]
-    module = next(
-        (
-            m
-            for name in _LIVE_FLOW_MODULES
-            if (m := _try_import(name)) is not None
-            and callable(getattr(m, "send_to_model", None))
-            and callable(getattr(m, "receive_from_model", None))
-        ),
-        None,
-    )
+    module = _live_flow_module()
     if module is not None:
-        send_fn = module.send_to_model
-        receive_fn = module.receive_from_model
-
-        def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
-            return send_fn(flow, conn, ctx, req)  # type: ignore[no-any-return]
-
-        def receive_step(
-            flow: Any, conn: Any, ctx: Any, req: Any, event_id: str
-        ) -> AsyncGenerator[Any, None]:
-            return receive_fn(flow, conn, ctx, req)  # type: ignore[no-any-return]
-
+        send_step, receive_step = _module_steps(module)
         shape = "module functions"
+        receive_module: ModuleType = module
     elif hasattr(BaseLlmFlow, "_send_to_model") and hasattr(BaseLlmFlow, "_receive_from_model"):
-        send_params = list(inspect.signature(BaseLlmFlow._send_to_model).parameters)
-
-        def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
-            if "llm_request" in send_params:
-                return flow._send_to_model(conn, ctx, req)  # type: ignore[no-any-return]
-            return flow._send_to_model(conn, ctx)  # type: ignore[no-any-return]
-
-        def receive_step(
-            flow: Any, conn: Any, ctx: Any, req: Any, event_id: str
-        ) -> AsyncGenerator[Any, None]:
-            return flow._receive_from_model(conn, event_id, ctx, req)  # type: ignore[no-any-return]
-
+        send_step, receive_step = _method_steps(BaseLlmFlow)
         shape = "flow methods"
+        receive_module = importlib.import_module(_BASE_FLOW_MODULE)
     else:
         raise UnsupportedAdkVersionError(
             f"google-adk {version} has neither live send/receive module functions nor "
@@ -184,17 +280,35 @@ def _detect() -> AdkSurface:
         raise UnsupportedAdkVersionError(
             f"google-adk {version}: cannot find how a flow resolves its model."
         )
+    get_llm_is_async = get_llm is not None and inspect.iscoroutinefunction(get_llm)
+    if get_llm is not None and not get_llm_is_async:
+        raise UnsupportedAdkVersionError(
+            f"google-adk {version}: BaseLlmFlow._get_llm is not a coroutine function."
+        )
+    # The sentinel the receive step yields is the one its own module refers to.
+    sentinel = getattr(receive_module, "_ReconnectSentinel", None)
+    if not isinstance(sentinel, type):
+        sentinel = None
+    stop_kind, stop = _background_stopper(BaseLlmFlow)
+    fields = getattr(sentinel, "model_fields", {}) if sentinel is not None else {}
     return AdkSurface(
         version=version,
         send_step=send_step,
         receive_step=receive_step,
         preprocess_takes_live="live" in preprocess_params,
-        get_llm_is_async=get_llm is not None and inspect.iscoroutinefunction(get_llm),
-        stop_background_tools=_find("stop_background_tool_tasks"),
-        reconnect_sentinel=_find("_ReconnectSentinel"),
+        get_llm_is_async=get_llm_is_async,
+        reconnect_sentinel=sentinel,
         transfer_delay=float(_find("DEFAULT_TRANSFER_AGENT_DELAY") or 1.0),
         task_completion_delay=float(_find("DEFAULT_TASK_COMPLETION_DELAY") or 1.0),
         shape=shape,
+        live_module=receive_module.__name__,
+        stop_kind=stop_kind,
+        has_go_away_field="go_away" in LlmResponse.model_fields,
+        queue_has_closed=isinstance(
+            inspect.getattr_static(LiveRequestQueue, "closed", None), property
+        ),
+        sentinel_has_mode="mode" in fields,
+        _stop=stop,
     )
 
 

@@ -435,8 +435,7 @@ class _LiveRun:
                     yield event
         finally:
             self.queue_guard.release()
-            if surface.stop_background_tools is not None:
-                await surface.stop_background_tools(self.ctx)
+            await surface.stop_background(self.flow, self.ctx)
 
     async def _prepare_request(self) -> AsyncGenerator[Any, None]:
         """ADK's request preprocessing: history from the ADK session, tools, config."""
@@ -657,8 +656,7 @@ class _LiveRun:
                             queue.send_content(event.content)
                         transfer = event.actions.transfer_to_agent if event.actions else None
                         if transfer:
-                            if surface.stop_background_tools is not None:
-                                await surface.stop_background_tools(self.ctx)
+                            await surface.stop_background(self.flow, self.ctx)
                             await asyncio.sleep(surface.transfer_delay)
                             outcome.end, outcome.transfer_to = _End.TRANSFER, transfer
                             break

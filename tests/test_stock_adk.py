@@ -4,6 +4,11 @@ These tests document what unpatched ADK does, so they pass *because* ADK fails. 
 is selected by what the installed release provides, not by its version string:
 
 * 1.27 - 1.28 (no ``LlmResponse.go_away``): never reconnects, ignores goAway.
+* 1.29 - 1.33, 2.0 - 2.1 (``go_away`` surfaced; the stock loop sets ``transparent`` on every
+  backend): the reconnect after a drop asks the Gemini API for ``transparent``, which
+  ``Gemini.connect`` rejects with ``ValueError``.
+* 1.34 - 1.39, 2.2 - 2.8 (reconnect code that works, no ``LiveRequestQueue.closed``):
+  closing the queue with a handle in hand reconnects, and ``run_live`` never ends.
 * 2.9+ (live loop in module functions): reconnects, but erases the handle on
   ``resumable=false``, reconnects without bound, and loses the message in flight.
 """
@@ -11,9 +16,12 @@ is selected by what the installed release provides, not by its version string:
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 
 import pytest
 from google.adk.agents import LlmAgent
+from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 from google.adk.models.llm_response import LlmResponse
 from google.genai import errors as genai_errors
 
@@ -26,6 +34,28 @@ pytestmark = [pytest.mark.stock, pytest.mark.e2e, pytest.mark.timeout(60)]
 never_reconnects = pytest.mark.skipif(
     "go_away" in LlmResponse.model_fields,
     reason="this google-adk surfaces goAway and has reconnect code (not the 1.27 family)",
+)
+
+
+def _stock_loop_sets_transparent_on_every_backend() -> bool:
+    """Whether the stock reconnect code asks for ``transparent`` without a Vertex AI check."""
+    module = importlib.import_module(adk_compat.surface().live_module)
+    source = inspect.getsource(getattr(module, "run_live_flow", None) or BaseLlmFlow.run_live)
+    return "transparent = True" in source and "VERTEX_AI" not in source
+
+
+surface = adk_compat.surface()
+transparent_family = pytest.mark.skipif(
+    not (surface.has_go_away_field and _stock_loop_sets_transparent_on_every_backend()),
+    reason="this google-adk does not reconnect with transparent on the Gemini API "
+    "(not the 1.29 - 1.33 / 2.0 - 2.1 family)",
+)
+reconnects_after_queue_close = pytest.mark.skipif(
+    not surface.has_go_away_field
+    or surface.queue_has_closed
+    or _stock_loop_sets_transparent_on_every_backend(),
+    reason="this google-adk either cannot reconnect or checks LiveRequestQueue.closed "
+    "(not the 1.34 - 1.39 / 2.2 - 2.8 family)",
 )
 module_function_loop = pytest.mark.skipif(
     adk_compat.surface().shape != "module functions",
@@ -66,6 +96,33 @@ async def test_1_27_ignores_go_away_and_dies_at_the_deadline() -> None:
         assert first.go_away_sent and first.ended_by == "deadline"
         assert isinstance(error, genai_errors.APIError) and error.code == 1011
         assert len(server.connections) == 1
+
+
+@transparent_family
+async def test_1_30_reconnect_asks_the_gemini_api_for_transparent_and_fails() -> None:
+    async with FakeLiveServer() as server:
+        async with await LiveDriver.start(_agent(server)) as live:
+            assert await live.say("one") == "echo: one"
+            assert server.connections[0].handles_issued, "the handle was there to use"
+            await server.restart()  # 1006: ADK tries to resume...
+            error = await live.wait_ended(timeout=10)
+        # ...with transparent=True, which ADK's own Gemini.connect refuses for the Gemini API.
+        assert isinstance(error, ValueError), error
+        assert "transparent" in str(error).lower()
+        assert len(server.connections) == 1, "the resume never reached the server"
+
+
+@reconnects_after_queue_close
+async def test_1_36_closing_the_queue_with_a_handle_reconnects_and_never_ends() -> None:
+    async with FakeLiveServer() as server:
+        async with await LiveDriver.start(_agent(server)) as live:
+            assert await live.say("one") == "echo: one"
+            assert server.connections[0].handles_issued
+            live.queue.close()  # ADK closes the socket (1000) and, holding a handle, resumes
+            await server.wait_for_connections(2)
+            await asyncio.sleep(1.0)
+            assert not live.ended, "run_live should have ended after LiveRequestQueue.close()"
+        assert server.connections[1].resumed
 
 
 @module_function_loop

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Run the test suite against many google-adk releases, one virtual environment each.
+
+Needs only the standard library (environments are built by ``scripts/dev.py``'s
+``ensure_env``, so ``.venv-adk-<version>`` is shared with ``dev.py test --adk <version>``)::
+
+    python3 scripts/matrix.py                        # end-to-end scenarios, every release
+    python3 scripts/matrix.py --versions 1.39.1,2.9.2
+    python3 scripts/matrix.py --full --versions 2.13.0
+    python3 scripts/matrix.py --exclude 1.27.2,2.13.0   # what CI runs after dev.py test
+    python3 scripts/matrix.py -- -k go_away          # extra pytest arguments after --
+
+By default each release runs the end-to-end resumption scenarios: the adapter tests, the
+install tests, stock ADK's behaviour and every test file marked ``e2e``. ``--full`` runs the
+whole suite. Environments are built first, ``--install-jobs`` at a time (40-120 s each
+with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on 2 cores),
+then the tests run, ``--jobs`` at a time (the end-to-end tests mostly wait on the fake
+server, so 2 at a time halves the time; measured without flakiness on 2 cores, but 1 is
+the default for machines that are busy otherwise). A test that fails is run once more on its
+own (``--rerun``); a pass on the rerun is reported as flaky, never hidden. Ends with a
+summary table; exits non-zero if any release failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dev import ROOT  # environments: dev.ensure_env, run in a child process per release
+
+#: Releases tested by default: one or more per family of ADK's live loop (see the README's
+#: "Supported ADK releases"). Keep the newest last; keep in step with pyproject.toml.
+DEFAULT_VERSIONS = (
+    "1.27.2",
+    "1.28.1",
+    "1.33.0",
+    "1.39.1",
+    "2.0.0",
+    "2.3.0",
+    "2.6.3",
+    "2.8.0",
+    "2.9.2",
+    "2.10.0",
+    "2.11.0",
+    "2.13.0",
+)
+
+#: Always part of the end-to-end selection, plus every test file marked ``e2e``.
+CORE_FILES = (
+    "tests/test_adk_compat.py",
+    "tests/test_install.py",
+    "tests/test_resume_e2e.py",
+    "tests/test_stock_adk.py",
+)
+
+
+@dataclass
+class Result:
+    version: str
+    install_seconds: float = 0.0
+    test_seconds: float = 0.0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    flaky: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    note: str = ""
+    log: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.note and self.failed == 0 and self.errors == 0 and self.passed > 0
+
+
+def e2e_selection() -> list[str]:
+    """The end-to-end scenarios: :data:`CORE_FILES` and every test file marked ``e2e``."""
+    files = [name for name in CORE_FILES if (ROOT / name).exists()]
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name not in files and "pytest.mark.e2e" in path.read_text(encoding="utf-8"):
+            files.append(name)
+    return files
+
+
+def _install(version: str, extras: str, log_dir: Path) -> tuple[float, str]:
+    """Build (or reuse) ``.venv-adk-<version>``; return (seconds, error or "")."""
+    started = time.monotonic()
+    log = log_dir / f"install-{version}.log"
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); "
+        f"from dev import ensure_env; ensure_env({extras!r}, {version!r})"
+    )
+    with log.open("w") as out:
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+        )
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        return seconds, f"install failed (see {log}):\n{tail}"
+    return seconds, ""
+
+
+def _node_id(classname: str, name: str) -> str:
+    """``tests.test_x.TestY`` + ``test_z[a]`` -> ``tests/test_x.py::TestY::test_z[a]``."""
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = "/".join(parts[:cut]) + ".py"
+        if (ROOT / module).exists():
+            return "::".join([module, *parts[cut:], name])
+    return f"{classname.replace('.', '/')}.py::{name}"
+
+
+def _count(junit: Path, result: Result) -> list[str]:
+    """Add the counts of a junit report to ``result``; return the failed test ids."""
+    failed: list[str] = []
+    if not junit.exists():
+        return failed
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        test_id = _node_id(case.get("classname", ""), case.get("name", ""))
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(test_id)
+        elif case.find("skipped") is not None:
+            result.skipped += 1
+        else:
+            result.passed += 1
+    return failed
+
+
+def _pytest(python: Path, args: list[str], junit: Path, log: Path) -> int:
+    cmd = [str(python), "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
+    cmd += [f"--junitxml={junit}", *args]
+    with log.open("a") as out:
+        out.write("$ " + " ".join(cmd) + "\n")
+        out.flush()
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        return subprocess.run(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env
+        ).returncode
+
+
+def _run_tests(result: Result, selection: list[str], rerun: int, log_dir: Path) -> Result:
+    env_dir = ROOT / f".venv-adk-{result.version}"
+    python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    log = log_dir / f"test-{result.version}.log"
+    result.log = log
+    log.write_text("")
+    started = time.monotonic()
+    junit = log_dir / f"junit-{result.version}.xml"
+    code = _pytest(python, selection, junit, log)
+    failed = _count(junit, result)
+    if code not in (0, 1) and not failed:  # usage error, collection error, crash
+        result.note = f"pytest exited with {code} (see {log})"
+    for attempt in range(rerun):
+        if not failed:
+            break
+        again = log_dir / f"junit-{result.version}-rerun{attempt + 1}.xml"
+        _pytest(python, failed, again, log)
+        retry = Result(result.version)
+        still = _count(again, retry)
+        result.flaky += [test for test in failed if test not in still]
+        result.passed += retry.passed
+        result.skipped += retry.skipped
+        failed = still
+    result.failures = failed
+    result.failed = len(failed)
+    result.test_seconds = time.monotonic() - started
+    return result
+
+
+def _table(results: list[Result], wall: float) -> str:
+    header = ("google-adk", "result", "passed", "failed", "skipped", "flaky", "install s", "test s")
+    rows = [header]
+    for r in results:
+        status = "ok" if r.ok else ("error" if r.note else "FAILED")
+        rows.append(
+            (
+                r.version,
+                status,
+                str(r.passed),
+                str(r.failed),
+                str(r.skipped),
+                str(len(r.flaky)),
+                f"{r.install_seconds:.0f}",
+                f"{r.test_seconds:.0f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    lines.append(f"total {wall:.0f} s")
+    return "\n".join(lines)
+
+
+def _install_all(results: dict[str, Result], jobs: int, log_dir: Path) -> None:
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        installs = {pool.submit(_install, v, "test", log_dir): v for v in results}
+        for future in concurrent.futures.as_completed(installs):
+            version = installs[future]
+            seconds, error = future.result()
+            results[version].install_seconds = seconds
+            results[version].note = error
+            state = "FAILED" if error else "ready"
+            print(f"[matrix] {version}: environment {state} ({seconds:.0f} s)", flush=True)
+            if error:
+                print(error, flush=True)
+
+
+def _report(r: Result) -> None:
+    status = "ok" if r.ok else "FAILED"
+    print(
+        f"[matrix] {r.version}: {status}: {r.passed} passed, {r.failed} failed, "
+        f"{r.skipped} skipped, {len(r.flaky)} flaky ({r.test_seconds:.0f} s)",
+        flush=True,
+    )
+    for test in r.flaky:
+        print(f"[matrix] {r.version}:   flaky (passed on rerun): {test}", flush=True)
+    if r.ok:
+        return
+    for test in r.failures:
+        print(f"[matrix] {r.version}:   failed: {test}", flush=True)
+    if r.note:
+        print(f"[matrix] {r.version}:   {r.note}", flush=True)
+    if r.log is not None:
+        tail = r.log.read_text(errors="replace").splitlines()[-40:]
+        print("\n".join(f"    {line}" for line in tail), flush=True)
+
+
+def _test_all(
+    runnable: list[Result], selection: list[str], jobs: int, rerun: int, log_dir: Path
+) -> None:
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(_run_tests, r, selection, rerun, log_dir) for r in runnable]
+        for future in concurrent.futures.as_completed(futures):
+            _report(future.result())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--versions",
+        help="comma-separated google-adk releases (default: %(default)s)",
+        default=",".join(DEFAULT_VERSIONS),
+    )
+    parser.add_argument(
+        "--exclude",
+        default="",
+        help="comma-separated releases to leave out (e.g. tested elsewhere)",
+    )
+    parser.add_argument("--full", action="store_true", help="run the whole suite")
+    parser.add_argument("--jobs", type=int, default=1, help="releases tested at once")
+    parser.add_argument("--install-jobs", type=int, default=2, help="environments built at once")
+    parser.add_argument("--rerun", type=int, default=1, help="reruns of a failed test")
+    parser.add_argument("--log-dir", type=Path, help="where logs go (default: a temp dir)")
+    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    args = parser.parse_args(argv)
+
+    excluded = {v.strip() for v in args.exclude.split(",") if v.strip()}
+    versions = [v.strip() for v in args.versions.split(",") if v.strip() not in excluded]
+    versions = [v for v in versions if v]
+    if not versions:
+        parser.error("no google-adk release left to test")
+    log_dir: Path = args.log_dir or Path(tempfile.mkdtemp(prefix="adk-matrix-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    selection = ([] if args.full else e2e_selection()) + list(args.pytest_args)
+    what = "whole suite" if args.full else "end-to-end scenarios"
+    print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
+    started = time.monotonic()
+    results = {v: Result(v) for v in versions}
+
+    _install_all(results, max(1, args.install_jobs), log_dir)
+    runnable = [results[v] for v in versions if not results[v].note]
+    _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir)
+
+    ordered = [results[v] for v in versions]
+    print("\n" + _table(ordered, time.monotonic() - started), flush=True)
+    return 0 if all(r.ok for r in ordered) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

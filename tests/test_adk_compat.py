@@ -1,0 +1,130 @@
+"""The version adapter: what it detects on the installed google-adk is coherent and callable.
+
+Run on every release of the matrix (``scripts/matrix.py``): each test checks one detected
+feature against the release itself, never against a version string.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from google.adk.agents.live_request_queue import LiveRequestQueue
+from google.adk.events.event import Event
+from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
+from google.adk.flows.llm_flows.single_flow import SingleFlow
+from google.adk.models.llm_response import LlmResponse
+
+from adk_live_resume import adk_compat
+
+ROOT = Path(__file__).resolve().parent.parent
+surface = adk_compat.surface()
+
+
+def _dummy_ctx() -> Any:
+    """Just enough of an InvocationContext for a background-tool shutdown with nothing running."""
+    return SimpleNamespace(
+        agent=SimpleNamespace(name="a", _llm_flow=SingleFlow()),
+        active_streaming_tools={},
+        active_non_blocking_tool_tasks={},
+        _active_background_tools={},
+    )
+
+
+def test_the_surface_is_detected_once_for_the_installed_release() -> None:
+    assert surface is adk_compat.surface()
+    assert surface.version == adk_compat.adk_version()
+    adk_compat.check_supported_version(surface.version)  # install(strict=True) accepts it
+
+
+def test_pyproject_and_the_install_check_declare_the_same_range() -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'"google-adk([^"]+)"', text)
+    assert declared is not None
+    assert declared.group(1) == adk_compat.SUPPORTED_ADK_TEXT
+    low, high = adk_compat.SUPPORTED_ADK_TEXT.split(",")
+    assert adk_compat.parse_version(low.removeprefix(">=")) == adk_compat.SUPPORTED_ADK_MIN
+    assert adk_compat.parse_version(high.removeprefix("<")) == adk_compat.SUPPORTED_ADK_BELOW
+
+
+def test_the_shape_follows_the_presence_of_module_functions() -> None:
+    module = adk_compat._live_flow_module()
+    if module is not None:
+        assert surface.shape == "module functions"
+        assert surface.live_module == module.__name__
+        assert inspect.iscoroutinefunction(module.send_to_model)
+        assert inspect.isasyncgenfunction(module.receive_from_model)
+    else:
+        assert surface.shape == "flow methods"
+        assert surface.live_module == BaseLlmFlow.__module__
+        assert inspect.iscoroutinefunction(BaseLlmFlow._send_to_model)  # type: ignore[attr-defined]
+        assert inspect.isasyncgenfunction(BaseLlmFlow._receive_from_model)  # type: ignore[attr-defined]
+
+
+def test_the_send_and_receive_steps_bind_with_the_right_arguments() -> None:
+    # A wrong arity raises TypeError at call time, before anything runs.
+    flow, conn, ctx, request = SingleFlow(), object(), object(), object()
+    send = surface.send_step(flow, conn, ctx, request)
+    assert inspect.iscoroutine(send)
+    send.close()
+    receive = surface.receive_step(flow, conn, ctx, request, "event-id")
+    assert inspect.isasyncgen(receive)
+    preprocess = surface.preprocess(flow, ctx, request)
+    assert inspect.isasyncgen(preprocess)
+
+
+def test_preprocess_takes_live_only_where_adk_accepts_it() -> None:
+    parameters = inspect.signature(BaseLlmFlow._preprocess_async).parameters
+    assert surface.preprocess_takes_live == ("live" in parameters)
+
+
+def test_model_resolution_matches_the_release() -> None:
+    if surface.get_llm_is_async:
+        assert inspect.iscoroutinefunction(BaseLlmFlow._get_llm)  # type: ignore[attr-defined]
+    else:
+        private = BaseLlmFlow._BaseLlmFlow__get_llm  # type: ignore[attr-defined]
+        assert callable(private) and not inspect.iscoroutinefunction(private)
+
+
+async def test_background_tool_shutdown_is_callable_the_way_the_release_wants() -> None:
+    await surface.stop_background(SingleFlow(), _dummy_ctx())
+
+
+def test_the_reconnect_sentinel_is_the_class_the_receive_step_yields() -> None:
+    sentinel = surface.reconnect_sentinel
+    assert surface.sentinel_mode(Event(author="x")) is None
+    if sentinel is None:
+        assert not surface.sentinel_has_mode
+        return
+    assert issubclass(sentinel, Event)
+    assert surface.has_go_away_field, "ADK yields its sentinel on goAway"
+    module = __import__(surface.live_module, fromlist=["_ReconnectSentinel"])
+    assert module._ReconnectSentinel is sentinel
+    assert surface.sentinel_mode(sentinel(author="system")) == "resume"
+    if surface.sentinel_has_mode:
+        restart = type(sentinel.model_fields["mode"].default)("restart")
+        assert surface.sentinel_mode(sentinel(author="system", mode=restart)) == "restart"
+
+
+def test_go_away_field_detection() -> None:
+    assert surface.has_go_away_field == ("go_away" in LlmResponse.model_fields)
+
+
+async def test_queue_closed_detection() -> None:
+    queue = LiveRequestQueue()
+    if not surface.queue_has_closed:
+        assert not hasattr(queue, "closed")
+        return
+    assert queue.closed is False
+    queue.close()
+    assert queue.closed is True
+
+
+@pytest.mark.parametrize("delay", ["transfer_delay", "task_completion_delay"])
+def test_delays_are_adks(delay: str) -> None:
+    value = getattr(surface, delay)
+    assert isinstance(value, float) and 0 < value <= 5
