@@ -18,6 +18,8 @@ Drop styles (fake server only):
   goaway  goAway, then the deadline close 1011 (the bug report; the default)
   abrupt  mid-conversation, the server drops every socket without a close frame (1006)
   1011    mid-conversation, the server closes with 1011 and no goAway first
+  midturn the sockets die (no close frame) while the model is answering a turn, after the
+          server said ``resumable: false``: stock 2.x erases its handle then and cannot resume
 
 Exit status:
   0  the patched run kept the whole conversation (every turn answered correctly, the tool
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from adk_live_resume.testing import FakeLiveServer
     from adk_live_resume.testing.driver import LiveDriver
 
-DropStyle = Literal["goaway", "abrupt", "1011"]
+DropStyle = Literal["goaway", "abrupt", "1011", "midturn"]
 TurnKind = Literal["first", "talk", "tool", "memory"]
 Check = Literal["exact", "contains", "nonempty"]
 
@@ -82,7 +84,8 @@ class Settings:
     turns: int = DEFAULT_FAKE_TURNS
     #: Seconds from the first user turn to the last (the memory check).
     duration: float = DEFAULT_FAKE_DURATION
-    #: ``abrupt`` / ``1011``: drop right after this turn (0-based) was answered.
+    #: ``abrupt`` / ``1011``: drop right after this turn (0-based) was answered;
+    #: ``midturn``: drop while the turn after it is being answered.
     drop_after_turn: int | None = None
     audio: bool = False
     #: Real seconds to wait for each answer before counting the turn as lost.
@@ -361,7 +364,9 @@ class Comparison:
     @property
     def stock_failed_as_reported(self) -> bool:
         """Stock died with the close the server sent and never opened another connection."""
-        expected = {"goaway": 1011, "abrupt": 1006, "1011": 1011}[self.settings.drop]
+        expected = {"goaway": 1011, "abrupt": 1006, "1011": 1011, "midturn": 1006}[
+            self.settings.drop
+        ]
         code_matches = self.stock.error_code == expected if self.settings.fake else True
         return (
             self.stock_failed
@@ -413,9 +418,10 @@ class Comparison:
             f"{version} no longer fails this way: it reconnected {stock.reconnects} time(s) by "
             f"itself and answered all {n} turns. The bug report's failure (APIError 1011 at "
             "the deadline, no reconnect) is google-adk 1.x behaviour (try "
-            "`python3 scripts/dev.py demo --adk 1.27.2`); what 2.x still gets wrong (erased "
-            "handles, unbounded retries, the message in flight lost) is in "
-            "tests/test_stock_adk.py."
+            "`python3 scripts/dev.py demo --adk 1.27.2`). What 2.x still gets wrong shows with "
+            "`python3 scripts/dev.py demo --drop midturn` (a drop while the model answers: "
+            "the handle is erased, the run dies); the rest (unbounded retries, the message in "
+            "flight lost) is in tests/test_stock_adk.py."
         )
 
     def patched_verdict(self) -> str:
@@ -759,6 +765,13 @@ async def _converse(
             answer: str | None = None
             if sent:
                 mark = _send_turn(live, turn, settings)
+                if (
+                    server is not None
+                    and settings.drop == "midturn"
+                    and settings.drop_turn is not None
+                    and turn.index == settings.drop_turn + 1
+                ):
+                    await _drop_while_answering(server, who, progress)
                 with contextlib.suppress(TimeoutError, LiveRunEnded):
                     answer = await live.answer_after(mark, timeout=settings.answer_timeout)
             ok = turn.accepts(answer)
@@ -777,7 +790,12 @@ async def _converse(
                 f"turn {turn.index + 1}/{len(plan)}{where}: {_short(turn.text)} -> "
                 f"{_short(answer)} {status}",
             )
-            if server is not None and settings.drop_turn == turn.index and not live.ended:
+            if (
+                server is not None
+                and settings.drop_turn == turn.index
+                and settings.drop != "midturn"
+                and not live.ended
+            ):
                 if settings.drop == "abrupt":
                     progress.line(who, "drop: the server drops every socket, no close frame")
                     await server.restart()
@@ -794,6 +812,26 @@ async def _converse(
             await live.cancel()
     result.ended, result.error_type, result.error_code = _describe_error(error)
     progress.line(who, f"run ended: {result.ended}")
+
+
+async def _drop_while_answering(server: FakeLiveServer, who: str, progress: Any) -> None:
+    """Drop every socket once the model started answering (after ``resumable: false``)."""
+    record = server.connections[-1]
+    start = len(record.server_messages)
+
+    def answering() -> bool:
+        return (
+            any(
+                message.get("sessionResumptionUpdate", {}).get("resumable") is False
+                for message in record.server_messages[start:]
+            )
+            or record.finished
+        )
+
+    with contextlib.suppress(TimeoutError):
+        await server.wait_for(answering, 5.0, what="the model to start answering")
+    progress.line(who, "drop: the sockets die while the model answers (resumable: false)")
+    await server.restart()
 
 
 async def reproduce(
@@ -851,10 +889,11 @@ def describe_settings(settings: Settings, adk_version: str) -> list[str]:
         "goaway": "goAway, then the server closes with 1011 at the deadline",
         "abrupt": "after turn {n} the server drops every socket without a close frame",
         "1011": "after turn {n} the server closes every socket with 1011 (no goAway)",
+        "midturn": "while turn {m} is being answered the sockets die (no close frame)",
     }[settings.drop]
     drop_turn = settings.drop_turn
     if settings.fake:
-        lines.append("drop: " + drop.format(n=(drop_turn or 0) + 1))
+        lines.append("drop: " + drop.format(n=(drop_turn or 0) + 1, m=(drop_turn or 0) + 2))
     return lines
 
 
@@ -938,17 +977,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     timing.add_argument(
         "--drop",
-        choices=["goaway", "abrupt", "1011"],
+        choices=["goaway", "abrupt", "1011", "midturn"],
         default="goaway",
         help="how connections die: goaway (goAway, then close 1011 at the deadline; default), "
         "abrupt (socket dropped mid-conversation, no close frame), 1011 (close 1011 "
-        "mid-conversation, no goAway)",
+        "mid-conversation, no goAway), midturn (sockets dropped while the model answers: "
+        "what stock 2.x still cannot survive)",
     )
     timing.add_argument(
         "--drop-after-turn",
         type=int,
         metavar="N",
-        help="abrupt/1011: drop right after turn N (1-based; default a third of the way)",
+        help="abrupt/1011: drop right after turn N; midturn: while turn N+1 is answered "
+        "(1-based; default a third of the way)",
     )
     talk = parser.add_argument_group("conversation")
     talk.add_argument(
@@ -984,7 +1025,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     """Build :class:`Settings` from parsed arguments (``ValueError`` when inconsistent)."""
     gemini = args.gemini
     if gemini is not None and args.drop != "goaway":
-        raise ValueError("--drop abrupt/1011 needs the fake server; the real API drops itself")
+        raise ValueError(
+            "--drop abrupt/1011/midturn needs the fake server; the real API drops by itself"
+        )
     turns = args.turns
     if turns is None:
         turns = DEFAULT_GEMINI_TURNS if gemini else DEFAULT_FAKE_TURNS

@@ -121,6 +121,22 @@ async def test_mid_conversation_drop(drop: str, code: int) -> None:
 
 
 @pytest.mark.timeout(60)
+async def test_a_drop_while_the_model_answers_kills_stock_on_every_family() -> None:
+    settings = rt.Settings(
+        time_scale=0.004, connection_lifetime=6000, drop="midturn", turns=4, duration=300
+    )
+    comparison = await rt.reproduce(settings)
+    stock, patched = comparison.stock, comparison.patched
+    assert patched.kept_conversation, rt.format_table(comparison)
+    assert patched.turns_answered == 4 and patched.connections == 2
+    assert [e["reason"] for e in patched.reconnect_events] == ["drop"]
+    # 1.27 never reconnects; 2.x erased its handle on resumable=false, so it cannot resume
+    assert stock.error_code == 1006 and stock.connections == 1 and stock.turns_lost >= 2
+    assert comparison.stock_failed_as_reported, rt.format_table(comparison)
+    assert comparison.exit_code == 0
+
+
+@pytest.mark.timeout(60)
 async def test_spoken_turns_with_a_drop_patched() -> None:
     settings = rt.Settings(
         time_scale=0.004,
