@@ -406,7 +406,7 @@ class _LiveRun:
 
     # -- the run --------------------------------------------------------------------------
 
-    async def events(self, fallback: Fallback) -> AsyncGenerator[Any, None]:
+    async def events(self) -> AsyncGenerator[Any, None]:
         from google.adk.events.event import Event
 
         surface = self.surface
@@ -430,12 +430,26 @@ class _LiveRun:
         )
         self.queue_guard = QueueGuard(self.ctx.live_request_queue)
         try:
-            async with contextlib.aclosing(self._connections(fallback)) as stream:
+            async with contextlib.aclosing(self._connections()) as stream:
                 async for event in stream:
                     yield event
         finally:
             self.queue_guard.release()
             await surface.stop_background(self.flow, self.ctx)
+            logger.debug(
+                "live run of %s ended: connections=%d goAways=%d fresh_starts=%d "
+                "history_sends=%d replayed=%d requests_recovered=%d tool_calls_reused=%d "
+                "dropped_audio=%.0fms",
+                self.agent_name,
+                self.connections,
+                self.go_aways,
+                self.fresh_starts,
+                self.history_sends,
+                self.replayed_messages,
+                self.queue_guard.recovered,
+                self.tool_calls_deduplicated,
+                self.outbox.dropped_audio_ms_total,
+            )
 
     async def _prepare_request(self) -> AsyncGenerator[Any, None]:
         """ADK's request preprocessing: history from the ADK session, tools, config."""
@@ -451,7 +465,7 @@ class _LiveRun:
         if model_name:
             self.request.model = model_name
 
-    async def _connections(self, fallback: Fallback) -> AsyncGenerator[Any, None]:
+    async def _connections(self) -> AsyncGenerator[Any, None]:
         loop = asyncio.get_running_loop()
         while True:
             age = self.handles.age(loop.time())
@@ -812,6 +826,6 @@ async def run_live(
         return
     log_redaction.protect_adk_loggers(adk_compat.HANDLE_LOGGING_LOGGERS)
     run = _LiveRun(flow, ctx, llm, policy)
-    async with contextlib.aclosing(run.events(fallback)) as events:
+    async with contextlib.aclosing(run.events()) as events:
         async for event in events:
             yield event
