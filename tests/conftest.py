@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -69,3 +70,8 @@ def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
 
     factory.entry = entry  # type: ignore[attr-defined]
     return factory  # type: ignore[return-value]
+
+
+def our_tasks() -> list[asyncio.Task[object]]:
+    """Tasks this package started (the send task is named ``adk_live_resume send #N``)."""
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith("adk_live_resume")]

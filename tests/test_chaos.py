@@ -33,6 +33,8 @@ import adk_live_resume
 from adk_live_resume.testing import FakeLiveServer, Fault, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
+from .conftest import our_tasks
+
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
 FIRST = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_FIRST_SEED", "0"))
 ONLY = os.environ.get("ADK_LIVE_RESUME_CHAOS_SEED")
@@ -108,10 +110,6 @@ def _random_fault(rng: random.Random, connection: int) -> Fault:
     return Fault.refuse_resume()
 
 
-def _our_tasks() -> list[asyncio.Task[object]]:
-    return [t for t in asyncio.all_tasks() if t.get_name().startswith("adk_live_resume")]
-
-
 async def run_plan(plan: Plan) -> None:
     tool_runs: list[str] = []
 
@@ -171,7 +169,7 @@ async def run_plan(plan: Plan) -> None:
             assert not record.errors, record.errors
         assert server.duplicate_history_sends() == 0
     await asyncio.sleep(0)
-    assert _our_tasks() == []
+    assert our_tasks() == []
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=[f"seed_{s}" for s in SEEDS])

@@ -21,7 +21,7 @@ from adk_live_resume import (
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, our_tasks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -245,19 +245,15 @@ async def test_queue_close_ends_the_run_promptly_without_reconnecting(
         assert len(server.connections) == 1 and server.connections[0].ended_by == "client"
 
 
-def _our_tasks() -> list[asyncio.Task[object]]:
-    return [t for t in asyncio.all_tasks() if t.get_name().startswith("adk_live_resume")]
-
-
 async def test_cancel_ends_within_a_second_and_leaves_no_task(make_agent: AgentFactory) -> None:
     async with FakeLiveServer() as server:
         agent = make_agent(server)
         live = await LiveDriver.start(agent)
         assert await live.say("one") == "echo: one"
-        assert _our_tasks(), "the send task should be running"
+        assert our_tasks(), "the send task should be running"
         assert await live.cancel() < 1.0
         await asyncio.sleep(0)
-        assert _our_tasks() == []
+        assert our_tasks() == []
 
 
 async def test_cancel_during_a_reconnect_backoff_ends_within_a_second(
@@ -275,7 +271,7 @@ async def test_cancel_during_a_reconnect_backoff_ends_within_a_second(
         await asyncio.sleep(0.2)
         assert not live.ended
         assert await live.cancel() < 1.0
-        assert _our_tasks() == []
+        assert our_tasks() == []
 
 
 async def test_five_reconnects_history_sent_once_and_the_first_turn_remembered(
