@@ -15,6 +15,7 @@ from .errors import (
     InstallConflictError,
     LiveResumeError,
     ReconnectFailedError,
+    SessionLimitError,
     SessionNotResumableError,
     UnsupportedAdkVersionError,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "ResumableLlmAgent",
     "ResumableSingleFlow",
     "ResumePolicy",
+    "SessionLimitError",
     "SessionNotResumableError",
     "UnsupportedAdkVersionError",
     "install",

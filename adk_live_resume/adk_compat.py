@@ -347,6 +347,43 @@ def websocket_of(session: Any) -> Any:
     return getattr(session, "_ws", None)
 
 
+def is_gemini_3_live(connection: Any) -> bool:
+    """Whether ADK talks to this connection in the Gemini 3.x Live dialect (2.x releases).
+
+    That family takes text as ``realtimeInput.text`` and rejects ``clientContent`` after the
+    session started, so context cannot be replayed on it as client content.
+    """
+    return bool(getattr(connection, "_is_gemini_3_x_live", False))
+
+
+async def send_at_socket(connection: Any, request: Any) -> None:
+    """Send one ``LiveRequest`` the way ADK's send step would, minus its session work.
+
+    For a request whose user event ADK already appended to the session (its sender was
+    stopped before the socket send): the content, blob or activity signal goes out through
+    the connection's own send methods (and so through the tap and the outbox).
+    """
+    from google.genai import types
+
+    if getattr(request, "activity_start", None):
+        await connection.send_realtime(types.ActivityStart())
+    elif getattr(request, "activity_end", None):
+        await connection.send_realtime(types.ActivityEnd())
+    elif getattr(request, "audio_stream_end", None):
+        await connection.send_realtime(types.LiveClientRealtimeInput(audio_stream_end=True))
+    elif getattr(request, "blob", None) is not None:
+        await connection.send_realtime(request.blob)
+    content = getattr(request, "content", None)
+    if content is not None and content.parts:
+        if content.role is None and not any(p.function_response for p in content.parts):
+            content = content.model_copy(update={"role": "user"})
+        partial_send = getattr(connection, "_send_content", None)
+        if getattr(request, "partial", False) and partial_send is not None:
+            await partial_send(content, partial=True)
+        else:
+            await connection.send_content(content)
+
+
 def agent_to_run(flow: Any, ctx: Any, agent_name: str) -> Any:
     """The agent a ``transfer_to_agent`` names (ADK's own lookup)."""
     return flow._get_agent_to_run(ctx, agent_name)

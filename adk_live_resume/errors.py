@@ -57,6 +57,15 @@ class UnsupportedAdkVersionError(LiveResumeError):
     """The installed google-adk lacks what the patch needs, or is outside the tested range."""
 
 
+class SessionLimitError(SessionNotResumableError):
+    """The service ended a session that reached its length limit; it cannot be resumed.
+
+    Audio sessions without context window compression end after 15 minutes (2 minutes with
+    video). Set ``RunConfig.context_window_compression`` (or
+    ``ResumePolicy(sliding_window=True)``) for longer conversations.
+    """
+
+
 class InstallConflictError(LiveResumeError):
     """``install()`` was called again with a different policy while installed."""
 

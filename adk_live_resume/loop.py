@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import enum
 import logging
-import sys
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,43 +41,25 @@ from . import adk_compat, log_redaction, observe
 from .errors import (
     Drop,
     ReconnectFailedError,
+    SessionLimitError,
     SessionNotResumableError,
     classify,
 )
 from .handles import ResumptionState, redact
 from .observe import ReconnectReason
-from .outbox import Outbox, Replay, call_key, describe, without_responses
+from .outbox import (
+    Outbox,
+    Replay,
+    describe,
+    responses_of,
+    without_responses,
+)
 from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
 from .tap import SessionTap
+from .tool_calls import ToolCallBook
 
 logger = logging.getLogger("adk_live_resume.loop")
-
-if sys.version_info >= (3, 11):
-    _timeout = asyncio.timeout
-else:  # pragma: no cover - Python 3.10
-
-    @contextlib.asynccontextmanager
-    async def _timeout(seconds: float) -> AsyncGenerator[None, None]:
-        task = asyncio.current_task()
-        assert task is not None
-        fired = False
-
-        def fire() -> None:
-            nonlocal fired
-            fired = True
-            task.cancel()
-
-        handle = asyncio.get_running_loop().call_later(seconds, fire)
-        try:
-            yield
-        except asyncio.CancelledError:
-            if fired:
-                raise TimeoutError(f"timed out after {seconds} s") from None
-            raise
-        finally:
-            handle.cancel()
-
 
 Fallback = Callable[[Any], AsyncGenerator[Any, None]]
 
@@ -123,9 +104,16 @@ class _ConnectionWatch:
         self.send_error: BaseException | None = None
         #: The model was in the middle of a turn (output seen, no turnComplete yet).
         self.model_turn_open = False
+        #: Model output seen on this connection since its last turnComplete.
+        self.output_in_turn = False
+        #: The connection is gone: sends are recorded for the next one, not written.
+        self.dead = False
+        #: ``loop.time()`` of the first sign that the connection was lost.
+        self.lost_at: float | None = None
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- TapListener ----------------------------------------------------------------------
 
@@ -140,16 +128,19 @@ class _ConnectionWatch:
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             if part.text and not part.thought:
                 outbox.model_text(part.text)
-            self.model_turn_open = True
+            self.model_turn_open = self.output_in_turn = True
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
-            self.model_turn_open = True
+            self.model_turn_open = self.output_in_turn = True
         if content.input_transcription and content.input_transcription.text:
             outbox.input_text(content.input_transcription.text)
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
         if content.turn_complete:
             outbox.turn_complete()
+            if self.output_in_turn:
+                self.run.tool_calls.on_answered()
+            self.output_in_turn = False
 
     def on_go_away(self, time_left: float | None) -> None:
         if self.go_away_seen:
@@ -165,14 +156,20 @@ class _ConnectionWatch:
             delay,
         )
         self._timer = asyncio.get_running_loop().call_later(delay, self.rotate, "goAway deadline")
-        if (
-            self.run.handles.handle
-            and self.run.handles.resumable_now
-            and not (self.turn_sent_since_handle)
-        ):
+        if self.at_safe_point():
             self.rotate("goAway at a safe point")
         else:
             self.rotate_on_next_handle = True
+
+    def at_safe_point(self) -> bool:
+        """The newest handle holds everything: no turn in flight, the user is not speaking."""
+        run = self.run
+        return bool(
+            run.handles.handle
+            and run.handles.resumable_now
+            and not self.turn_sent_since_handle
+            and not run.outbox.activity.speaking
+        )
 
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
@@ -186,7 +183,7 @@ class _ConnectionWatch:
         )
         if changed:
             self.turn_sent_since_handle = False
-            self.run.calls_since_handle.clear()
+            self.run.tool_calls.on_handle()
             transparent = self.run.transparent
             self.run.outbox.covered(last_consumed_index if transparent else None)
             self.run.ctx.live_session_resumption_handle = self.run.handles.handle
@@ -194,30 +191,22 @@ class _ConnectionWatch:
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         run = self.run
-        to_run: list[types.FunctionCall] = []
-        answered: list[types.FunctionResponse] = []
-        for call in calls:
-            key = call_key(call.name, call.args)
-            if call.id:
-                run.calls_issued[call.id] = key
-                run.calls_since_handle[call.id] = key
-            known = run.take_known_result(key)
-            if known is not None and call.id:
-                # Remembered under the new id too: if this connection drops before the
-                # answer, the model asks again and gets the same result.
-                run.tool_results[call.id] = known
-                answered.append(types.FunctionResponse(id=call.id, name=call.name, response=known))
-            else:
-                to_run.append(call)
-        run.outbox.tool_call(call.id for call in calls if call.id)
-        if answered and self.tap is not None:
+        with_ids = [call for call in calls if call.id]
+        decision = run.tool_calls.on_calls((str(c.id), c.name, c.args) for c in with_ids)
+        run.outbox.tool_call(str(call.id) for call in with_ids)
+        held = {call_id for call_id, _ in decision.answer}
+        if decision.answer and self.tap is not None:
+            names = {str(call.id): call.name for call in with_ids}
             logger.debug(
                 "answering %d repeated tool call(s) with the result from before the reconnect",
-                len(answered),
+                len(decision.answer),
             )
-            run.tool_calls_deduplicated += len(answered)
-            await self.tap.replay("send_tool_response", {"function_responses": answered})
-        return to_run
+            responses = [
+                types.FunctionResponse(id=call_id, name=names[call_id], response=result)
+                for call_id, result in decision.answer
+            ]
+            await self.tap.replay("send_tool_response", {"function_responses": responses})
+        return [call for call in calls if not call.id or str(call.id) not in held]
 
     def on_message_passed(self, message: types.LiveServerMessage) -> None:
         update = message.session_resumption_update
@@ -226,30 +215,46 @@ class _ConnectionWatch:
             and update is not None
             and update.resumable
             and update.new_handle
+            and not self.run.outbox.activity.speaking
         ):
             self.rotate("goAway at a safe point")
 
+    def on_receive_error(self, error: BaseException) -> None:
+        self.mark_lost()
+
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
-    ) -> dict[str, Any] | None:
+    ) -> tuple[str, dict[str, Any]] | None:
         run = self.run
-        unknown = {i for i in describe(method, kwargs)[2] if i in run.unknown_calls}
+        book = run.tool_calls
+        for response in responses_of(method, kwargs):
+            if response.id:
+                book.on_result(str(response.id), dict(response.response or {}))
+        unknown = {i for i in describe(method, kwargs)[2] if book.is_unknown(i)}
         if unknown:
             # The resumed session never saw these calls: a response would confuse it. The
             # replayed user turn makes the model ask again; the result is reused then.
             logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
             kept = without_responses(method, kwargs, unknown)
             if kept is None:
-                if not replay and run.queue_guard is not None:
-                    run.queue_guard.mark_sent()
+                self._sent(replay)
                 return None
             kwargs = kept
         message = run.outbox.record(method, kwargs)
-        if not replay and run.queue_guard is not None:
-            run.queue_guard.mark_sent()
+        self._sent(replay)
+        if message.audio_ms > 0 and not run.audio_sent:
+            run.audio_sent = True
+            run.warn_session_limit()
         if message.user_text or message.response_ids or method == "send":
             self.turn_sent_since_handle = True
-        return kwargs
+        if self.dead:
+            # Kept in the outbox for the next connection; the dead socket gets nothing.
+            return None
+        return method, kwargs
+
+    def _sent(self, replay: bool) -> None:
+        if not replay and self.run.queue_guard is not None:
+            self.run.queue_guard.mark_sent()
 
     def on_client_close(self) -> None:
         self.client_closed = True
@@ -263,10 +268,31 @@ class _ConnectionWatch:
         if error is None:
             return  # the queue was closed; ADK closed the connection itself
         self.send_error = error
+        self.mark_lost()
         # Unblock the receive side, which may be waiting on a socket nobody will answer.
         self.close_socket(abort=classify(error) is None)
 
-    # -- closing --------------------------------------------------------------------------
+    # -- the socket -----------------------------------------------------------------------
+
+    def mark_lost(self) -> None:
+        if self.lost_at is None:
+            self.lost_at = asyncio.get_running_loop().time()
+
+    def watch_socket(self) -> None:
+        """Note the moment the websocket closes, even while ADK is busy (a tool runs)."""
+        websocket = adk_compat.websocket_of(self.session)
+        wait_closed = getattr(websocket, "wait_closed", None)
+        if wait_closed is None:
+            return
+
+        async def watch() -> None:
+            await wait_closed()
+            if not self.rotating and not self.client_closed:
+                self.mark_lost()
+
+        self._watcher = asyncio.get_running_loop().create_task(
+            watch(), name=f"adk_live_resume socket watch #{self.number}"
+        )
 
     def rotate(self, why: str) -> None:
         """Close the socket on purpose so the loop resumes on a new connection."""
@@ -297,6 +323,9 @@ class _ConnectionWatch:
         """
         if self._timer is not None:
             self._timer.cancel()
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.wait({self._watcher})
         if self.session is None:
             return
         if graceful:
@@ -334,35 +363,22 @@ class _LiveRun:
         self.lost_at: float | None = None
         self.pending_reason: ReconnectReason | None = None
         self.pending_cause = ""
-        self.outbox = Outbox(policy.replay_audio_seconds * 1000.0)
+        self.outbox = Outbox(
+            policy.replay_audio_seconds * 1000.0,
+            max_utterance_ms=policy.max_utterance_seconds * 1000.0,
+        )
         self.queue_guard: QueueGuard | None = None
         self.transparent = False
-        #: Tool calls by id -> call key; those since the newest handle; those the current
-        #: session never saw (issued after the handle it resumed from); results by id.
-        self.calls_issued: dict[str, str] = {}
-        self.calls_since_handle: dict[str, str] = {}
-        self.unknown_calls: dict[str, str] = {}
-        self.tool_results: dict[str, dict[str, Any]] = {}
-        self.tool_calls_deduplicated = 0
+        self.tool_calls = ToolCallBook()
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
         self.fresh_starts = 0
         self.replayed_messages = 0
-
-    def take_known_result(self, key: str) -> dict[str, Any] | None:
-        """The result of an unknown-to-the-session call with this key, used at most once."""
-        for call_id, call in list(self.unknown_calls.items()):
-            if call == key and call_id in self.tool_results:
-                del self.unknown_calls[call_id]
-                return self.tool_results.pop(call_id)
-        return None
-
-    def remember_tool_results(self, event: Any) -> None:
-        for response in event.get_function_responses():
-            if response.id:
-                self.tool_results[response.id] = dict(response.response or {})
-        while len(self.tool_results) > 256:
-            del self.tool_results[next(iter(self.tool_results))]
+        #: A request ADK's sender had in hand when its connection died, to send at the
+        #: socket of the next connection (ADK already did its session work for it).
+        self.unsent_request: Any = None
+        self.session_limit_warned = False
+        self.audio_sent = False
 
     @property
     def agent_name(self) -> str:
@@ -389,6 +405,10 @@ class _LiveRun:
         config.session_resumption = types.SessionResumptionConfig(
             handle=handle, transparent=transparent
         )
+        if config.context_window_compression is None and self.policy.sliding_window:
+            config.context_window_compression = types.ContextWindowCompressionConfig(
+                sliding_window=types.SlidingWindow()
+            )
         history = source.history_config
         if handle:
             if history is not None and history.initial_history_in_client_content is not None:
@@ -447,7 +467,7 @@ class _LiveRun:
                 self.history_sends,
                 self.replayed_messages,
                 self.queue_guard.recovered,
-                self.tool_calls_deduplicated,
+                self.tool_calls.reused,
                 self.outbox.dropped_audio_ms_total,
             )
 
@@ -483,8 +503,6 @@ class _LiveRun:
             async with contextlib.aclosing(self._serve(watch, outcome)) as stream:
                 async for event in stream:
                     yield event
-            self.unknown_calls.update(self.calls_since_handle)
-            self.calls_since_handle.clear()
             if (
                 outcome.end in (_End.DROPPED, _End.ROTATE, _End.RESTART)
                 and not outcome.at_connect
@@ -499,6 +517,12 @@ class _LiveRun:
             end = outcome.end
             if end in (_End.CLIENT_CLOSED, _End.TASK_COMPLETED):
                 return
+            if end in (_End.TRANSFER, _End.RESTART) and self.queue_guard is not None:
+                # The next live run takes the queue over (with a guard of its own).
+                self.queue_guard.resume()
+                if self.unsent_request is not None:
+                    self.queue_guard.push_back(self.unsent_request)
+                    self.unsent_request = None
             if end is _End.TRANSFER:
                 assert outcome.transfer_to is not None
                 async with contextlib.aclosing(self._transfer(outcome.transfer_to)) as child:
@@ -512,7 +536,10 @@ class _LiveRun:
                 return
             now = loop.time()
             if self.lost_at is None:
-                self.lost_at = now
+                self.lost_at = watch.lost_at if watch.lost_at is not None else now
+            if self.queue_guard is not None and self.queue_guard.close_requested:
+                logger.debug("the request queue was closed during the outage; ending the run")
+                return
             if end is _End.ROTATE:
                 self.pending_reason = "go_away"
                 self.pending_cause = watch.rotating or "goAway"
@@ -530,15 +557,39 @@ class _LiveRun:
                 ) from outcome.error
             if wait:
                 logger.debug("waiting %.3f s before reconnecting", wait)
-                await asyncio.sleep(wait)
+            if self.queue_guard is not None and await self.queue_guard.wait_closed(wait):
+                logger.debug("the request queue was closed during the outage; ending the run")
+                return
+
+    def session_limited(self) -> bool:
+        """An audio session without context window compression: the service ends it at 15 min."""
+        config = self.request.live_connect_config if self.request is not None else None
+        if config is not None and config.context_window_compression is not None:
+            return False
+        if self.policy.sliding_window:
+            return False
+        modalities = getattr(self.ctx.run_config, "response_modalities", None) or []
+        audio_out = any(str(getattr(m, "value", m)).upper() == "AUDIO" for m in modalities)
+        return audio_out or self.outbox.activity.utterances > 0 or self.audio_sent
+
+    def warn_session_limit(self) -> None:
+        """Say once per run that an audio session without compression ends at 15 minutes."""
+        if self.session_limit_warned or not self.session_limited():
+            return
+        self.session_limit_warned = True
+        logger.warning(
+            "live session of agent %s streams audio without context window compression: the"
+            " Live API ends such a session after 15 minutes whatever the connection does."
+            " Set RunConfig(context_window_compression=types.ContextWindowCompressionConfig("
+            "sliding_window=types.SlidingWindow())) or ResumePolicy(sliding_window=True).",
+            self.agent_name,
+        )
 
     def _need_fresh_start(self) -> None:
         """The handle is dead: the next connection starts a fresh session."""
         self.handles.forget()
         self.ctx.live_session_resumption_handle = None
         self.fresh_start_needed = True
-        # The fresh session knows no tool call at all.
-        self.unknown_calls.update(self.calls_issued)
 
     def _interrupted_event(self) -> Any:
         from google.adk.events.event import Event
@@ -560,13 +611,17 @@ class _LiveRun:
         fatal = drop.kind == "rejected" or (
             drop.kind == "closed" and not self.policy.is_retryable_code(drop.code)
         )
-        if (
-            fatal
-            and outcome.at_connect
-            and self.handles.handle
-            and drop.code in (1007, 1008)
-            and self.policy.restart_when_handle_dead
-        ):
+        refused = fatal and outcome.at_connect and self.handles.handle and drop.code in (1007, 1008)
+        if refused and drop.code == 1007 and self.session_limited():
+            raise SessionLimitError(
+                f"the live server refused to resume this audio session ({cause}). Audio"
+                " sessions without context window compression end after 15 minutes and cannot"
+                " be resumed or continued. Set RunConfig(context_window_compression="
+                "types.ContextWindowCompressionConfig(sliding_window=types.SlidingWindow()))"
+                " or ResumePolicy(sliding_window=True) for longer conversations.",
+                code=drop.code,
+            ) from outcome.error
+        if refused and self.policy.restart_when_handle_dead:
             logger.info(
                 "the server refused handle %s (%s); starting a fresh session with the"
                 " conversation so far",
@@ -618,32 +673,43 @@ class _LiveRun:
         clean_exit = False
         async with contextlib.AsyncExitStack() as stack:
             try:
-                async with _timeout(self.policy.connect_timeout):
-                    connection = await stack.enter_async_context(self.llm.connect(request))
+                connection = await self._connect(stack, request)
+                if connection is None:
+                    outcome.end = _End.CLIENT_CLOSED
+                    return
                 self.connections += 1
                 outcome.at_connect = False
                 watch.session = adk_compat.genai_session(connection)
                 watch.tap = SessionTap(watch.session, watch)
                 adk_compat.set_genai_session(connection, watch.tap)
+                watch.watch_socket()
                 self.outbox.begin_connection()
-                replay = (
-                    self.outbox.take_replay(self.unknown_calls)
-                    if handle
-                    else self.outbox.take_audio()
-                )
+                if handle:
+                    self.tool_calls.on_resumed()
+                    replay = self.outbox.take_replay(self.tool_calls.unknown_ids())
+                else:
+                    self.tool_calls.on_fresh_session()
+                    replay = self.outbox.take_audio()
                 if not handle and self.request.contents:
                     self.history_sends += 1
                     await connection.send_history(self.request.contents)
                 await self._replay(watch.tap, replay)
+                if self.unsent_request is not None:
+                    unsent, self.unsent_request = self.unsent_request, None
+                    await adk_compat.send_at_socket(connection, unsent)
                 if replay.dropped_audio_ms:
                     logger.warning(
-                        "%.0f ms of user audio sent before the drop is older than the replay"
-                        " window (%.1f s) and was not replayed",
+                        "%.0f ms of user audio sent before the drop left the replay window"
+                        " (%.1f s, plus the unanswered utterance up to %.0f s) and was not"
+                        " replayed",
                         replay.dropped_audio_ms,
                         self.policy.replay_audio_seconds,
+                        self.policy.max_utterance_seconds,
                     )
                 self.replayed_messages += len(replay.messages)
                 self._report_reconnect(state_restored=bool(handle), replay=replay)
+                if self.queue_guard is not None:
+                    self.queue_guard.resume()
                 send_task = asyncio.create_task(
                     surface.send_step(self.flow, connection, self.ctx, self.request),
                     name=f"adk_live_resume send #{watch.number}",
@@ -666,7 +732,6 @@ class _LiveRun:
                             continue
                         yield event
                         if event.get_function_responses():
-                            self.remember_tool_results(event)
                             queue.send_content(event.content)
                         transfer = event.actions.transfer_to_agent if event.actions else None
                         if transfer:
@@ -691,14 +756,62 @@ class _LiveRun:
             else:
                 clean_exit = True
             finally:
-                if send_task is not None and not send_task.done():
-                    send_task.cancel()
-                    await asyncio.wait({send_task}, timeout=1.0)
-                if self.queue_guard is not None and self.queue_guard.recover():
-                    logger.debug("the request in the sender's hand goes to the next connection")
+                await self._stop_sender(watch, send_task)
                 await watch.finish(graceful=clean_exit)
         if outcome.end is _End.DROPPED and outcome.error is not None and outcome.drop is None:
             raise outcome.error
+
+    async def _connect(self, stack: contextlib.AsyncExitStack, request: Any) -> Any:
+        """Open a connection (bounded by ``connect_timeout``); ``None`` if the queue closed.
+
+        Closing the ``LiveRequestQueue`` while a connection is being opened ends the attempt
+        at once: nobody would talk on it.
+        """
+        guard = self.queue_guard
+        closed = False
+        async with asyncio.timeout(self.policy.connect_timeout) as deadline:
+
+            def on_close() -> None:
+                nonlocal closed
+                closed = True
+                deadline.reschedule(asyncio.get_running_loop().time())
+
+            remove = guard.on_close(on_close) if guard is not None else None
+            try:
+                return await stack.enter_async_context(self.llm.connect(request))
+            except TimeoutError:
+                if closed:
+                    return None
+                raise
+            finally:
+                if remove is not None:
+                    remove()
+
+    async def _stop_sender(self, watch: _ConnectionWatch, task: asyncio.Task[None] | None) -> None:
+        """Stop ADK's send step for a connection that ended, without losing its request.
+
+        The connection is marked dead first, so what the sender still sends goes to the
+        outbox (and the next connection) instead of the socket, and the queue stops handing
+        it new requests. A request it is working on (ADK appends the user event to the
+        session, runs callbacks) is given up to ``close_timeout`` to get through ADK's own
+        work exactly once; if it does not, it is sent at the next connection's socket.
+        """
+        watch.dead = True
+        guard = self.queue_guard
+        if guard is not None:
+            guard.pause()
+        if task is None:
+            return
+        if not task.done() and guard is not None and guard.in_hand:
+            await guard.wait_idle(self.policy.close_timeout)
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+        if guard is not None:
+            unsent = guard.recover()
+            if unsent is not None:
+                logger.debug("the request in the sender's hand goes to the next connection")
+                self.unsent_request = unsent
 
     def _classify_end(
         self, watch: _ConnectionWatch, outcome: _Outcome, error: BaseException | None

@@ -1,10 +1,20 @@
-"""Client messages that the state behind the current handle may not include.
+"""Client messages that the state behind the newest handle may not include.
 
 The live loop records every client message (as the google-genai send call that carried it)
 and the server facts that matter for replay (model output, input transcription, tool calls,
-turn completions). When a resumable handle arrives, what it covers is dropped: on the Gemini
-API everything recorded before it arrived; with Vertex ``transparent`` exactly the messages
-up to ``lastConsumedClientMessageIndex``.
+turn completions). When a resumable handle arrives, it covers every server message received
+before it, and these client messages:
+
+* Vertex AI ``transparent``: exactly those up to ``lastConsumedClientMessageIndex``;
+* the Gemini API, where nothing says what the state holds: those that model output followed,
+  except the user's current utterance. Input the model has not answered yet (a text turn sent
+  while the handle was on its way, the utterance the user is speaking) stays until model
+  output follows it, so a handle that crosses it never makes it forgotten.
+
+Memory is bounded: user audio is kept only while it may still be needed, i.e. the newest
+``audio_window_ms`` of audio plus the current unanswered utterance (at most
+``max_utterance_ms`` of it). Audio that leaves without being covered is counted when it
+leaves (:attr:`Outbox.dropped_audio_ms_total`), never dropped silently.
 
 On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved* turn (a
 ``turnComplete`` with no tool call still waiting for its response):
@@ -14,22 +24,25 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
   is resolved when the model said something after the latest user input or tool response and
   no tool call waits for its response;
 * after it, the messages are returned as they were sent, to be replayed in order (the model
-  answers them once), except function responses for calls the resumed session never saw,
-  and audio older than the replay window, which is counted, never dropped silently.
+  answers them once), except function responses for calls the resumed session never saw.
 
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import json
+import base64
+import binascii
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from google.genai import types
 
+from .activity import UserActivity
+
 Method = Literal["send", "send_client_content", "send_realtime_input", "send_tool_response"]
+Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
 
 _RATE_DEFAULT = 16000
 
@@ -44,6 +57,10 @@ class ClientMessage:
     audio_ms: float = 0.0
     user_text: str | None = None
     response_ids: tuple[str, ...] = ()
+    #: Audio loud enough to be speech (see :mod:`adk_live_resume.activity`).
+    voiced: bool = False
+    #: Number of the unanswered utterance it belonged to when recorded (0: none).
+    utterance: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +76,7 @@ class Replay:
 
     context: list[tuple[str, str]] = field(default_factory=list)
     messages: list[ClientMessage] = field(default_factory=list)
+    #: User audio that left the outbox uncovered since the previous replay (ms).
     dropped_audio_ms: float = 0.0
     dropped_responses: list[str] = field(default_factory=list)
 
@@ -72,15 +90,30 @@ class Replay:
 class Outbox:
     """The record of one live session since its newest resumable handle."""
 
-    def __init__(self, audio_window_ms: float = 2000.0) -> None:
+    def __init__(
+        self,
+        audio_window_ms: float = 2000.0,
+        *,
+        max_utterance_ms: float = 30000.0,
+        activity: UserActivity | None = None,
+    ) -> None:
         self.audio_window_ms = audio_window_ms
+        self.max_utterance_ms = max_utterance_ms
+        self.activity = activity if activity is not None else UserActivity()
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
-        #: Total audio (ms) that fell out of the replay window over the run.
+        self._audio_ms = 0.0  # audio held now
+        #: Total audio (ms) that left the outbox without being covered, over the run.
         self.dropped_audio_ms_total = 0.0
+        self._dropped_since_replay = 0.0
 
     def __len__(self) -> int:
         return sum(isinstance(item, ClientMessage) for item in self._items)
+
+    @property
+    def audio_ms(self) -> float:
+        """Milliseconds of user audio held now."""
+        return self._audio_ms
 
     # -- recording ------------------------------------------------------------------------
 
@@ -92,41 +125,133 @@ class Outbox:
         """Record a client message about to be sent; return its description."""
         self._index += 1
         audio_ms, text, ids = describe(method, kwargs)
-        message = ClientMessage(self._index, method, dict(kwargs), audio_ms, text, ids)
+        activity = self.activity
+        for signal in signals(method, kwargs):
+            if signal == "activity_start":
+                activity.on_activity_start()
+            elif signal == "activity_end":
+                activity.on_activity_end()
+            else:
+                activity.on_audio_stream_end()
+        voiced = False
+        if audio_ms > 0:
+            pcm = audio_pcm(method, kwargs)
+            voiced = activity.on_audio(pcm, audio_ms) if pcm else False
+        message = ClientMessage(
+            self._index,
+            method,
+            dict(kwargs),
+            audio_ms,
+            text,
+            ids,
+            voiced=voiced,
+            utterance=activity.utterances if activity.unanswered else 0,
+        )
         self._items.append(message)
+        if audio_ms > 0:
+            self._audio_ms += audio_ms
+            if self._audio_ms > self._audio_budget() * 1.25:
+                self._trim_audio()
         return message
 
     def model_text(self, text: str) -> None:
         if text:
+            self.activity.on_model_output()
             self._items.append(_Fact("model_text", text))
 
     def input_text(self, text: str) -> None:
         if text:
+            self.activity.on_input_transcription()
             self._items.append(_Fact("input_text", text))
 
     def tool_call(self, ids: Iterable[str]) -> None:
+        self.activity.on_model_output()
         self._items.append(_Fact("tool_call", ids=tuple(ids)))
 
     def turn_complete(self) -> None:
         self._items.append(_Fact("turn_complete"))
 
     def covered(self, last_consumed_index: int | None) -> None:
-        """A resumable handle arrived: forget what its state includes."""
-        if last_consumed_index is None:
-            self._items.clear()
+        """A resumable handle arrived: forget what its state includes (see module doc)."""
+        if last_consumed_index is not None:
+            self._keep(
+                lambda position, item: (
+                    isinstance(item, ClientMessage) and item.index > last_consumed_index
+                )
+            )
             return
-        last = -1
+        # Gemini API: model output answers what came before it, except the utterance the
+        # user is still speaking or has not been answered for.
+        answered_until = -1
         for position, item in enumerate(self._items):
-            if isinstance(item, ClientMessage) and item.index <= last_consumed_index:
-                last = position
-        del self._items[: last + 1]
+            if isinstance(item, _Fact) and item.kind in ("model_text", "tool_call"):
+                answered_until = position
+        current = self._current_utterance()
+        self._keep(
+            lambda position, item: (
+                isinstance(item, ClientMessage)
+                and (position > answered_until or (current > 0 and item.utterance == current))
+            )
+        )
+
+    def _current_utterance(self) -> int:
+        """Number of the utterance the model has not answered yet, or 0."""
+        return self.activity.utterances if self.activity.unanswered else 0
+
+    def _keep(self, keep: Any) -> None:
+        kept = [item for position, item in enumerate(self._items) if keep(position, item)]
+        self._items = kept
+        self._audio_ms = sum(item.audio_ms for item in kept if isinstance(item, ClientMessage))
+
+    # -- bounded audio --------------------------------------------------------------------
+
+    def _audio_budget(self) -> float:
+        return self.audio_window_ms + (self.max_utterance_ms if self.activity.unanswered else 0.0)
+
+    def _trim_audio(self) -> None:
+        """Drop the oldest audio beyond the window (and beyond the utterance cap); count it."""
+        window = self.audio_window_ms
+        current = self._current_utterance()
+        utterance = self.max_utterance_ms if current else 0.0
+        keep_window: set[int] = set()
+        keep_utterance: set[int] = set()
+        for position in range(len(self._items) - 1, -1, -1):
+            item = self._items[position]
+            if not isinstance(item, ClientMessage) or item.audio_ms <= 0:
+                continue
+            if current and item.utterance == current and utterance >= item.audio_ms:
+                utterance -= item.audio_ms
+                keep_utterance.add(position)
+            elif window >= item.audio_ms:
+                window -= item.audio_ms
+                keep_window.add(position)
+            else:
+                window = 0.0
+        kept: list[ClientMessage | _Fact] = []
+        dropped = 0.0
+        for position, item in enumerate(self._items):
+            if (
+                isinstance(item, ClientMessage)
+                and item.audio_ms > 0
+                and position not in keep_window
+                and position not in keep_utterance
+            ):
+                dropped += item.audio_ms
+                continue
+            kept.append(item)
+        self._items = kept
+        self._audio_ms -= dropped
+        self.dropped_audio_ms_total += dropped
+        self._dropped_since_replay += dropped
 
     # -- replaying ------------------------------------------------------------------------
 
     def take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         """Return what a resumed session needs and empty the outbox (see module doc)."""
         unknown = set(unknown_call_ids)
+        self._trim_audio()
         items, self._items = self._items, []
+        self._audio_ms = 0.0
         # A turn is resolved when the model said something after the latest user input or
         # tool response and no tool call waits for its response. Raw audio chunks are not a
         # turn by themselves; the server's input transcription is.
@@ -145,7 +270,6 @@ class Outbox:
             elif item.kind == "turn_complete" and not pending and answered:
                 resolved = position
         replay = Replay(context=_context(items[: resolved + 1]))
-        raw: list[ClientMessage] = []
         for item in items[resolved + 1 :]:
             if not isinstance(item, ClientMessage):
                 continue
@@ -157,24 +281,13 @@ class Outbox:
                     continue
                 audio_ms, text, ids = describe(item.method, kept)
                 item = ClientMessage(item.index, item.method, kept, audio_ms, text, ids)
-            raw.append(item)
-        # Keep the newest audio up to the window; older audio is reported as dropped.
-        budget = self.audio_window_ms
-        for item in reversed(raw):
-            if item.audio_ms <= 0:
-                replay.messages.append(item)
-            elif budget >= item.audio_ms:
-                budget -= item.audio_ms
-                replay.messages.append(item)
-            else:
-                budget = 0.0
-                replay.dropped_audio_ms += item.audio_ms
-        replay.messages.reverse()
-        self.dropped_audio_ms_total += replay.dropped_audio_ms
+            replay.messages.append(item)
+        replay.dropped_audio_ms = self._dropped_since_replay
+        self._dropped_since_replay = 0.0
         return replay
 
     def take_audio(self) -> Replay:
-        """For a fresh session: only the audio tail (text is in the rebuilt history)."""
+        """For a fresh session: only the user's audio (text is in the rebuilt history)."""
         replay = self.take_replay()
         replay.context = []
         replay.messages = [m for m in replay.messages if m.audio_ms > 0]
@@ -243,6 +356,58 @@ def _content_text(turns: Any, turn_complete: Any) -> str | None:
     return " ".join(texts) or None
 
 
+def _blob_pcm(blob: Any) -> bytes:
+    data = _get(blob, "data")
+    mime = str(_get(blob, "mime_type") or _get(blob, "mimeType") or "")
+    if not data or not mime.startswith("audio/"):
+        return b""
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(data)
+    text = str(data).replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def audio_pcm(method: str, kwargs: Mapping[str, Any]) -> bytes:
+    """The user audio (raw PCM bytes) one send call carries, ``b""`` if none."""
+    if method == "send":
+        value = kwargs.get("input")
+        if isinstance(value, types.LiveClientRealtimeInput):
+            chunks = _responses(value.media_chunks) + _responses(value.audio)
+            return b"".join(_blob_pcm(c) for c in chunks)
+        return _blob_pcm(value) if isinstance(value, (types.Blob, Mapping)) else b""
+    if method == "send_realtime_input":
+        return b"".join(_blob_pcm(kwargs.get(key)) for key in ("media", "audio") if kwargs.get(key))
+    return b""
+
+
+def signals(method: str, kwargs: Mapping[str, Any]) -> list[Signal]:
+    """The activity signals (``activityStart``/``End``, ``audioStreamEnd``) of one send call."""
+    found: list[Signal] = []
+    if method == "send_realtime_input":
+        source: Any = kwargs
+    elif method == "send":
+        value = kwargs.get("input")
+        if isinstance(value, types.ActivityStart):
+            return ["activity_start"]
+        if isinstance(value, types.ActivityEnd):
+            return ["activity_end"]
+        source = value if isinstance(value, (types.LiveClientRealtimeInput, Mapping)) else None
+    else:
+        return found
+    if source is None:
+        return found
+    if _get(source, "activity_start") is not None:
+        found.append("activity_start")
+    if _get(source, "activity_end") is not None:
+        found.append("activity_end")
+    if _get(source, "audio_stream_end"):
+        found.append("audio_stream_end")
+    return found
+
+
 def _responses(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -307,6 +472,22 @@ def without_responses(
     return dict(kwargs)
 
 
-def call_key(name: str | None, args: Any) -> str:
-    """A stable key for "the same call": tool name and canonical JSON of its arguments."""
-    return f"{name}:{json.dumps(args or {}, sort_keys=True, default=str)}"
+def responses_of(method: str, kwargs: Mapping[str, Any]) -> list[types.FunctionResponse]:
+    """The function responses one send call carries."""
+    if method == "send_tool_response":
+        values = _responses(kwargs.get("function_responses"))
+    elif method == "send":
+        value = kwargs.get("input")
+        if isinstance(value, types.LiveClientToolResponse):
+            values = list(value.function_responses or [])
+        elif isinstance(value, (list, types.FunctionResponse)):
+            values = _responses(value)
+        else:
+            values = []
+    else:
+        values = []
+    return [
+        v if isinstance(v, types.FunctionResponse) else types.FunctionResponse.model_validate(v)
+        for v in values
+        if isinstance(v, (types.FunctionResponse, Mapping))
+    ]

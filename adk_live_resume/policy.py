@@ -90,9 +90,16 @@ class ResumePolicy:
     #: Ask Vertex AI for ``transparent`` resumption (never sent to the Gemini API, whose SDK
     #: rejects the field).
     transparent: bool = True
-    #: Seconds of the newest unconfirmed user audio replayed after a resume; older audio is
-    #: counted as dropped (``ReconnectInfo.dropped_audio_ms``).
+    #: Seconds of the newest unconfirmed user audio replayed after a resume, besides the
+    #: utterance the model has not answered yet; older audio is counted as dropped
+    #: (``ReconnectInfo.dropped_audio_ms``) when it leaves the buffer.
     replay_audio_seconds: float = 2.0
+    #: Longest unanswered utterance kept whole for replay (s); its older audio is counted as
+    #: dropped. Bounds memory: one voice run holds at most this plus ``replay_audio_seconds``.
+    max_utterance_seconds: float = 30.0
+    #: Add ``contextWindowCompression`` with a sliding window to every connection whose
+    #: ``RunConfig`` sets none, so audio sessions are not ended after 15 minutes.
+    sliding_window: bool = False
     #: A handle older than this (s) is not tried: a fresh session is started with the
     #: conversation rebuilt from the ADK session (the Gemini API keeps handles for 2 h).
     handle_ttl: float = 7200.0 - 60.0
@@ -110,6 +117,7 @@ class ResumePolicy:
             "max_wait",
             "connect_timeout",
             "replay_audio_seconds",
+            "max_utterance_seconds",
             "handle_ttl",
         ):
             if getattr(self, name) < 0:

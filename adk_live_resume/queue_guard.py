@@ -1,56 +1,143 @@
-"""Keep the request ADK's sender had already taken off ``LiveRequestQueue`` when a socket died.
+"""The live loop's hold on one ``LiveRequestQueue``: no request lost, a close never missed.
 
-ADK's send step does ``request = await queue.get()``, then some work (session events,
-callbacks), then the socket send. If the connection is lost in between, the request is in
-nobody's hands: stock ADK loses it in every release. :class:`QueueGuard` wraps the queue's
-``get`` on that one queue object: it remembers the request in hand until a send for it is
-seen, and :meth:`recover` puts an unsent request back at the front for the next connection.
+ADK's send step does ``request = await queue.get()``, then its own work for the request
+(appending the user event to the ADK session, callbacks), then the socket send. Stock ADK
+loses the request if the connection dies in between. :class:`QueueGuard` wraps ``get`` and
+``close`` of that one queue object:
 
-A request that *was* handed to the socket is not put back: the outbox replays it (sending it
-twice would be worse than the loss we prevent).
+* it knows the request *in hand* (taken, not yet at the socket) until :meth:`mark_sent`;
+* :meth:`pause` makes ``get`` hand out nothing more (the sender of a dead connection must
+  not take requests meant for the next one) until :meth:`resume`;
+* :meth:`wait_idle` lets the loop give the sender time to finish ADK's work for the request
+  in hand exactly once (its send then goes to the outbox, not to the dead socket);
+* :meth:`recover` returns a request still in hand after the sender was stopped, for the loop
+  to send at the next connection's socket (not through ADK's send step again, which would
+  append its user event to the session twice);
+* ``close()`` on the queue is seen at once (:attr:`close_requested`, :meth:`wait_closed`,
+  :meth:`on_close`), so closing it during an outage ends the run without a new connection.
+
+A request that reached the socket is never handed out again: the outbox replays it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
+from collections.abc import Callable
 from typing import Any
 
 
 class QueueGuard:
-    """Wraps ``queue.get`` of one ``LiveRequestQueue``; undo with :meth:`release`."""
+    """Wraps ``get`` and ``close`` of one ``LiveRequestQueue``; undo with :meth:`release`."""
 
     def __init__(self, queue: Any) -> None:
         self.queue = queue
         self._original_get = queue.get
+        self._original_close = queue.close
         self._pushback: collections.deque[Any] = collections.deque()
         self._in_hand: Any = None
         self._sent = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._open = asyncio.Event()
+        self._open.set()
+        self._closed = asyncio.Event()
+        self._close_callbacks: list[Callable[[], None]] = []
         self.recovered = 0
         queue.get = self.get
+        queue.close = self.close
+
+    # -- the wrapped queue methods --------------------------------------------------------
 
     async def get(self) -> Any:
         self._in_hand = None
+        self._idle.set()
+        await self._open.wait()
         request = self._pushback.popleft() if self._pushback else await self._original_get()
         self._in_hand, self._sent = request, False
+        if not getattr(request, "close", False):
+            self._idle.clear()
         return request
+
+    def close(self) -> None:
+        self._closed.set()
+        for callback in list(self._close_callbacks):
+            callback()
+        self._original_close()
+
+    # -- the request in hand --------------------------------------------------------------
+
+    @property
+    def in_hand(self) -> bool:
+        """A request was taken off the queue and has not reached the socket yet."""
+        return self._in_hand is not None and not self._sent
 
     def mark_sent(self) -> None:
         """The request in hand reached the socket (the outbox has it now)."""
         self._sent = True
+        self._idle.set()
 
-    def recover(self) -> bool:
-        """After the send task ended: put an unsent request back first in line."""
-        request, self._in_hand = self._in_hand, None
-        if request is None or self._sent or getattr(request, "close", False):
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is in hand; return whether that happened in time."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
             return False
-        self._pushback.appendleft(request)
-        self.recovered += 1
         return True
 
+    def recover(self) -> Any:
+        """After the sender was stopped: the request it still had in hand, if any."""
+        request, self._in_hand = self._in_hand, None
+        self._idle.set()
+        if request is None or self._sent or getattr(request, "close", False):
+            return None
+        self.recovered += 1
+        return request
+
+    # -- pausing --------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        """``get`` hands out nothing until :meth:`resume`."""
+        self._open.clear()
+
+    def resume(self) -> None:
+        self._open.set()
+
+    def push_back(self, request: Any) -> None:
+        """Hand ``request`` out first on the next ``get``."""
+        self._pushback.appendleft(request)
+
+    # -- closing --------------------------------------------------------------------------
+
+    @property
+    def close_requested(self) -> bool:
+        return self._closed.is_set()
+
+    async def wait_closed(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for ``close()``; return whether it was called."""
+        if self._closed.is_set() or timeout <= 0:
+            return self._closed.is_set()
+        try:
+            await asyncio.wait_for(self._closed.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def on_close(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` when ``close()`` is called; return a function that unregisters it."""
+        if self._closed.is_set():
+            callback()
+            return lambda: None
+        self._close_callbacks.append(callback)
+        return lambda: self._close_callbacks.remove(callback)
+
     def release(self) -> None:
-        """Restore the queue's own ``get``; pending put-backs go back into the queue."""
+        """Restore the queue's own methods; pending put-backs go back into the queue."""
+        self._open.set()
         if self.queue.__dict__.get("get") == self.get:
             del self.queue.get
+        if self.queue.__dict__.get("close") == self.close:
+            del self.queue.close
         for request in reversed(self._pushback):
             self.queue.send(request)
         self._pushback.clear()

@@ -54,8 +54,11 @@ class TapListener(Protocol):
 
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
-    ) -> dict[str, Any] | None:
-        """A client send is about to happen; return the kwargs to send, or ``None`` to skip."""
+    ) -> tuple[str, dict[str, Any]] | None:
+        """A client send is about to happen; return the call to make, or ``None`` to skip."""
+
+    def on_receive_error(self, error: BaseException) -> None:
+        """Reading the socket failed (the connection is probably gone)."""
 
     def on_client_close(self) -> None:
         """ADK asked to close the connection (the ``LiveRequestQueue`` was closed)."""
@@ -95,7 +98,14 @@ class SessionTap:
 
     async def receive(self) -> AsyncIterator[types.LiveServerMessage]:
         async with contextlib.aclosing(self._tapped_session.receive()) as messages:
-            async for message in messages:
+            while True:
+                try:
+                    message = await anext(messages)
+                except StopAsyncIteration:
+                    return
+                except Exception as error:
+                    self._listener.on_receive_error(error)
+                    raise
                 passed = await self._filter(message)
                 if passed is not None:
                     self._listener.on_message_passed(passed)
@@ -136,7 +146,8 @@ class SessionTap:
     async def _send(self, method: str, kwargs: Mapping[str, Any], *, replay: bool) -> None:
         decided = self._listener.before_send(method, dict(kwargs), replay=replay)
         if decided is not None:
-            await getattr(self._tapped_session, method)(**decided)
+            name, arguments = decided
+            await getattr(self._tapped_session, name)(**arguments)
 
     async def replay(self, method: str, kwargs: Mapping[str, Any]) -> None:
         """Send a recorded message again (on a new connection), through the listener."""

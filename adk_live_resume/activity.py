@@ -1,0 +1,118 @@
+"""Is the user speaking? One answer from the microphone audio we send and the server's signals.
+
+The live loop must not move a session to a new connection while the user is in the middle
+of an utterance (the new connection would hear a fragment), and must keep the audio of an
+utterance the model has not answered yet. :class:`UserActivity` tracks that from:
+
+* the PCM we send: a small energy-based voice activity check (:func:`is_voiced`) with a
+  hangover, counted in *audio* time so it does not depend on how fast the client sends;
+* explicit ``activityStart`` / ``activityEnd`` (manual activity detection): speaking from
+  start to end, whatever the audio says;
+* ``audioStreamEnd``: the microphone stopped, so the user did too;
+* the server: ``inputTranscription`` means it hears speech; model output after the user
+  went quiet means the utterance was answered.
+
+Guarantees:
+
+* :attr:`UserActivity.speaking` is true from the first voiced chunk until ``hangover_ms`` of
+  unvoiced audio followed it (or an explicit end), and from ``activityStart`` to
+  ``activityEnd``;
+* :attr:`UserActivity.unanswered` is true from the start of an utterance until model output
+  arrives while the user is not speaking: an utterance is never taken as answered while it
+  is still going on (barge-in), and never forgotten before an answer followed it.
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+import sys
+from dataclasses import dataclass
+
+#: RMS (16-bit full scale 32768) above which a chunk counts as speech: about -40 dBFS.
+#: Room noise and digital silence are far below; speech at a normal level is far above.
+DEFAULT_THRESHOLD_RMS = 330.0
+#: Unvoiced audio (ms) after which an utterance is taken as over. Natural pauses between
+#: words are shorter; the Live API's own default end-of-speech silence is longer.
+DEFAULT_HANGOVER_MS = 400.0
+
+
+def pcm_rms(pcm: bytes) -> float:
+    """Root mean square of mono signed 16-bit little-endian PCM (0 for no samples)."""
+    usable = len(pcm) - len(pcm) % 2
+    if usable <= 0:
+        return 0.0
+    samples = array.array("h")
+    samples.frombytes(pcm[:usable])
+    if sys.byteorder == "big":  # pragma: no cover - the wire format is little-endian
+        samples.byteswap()
+    total = math.fsum(float(s) * s for s in samples)
+    return math.sqrt(total / len(samples))
+
+
+def is_voiced(pcm: bytes, threshold_rms: float = DEFAULT_THRESHOLD_RMS) -> bool:
+    """Whether a chunk of 16-bit PCM is loud enough to be speech."""
+    return pcm_rms(pcm) >= threshold_rms
+
+
+@dataclass
+class UserActivity:
+    """Tracks whether the user is speaking and whether their utterance was answered."""
+
+    threshold_rms: float = DEFAULT_THRESHOLD_RMS
+    hangover_ms: float = DEFAULT_HANGOVER_MS
+    #: True between ``activityStart`` and ``activityEnd`` sent by the client.
+    manual_activity: bool = False
+    #: Voiced audio seen and fewer than ``hangover_ms`` of unvoiced audio since.
+    _voiced_recently: bool = False
+    _quiet_ms: float = 0.0
+    #: An utterance began and no answer followed it yet.
+    unanswered: bool = False
+    #: Utterances seen (for statistics and tests).
+    utterances: int = 0
+
+    @property
+    def speaking(self) -> bool:
+        """Whether the user is speaking now (see the module's guarantees)."""
+        return self.manual_activity or self._voiced_recently
+
+    def on_audio(self, pcm: bytes, duration_ms: float) -> bool:
+        """A chunk of user audio is being sent; return whether it is voiced."""
+        voiced = is_voiced(pcm, self.threshold_rms)
+        if voiced:
+            self._begin()
+            self._voiced_recently = True
+            self._quiet_ms = 0.0
+        elif self._voiced_recently:
+            self._quiet_ms += duration_ms
+            if self._quiet_ms >= self.hangover_ms:
+                self._voiced_recently = False
+        return voiced
+
+    def on_activity_start(self) -> None:
+        self._begin()
+        self.manual_activity = True
+
+    def on_activity_end(self) -> None:
+        self.manual_activity = False
+        self._voiced_recently = False
+
+    def on_audio_stream_end(self) -> None:
+        self.on_activity_end()
+
+    def on_input_transcription(self) -> None:
+        """The server heard user speech (it may know before our energy check does)."""
+        if not self.speaking:
+            self.unanswered = True
+
+    def on_model_output(self) -> None:
+        """The model said something (text, audio, a tool call)."""
+        if not self.speaking:
+            self.unanswered = False
+
+    def _begin(self) -> None:
+        if not self.speaking:
+            self.utterances += 1
+        self.unanswered = True
