@@ -347,13 +347,16 @@ def websocket_of(session: Any) -> Any:
     return getattr(session, "_ws", None)
 
 
-def is_gemini_3_live(connection: Any) -> bool:
-    """Whether ADK talks to this connection in the Gemini 3.x Live dialect (2.x releases).
+def speaks_gemini_3_live(model_name: str | None) -> bool:
+    """Whether this ADK release talks to ``model_name`` in the Gemini 3.x Live dialect.
 
     That family takes text as ``realtimeInput.text`` and rejects ``clientContent`` after the
-    session started, so context cannot be replayed on it as client content.
+    session started, so context cannot be replayed on it as client content. Releases that
+    do not know the family (1.x) talk to every model the same way.
     """
-    return bool(getattr(connection, "_is_gemini_3_x_live", False))
+    utils = _try_import("google.adk.utils.model_name_utils")
+    check = getattr(utils, "_is_gemini_3_x_live", None)
+    return bool(check(model_name)) if check is not None and model_name else False
 
 
 async def send_at_socket(connection: Any, request: Any) -> None:

@@ -492,6 +492,19 @@ class _LiveRun:
             if self.handles.handle and age is not None and age > self.policy.handle_ttl:
                 logger.info("resumption handle is %.0f s old; starting a fresh session", age)
                 self._need_fresh_start()
+            if (
+                self.handles.handle
+                and self.outbox.has_context()
+                and adk_compat.speaks_gemini_3_live(self.request.model)
+            ):
+                # Gemini 3.x Live takes no client content mid-session: what the handle lacks
+                # goes to a fresh session as history instead of being lost.
+                logger.info(
+                    "the conversation since handle %s cannot be replayed to a Gemini 3.x Live"
+                    " session; starting a fresh session with the conversation so far",
+                    redact(self.handles.handle),
+                )
+                self._need_fresh_start()
             if self.fresh_start_needed:
                 self.fresh_start_needed = False
                 self.fresh_starts += 1

@@ -246,12 +246,13 @@ class Outbox:
 
     # -- replaying ------------------------------------------------------------------------
 
-    def take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
-        """Return what a resumed session needs and empty the outbox (see module doc)."""
-        unknown = set(unknown_call_ids)
-        self._trim_audio()
-        items, self._items = self._items, []
-        self._audio_ms = 0.0
+    def has_context(self) -> bool:
+        """Whether a replay now would carry context (exchanges the handle does not hold)."""
+        return self._resolved_position(self._items) >= 0
+
+    @staticmethod
+    def _resolved_position(items: list[ClientMessage | _Fact]) -> int:
+        """Position of the last resolved turn's ``turnComplete`` (see module doc), or -1."""
         # A turn is resolved when the model said something after the latest user input or
         # tool response and no tool call waits for its response. Raw audio chunks are not a
         # turn by themselves; the server's input transcription is.
@@ -269,6 +270,15 @@ class Outbox:
                 answered = True
             elif item.kind == "turn_complete" and not pending and answered:
                 resolved = position
+        return resolved
+
+    def take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
+        """Return what a resumed session needs and empty the outbox (see module doc)."""
+        unknown = set(unknown_call_ids)
+        self._trim_audio()
+        items, self._items = self._items, []
+        self._audio_ms = 0.0
+        resolved = self._resolved_position(items)
         replay = Replay(context=_context(items[: resolved + 1]))
         for item in items[resolved + 1 :]:
             if not isinstance(item, ClientMessage):
