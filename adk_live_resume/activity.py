@@ -10,7 +10,9 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
   start to end, whatever the audio says;
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
 * the server: ``inputTranscription`` means it hears speech; model output after the user
-  went quiet means the utterance was answered.
+  went quiet means the utterance was answered; a model turn that completes without the user
+  making a sound since its output began means the server's own voice activity detection
+  ended the utterance (a client may stop sending audio without ``activityEnd``).
 
 Guarantees:
 
@@ -72,6 +74,9 @@ class UserActivity:
     unanswered: bool = False
     #: Utterances seen (for statistics and tests).
     utterances: int = 0
+    #: Model output began in the current turn, and whether voiced audio followed it.
+    _output_in_turn: bool = False
+    _voiced_after_output: bool = False
 
     @property
     def speaking(self) -> bool:
@@ -82,6 +87,7 @@ class UserActivity:
         """A chunk of user audio is being sent; return whether it is voiced."""
         voiced = is_voiced(pcm, self.threshold_rms)
         if voiced:
+            self._voiced_after_output = True
             self._begin()
             self._voiced_recently = True
             self._quiet_ms = 0.0
@@ -109,8 +115,18 @@ class UserActivity:
 
     def on_model_output(self) -> None:
         """The model said something (text, audio, a tool call)."""
+        if not self._output_in_turn:
+            self._output_in_turn = True
+            self._voiced_after_output = False
         if not self.speaking:
             self.unanswered = False
+
+    def on_turn_complete(self) -> None:
+        """The model finished a turn: with no voice since its output began, the user is quiet."""
+        if self._output_in_turn and not self._voiced_after_output and not self.manual_activity:
+            self._voiced_recently = False
+            self.unanswered = False
+        self._output_in_turn = False
 
     def _begin(self) -> None:
         if not self.speaking:

@@ -169,6 +169,7 @@ class Outbox:
         self._items.append(_Fact("tool_call", ids=tuple(ids)))
 
     def turn_complete(self) -> None:
+        self.activity.on_turn_complete()
         self._items.append(_Fact("turn_complete"))
 
     def covered(self, last_consumed_index: int | None) -> None:
