@@ -1,0 +1,245 @@
+"""The pure rules behind voice sessions, without sockets: user activity, what a handle covers
+per dialect, bounded audio, tool calls by id."""
+
+from __future__ import annotations
+
+import math
+import struct
+import tracemalloc
+
+from google.genai import types
+
+from adk_live_resume.activity import UserActivity, is_voiced, pcm_rms
+from adk_live_resume.outbox import Outbox, audio_pcm, signals
+from adk_live_resume.tool_calls import ToolCallBook
+
+RATE = 16000
+
+
+def _pcm(ms: int, amplitude: int) -> bytes:
+    count = RATE * ms // 1000
+    return struct.pack(
+        f"<{count}h",
+        *(round(amplitude * math.sin(2 * math.pi * 200 * i / RATE)) for i in range(count)),
+    )
+
+
+SPEECH = _pcm(20, 3000)
+QUIET = _pcm(20, 40)
+
+
+def _audio(pcm: bytes) -> dict[str, object]:
+    return {"audio": types.Blob(data=pcm, mime_type=f"audio/pcm;rate={RATE}")}
+
+
+def _text(text: str) -> dict[str, object]:
+    return {
+        "turns": [types.Content(role="user", parts=[types.Part(text=text)])],
+        "turn_complete": True,
+    }
+
+
+# -- activity ------------------------------------------------------------------------------
+
+
+def test_energy_check_tells_speech_from_room_noise() -> None:
+    assert is_voiced(SPEECH) and not is_voiced(QUIET) and not is_voiced(b"\0\0" * 320)
+    assert pcm_rms(b"") == 0.0 and pcm_rms(b"\x01") == 0.0  # odd byte: no whole sample
+
+
+def test_speaking_lasts_until_the_hangover_of_quiet_audio() -> None:
+    activity = UserActivity(hangover_ms=100)
+    assert not activity.speaking
+    activity.on_audio(SPEECH, 20)
+    assert activity.speaking and activity.unanswered and activity.utterances == 1
+    for _ in range(4):  # 80 ms of quiet: a pause between words
+        activity.on_audio(QUIET, 20)
+    assert activity.speaking
+    activity.on_audio(QUIET, 20)
+    assert not activity.speaking and activity.unanswered  # quiet, not answered yet
+    activity.on_model_output()
+    assert not activity.unanswered
+
+
+def test_model_output_while_the_user_speaks_does_not_answer_the_utterance() -> None:
+    activity = UserActivity(hangover_ms=100)
+    activity.on_audio(SPEECH, 20)
+    activity.on_model_output()  # barge-in: the model was still talking
+    assert activity.unanswered and activity.speaking
+
+
+def test_manual_activity_signals_win_over_the_audio() -> None:
+    activity = UserActivity(hangover_ms=20)
+    activity.on_activity_start()
+    activity.on_audio(QUIET, 500)
+    assert activity.speaking
+    activity.on_activity_end()
+    assert not activity.speaking and activity.unanswered
+
+
+def test_a_turn_completed_without_voice_since_its_output_ends_a_silent_stream() -> None:
+    """A client that stops sending audio (no activityEnd) is not 'speaking' forever."""
+    activity = UserActivity()
+    activity.on_audio(SPEECH, 20)  # the last chunk it sends
+    activity.on_model_output()
+    activity.on_turn_complete()
+    assert not activity.speaking and not activity.unanswered
+
+
+def test_reading_audio_and_signals_from_send_calls() -> None:
+    assert audio_pcm("send_realtime_input", _audio(SPEECH)) == SPEECH
+    assert audio_pcm("send_realtime_input", {"text": "hi"}) == b""
+    assert signals("send_realtime_input", {"activity_start": types.ActivityStart()}) == [
+        "activity_start"
+    ]
+    assert signals("send", {"input": types.ActivityEnd()}) == ["activity_end"]
+    assert signals("send_realtime_input", {"audio_stream_end": True}) == ["audio_stream_end"]
+
+
+# -- what a handle covers --------------------------------------------------------------------
+
+
+def test_a_handle_while_the_user_speaks_keeps_the_whole_utterance_on_the_gemini_api() -> None:
+    outbox = Outbox(audio_window_ms=100)
+    outbox.record("send_client_content", _text("one"))
+    outbox.model_text("echo: one")
+    outbox.turn_complete()
+    for _ in range(10):
+        outbox.record("send_realtime_input", _audio(QUIET))
+    for _ in range(50):  # one second of speech
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    outbox.covered(None)  # a handle issued while the model was idle, the user speaking
+    replay = outbox.take_replay()
+    voiced = [m for m in replay.messages if m.voiced]
+    assert len(voiced) == 50, "the start of the utterance is not lost"
+    assert all(m.audio_ms > 0 for m in replay.messages)
+    assert not replay.context
+
+
+def test_a_handle_after_the_answer_covers_the_answered_utterance() -> None:
+    outbox = Outbox(audio_window_ms=0)
+    for _ in range(20):
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    for _ in range(30):
+        outbox.record("send_realtime_input", _audio(QUIET))
+    outbox.input_text("hello")
+    outbox.model_text("echo: hello")
+    outbox.turn_complete()
+    outbox.covered(None)
+    assert len(outbox) == 0
+
+
+def test_with_an_index_the_handle_covers_exactly_what_was_consumed() -> None:
+    outbox = Outbox()
+    outbox.begin_connection()
+    for _ in range(5):
+        outbox.record("send_realtime_input", _audio(SPEECH))  # 1..5
+    outbox.model_text("previous answer")
+    outbox.turn_complete()
+    outbox.covered(3)
+    replay = outbox.take_replay()
+    assert [m.index for m in replay.messages] == [4, 5]
+    assert not replay.context, "the answer before the handle is not sent back as context"
+
+
+# -- bounded memory -------------------------------------------------------------------------
+
+
+def test_ten_minutes_of_microphone_without_a_handle_stay_bounded() -> None:
+    outbox = Outbox(audio_window_ms=2000, max_utterance_ms=5000)
+    tracemalloc.start()
+    try:
+        for minute in range(10):
+            for second in range(60):
+                chunk = SPEECH if (second % 20) < 3 else QUIET  # 3 s utterances
+                for _ in range(50):
+                    outbox.record("send_realtime_input", _audio(chunk))
+                if (second % 20) == 5:
+                    outbox.model_text(f"answer {minute}:{second}")
+                    outbox.turn_complete()
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert outbox.audio_ms <= 1.25 * (2000 + 5000)
+    assert len(outbox) <= 1.25 * (2000 + 5000) / 20 + 60  # audio chunks + facts' turns
+    assert peak < 8 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
+    assert outbox.dropped_audio_ms_total >= 10 * 60 * 1000 - 1.25 * 7000
+
+
+def test_audio_is_counted_when_it_leaves_not_only_at_replay() -> None:
+    outbox = Outbox(audio_window_ms=200, max_utterance_ms=0)
+    for _ in range(100):
+        outbox.record("send_realtime_input", _audio(QUIET))
+    assert outbox.dropped_audio_ms_total >= 2000 - 1.25 * 200
+    replay = outbox.take_replay()
+    assert round(sum(m.audio_ms for m in replay.messages)) == 200
+    assert round(replay.dropped_audio_ms + 200) == 2000
+
+
+def test_a_long_utterance_keeps_its_newest_part_up_to_the_cap() -> None:
+    outbox = Outbox(audio_window_ms=0, max_utterance_ms=1000)
+    for _ in range(200):  # 4 s of speech
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    replay = outbox.take_replay()
+    assert round(sum(m.audio_ms for m in replay.messages)) == 1000
+    assert round(replay.dropped_audio_ms) == 3000
+
+
+# -- tool calls by id -----------------------------------------------------------------------
+
+
+def test_a_repeat_after_a_resume_gets_the_earlier_result_once() -> None:
+    book = ToolCallBook()
+    assert book.on_calls([("c1", "f", {"x": 1})]).run == ("c1",)
+    book.on_result("c1", {"v": 1})
+    book.on_resumed()  # the handle predates c1
+    assert book.is_unknown("c1")
+    decision = book.on_calls([("c2", "f", {"x": 1}), ("c3", "f", {"x": 1})])
+    assert decision.answer == (("c2", {"v": 1}),)
+    assert decision.run == ("c3",), "one earlier call answers one repeat"
+    assert book.reused == 1
+
+
+def test_after_the_resumed_session_answered_the_same_call_is_new() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "balance", {})])
+    book.on_result("c1", {"v": 100})
+    book.on_resumed()
+    book.on_answered()
+    assert book.on_calls([("c2", "balance", {})]).run == ("c2",)
+
+
+def test_after_a_fresh_session_nothing_is_repeatable_and_every_old_id_is_unknown() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "balance", {})])
+    book.on_result("c1", {"v": 100})
+    book.on_handle()
+    book.on_fresh_session()
+    assert book.is_unknown("c1")
+    assert book.on_calls([("c2", "balance", {})]).run == ("c2",)
+
+
+def test_calls_covered_by_a_handle_are_not_repeatable() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])
+    book.on_result("c1", {"v": 1})
+    book.on_handle()  # the session's state holds c1 and its answer
+    book.on_resumed()
+    assert not book.is_unknown("c1")
+    assert book.on_calls([("c2", "f", {})]).run == ("c2",)
+
+
+def test_a_repeat_of_a_call_that_never_ran_runs_the_tool() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])  # ADK held it until turnComplete; the socket died
+    book.on_resumed()
+    assert book.on_calls([("c2", "f", {})]).run == ("c2",)
+
+
+def test_parallel_calls_are_decided_one_by_one() -> None:
+    book = ToolCallBook()
+    book.on_calls([("a1", "a", {}), ("b1", "b", {})])
+    book.on_result("a1", {"a": 1})  # b was still running when the socket died
+    book.on_resumed()
+    decision = book.on_calls([("a2", "a", {}), ("b2", "b", {})])
+    assert decision.answer == (("a2", {"a": 1}),) and decision.run == ("b2",)
