@@ -106,7 +106,9 @@ class ToolCallBook:
         """A new connection resumed from the newest handle."""
         missed = set(self._since_handle)
         self._unknown |= missed
-        self._repeatable = {i: self._keys[i] for i in missed if i in self._keys}
+        # Accumulated: a connection that drops again before the model repeated the call
+        # must not make the call forgettable.
+        self._repeatable.update({i: self._keys[i] for i in missed if i in self._keys})
         self._since_handle.clear()
 
     def on_fresh_session(self) -> None:

@@ -236,6 +236,16 @@ def test_a_repeat_of_a_call_that_never_ran_runs_the_tool() -> None:
     assert book.on_calls([("c2", "f", {})]).run == ("c2",)
 
 
+def test_a_repeat_survives_a_connection_that_drops_before_the_model_asked_again() -> None:
+    """Chaos seed 27: resumed twice in a row, the second resume forgot the repeatable call."""
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])
+    book.on_result("c1", {"v": 1})
+    book.on_resumed()
+    book.on_resumed()  # dropped right after setup, resumed again
+    assert book.on_calls([("c2", "f", {})]).answer == (("c2", {"v": 1}),)
+
+
 def test_parallel_calls_are_decided_one_by_one() -> None:
     book = ToolCallBook()
     book.on_calls([("a1", "a", {}), ("b1", "b", {})])
