@@ -132,9 +132,10 @@ async def _ready(worker: Worker, timeout: float = 90.0) -> None:
         try:
             await _http("GET", f"{worker.http}/list-apps")
             return
-        except (OSError, urllib.error.URLError):
+        except (OSError, urllib.error.URLError) as error:
             if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"worker {worker.name} never served:\n{worker.tail()}")
+                message = f"worker {worker.name} never served:\n{worker.tail()}"
+                raise AssertionError(message) from error
             await asyncio.sleep(0.25)
 
 
