@@ -50,7 +50,12 @@ def _text_config(*, resumption: bool) -> Any:
     )
 
 
-def _database(path: Path) -> Any:
+def _database(kind: str, path: Path) -> Any:
+    """ADK's session service ``kind`` on the SQLite file ``path`` (one per worker)."""
+    if kind == "sqlite":
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        return SqliteSessionService(db_path=str(path))
     pytest.importorskip("sqlalchemy", reason="DatabaseSessionService needs sqlalchemy")
     from google.adk.sessions import DatabaseSessionService
 
@@ -153,8 +158,9 @@ async def test_go_away_rotates_at_a_safe_point_when_handles_are_kept_from_adk() 
 # ---- resume across workers --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kind", ["database", "sqlite"])
 async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
-    tmp_path: Path, handle_key: str
+    tmp_path: Path, handle_key: str, kind: str
 ) -> None:
     from google.adk.runners import Runner
 
@@ -162,8 +168,8 @@ async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
     database = tmp_path / "sessions.db"
     async with asyncio.timeout(45), FakeLiveServer() as server:
         agent = LlmAgent(name="assistant", model=server.gemini())
-        worker_a = Runner(agent=agent, app_name=APP, session_service=_database(database))
-        worker_b = Runner(agent=agent, app_name=APP, session_service=_database(database))
+        worker_a = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        worker_b = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
         session = await worker_a.session_service.create_session(app_name=APP, user_id=USER)
         config = _text_config(resumption=False)  # the app never asked for handles
 
