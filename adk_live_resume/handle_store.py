@@ -149,7 +149,9 @@ class LatestWriter:
         if self._failed is not self._NOTHING and self._pending is self._NOTHING:
             self._pending, self._failed = self._failed, self._NOTHING
             if self._task is None or self._task.done():
-                self._task = asyncio.get_running_loop().create_task(self._drain())
+                self._task = asyncio.get_running_loop().create_task(
+                    self._drain(), name="adk_live_resume handle store"
+                )
         task = self._task
         if task is None:
             return True
