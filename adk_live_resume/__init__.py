@@ -20,13 +20,16 @@ from .errors import (
     UnsupportedAdkVersionError,
 )
 from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
+from .handle_store import current_handle, run_config_resuming
 from .observe import ReconnectInfo, on_reconnect
 from .patch import install, installed_policy, is_installed, uninstall
 from .policy import ResumePolicy, set_testing, testing_backoff
+from .stored_handle import HandleKeyError, ResumeHandle
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "HandleKeyError",
     "InstallConflictError",
     "LiveResumeError",
     "ReconnectFailedError",
@@ -34,14 +37,17 @@ __all__ = [
     "ResumableAutoFlow",
     "ResumableLlmAgent",
     "ResumableSingleFlow",
+    "ResumeHandle",
     "ResumePolicy",
     "SessionLimitError",
     "SessionNotResumableError",
     "UnsupportedAdkVersionError",
+    "current_handle",
     "install",
     "installed_policy",
     "is_installed",
     "on_reconnect",
+    "run_config_resuming",
     "set_testing",
     "testing_backoff",
     "uninstall",

@@ -45,6 +45,7 @@ from .errors import (
     SessionNotResumableError,
     classify,
 )
+from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
 from .observe import ReconnectReason
 from .outbox import (
@@ -188,6 +189,11 @@ class _ConnectionWatch:
             self.run.outbox.covered(last_consumed_index if transparent else None)
             self.run.ctx.live_session_resumption_handle = self.run.handles.handle
             logger.debug("new resumption handle %s", redact(self.run.handles.handle))
+            if self.run.handles.handle:
+                self.run.keeper.observe(self.run.handles.handle)  # never blocks
+            if self.rotate_on_next_handle and not self.run.pass_handles:
+                # The tap keeps this update from ADK, so on_message_passed never sees it.
+                self.rotate("goAway at a safe point")
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         run = self.run
@@ -373,6 +379,11 @@ class _LiveRun:
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
         self.fresh_starts = 0
+        #: Publishes and stores handles (see handle_store); inert until the run starts.
+        self.keeper = HandleKeeper(None, ttl=policy.handle_ttl, store=None)
+        #: Whether ADK may see (and yield as events) handle updates: only if the caller's
+        #: RunConfig asked for session resumption, as stock ADK does.
+        self.pass_handles = False
         self.replayed_messages = 0
         #: A request ADK's sender had in hand when its connection died, to send at the
         #: socket of the next connection (ADK already did its session work for it).
@@ -448,6 +459,13 @@ class _LiveRun:
         self.handles = ResumptionState.starting_with(
             (asked.handle if asked is not None else None) or self.ctx.live_session_resumption_handle
         )
+        # -- handle store hook: handles go to events only if asked; a stored one resumes.
+        self.pass_handles = asked is not None
+        self.keeper = HandleKeeper.start(self.ctx, self.policy, agent_name=self.agent_name)
+        if not self.handles.handle and self.keeper.loaded is not None:
+            stored = self.keeper.loaded
+            self.handles = ResumptionState.starting_with(stored.handle)
+            self.handles.received_at = asyncio.get_running_loop().time() - stored.age()
         self.queue_guard = QueueGuard(self.ctx.live_request_queue)
         try:
             async with contextlib.aclosing(self._connections()) as stream:
@@ -456,6 +474,7 @@ class _LiveRun:
         finally:
             self.queue_guard.release()
             await surface.stop_background(self.flow, self.ctx)
+            await self.keeper.close()
             logger.debug(
                 "live run of %s ended: connections=%d goAways=%d fresh_starts=%d "
                 "history_sends=%d replayed=%d requests_recovered=%d tool_calls_reused=%d "
@@ -602,6 +621,7 @@ class _LiveRun:
         """The handle is dead: the next connection starts a fresh session."""
         self.handles.forget()
         self.ctx.live_session_resumption_handle = None
+        self.keeper.forget()
         self.fresh_start_needed = True
 
     def _interrupted_event(self) -> Any:
@@ -693,7 +713,7 @@ class _LiveRun:
                 self.connections += 1
                 outcome.at_connect = False
                 watch.session = adk_compat.genai_session(connection)
-                watch.tap = SessionTap(watch.session, watch)
+                watch.tap = SessionTap(watch.session, watch, pass_handles=self.pass_handles)
                 adk_compat.set_genai_session(connection, watch.tap)
                 watch.watch_socket()
                 self.outbox.begin_connection()
@@ -923,12 +943,15 @@ class _LiveRun:
     async def _transfer(self, agent_name: str) -> AsyncGenerator[Any, None]:
         agent = adk_compat.agent_to_run(self.flow, self.ctx, agent_name)
         logger.debug("transferring the live session to agent %s (fresh session)", agent_name)
+        await self.keeper.close()  # our last handle lands before the new agent's first
         async with contextlib.aclosing(agent.run_live(self._fresh_context())) as child:
             async for event in child:
                 yield event
 
     async def _restart(self) -> AsyncGenerator[Any, None]:
         logger.debug("ADK asked for a fresh live session")
+        self.keeper.forget()  # the fresh session must not resume from the stored handle
+        await self.keeper.close()
         async with contextlib.aclosing(self.flow.run_live(self._fresh_context())) as fresh:
             async for event in fresh:
                 yield event

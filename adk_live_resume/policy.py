@@ -106,6 +106,10 @@ class ResumePolicy:
     #: When the server refuses a handle (1007/1008 on resume) or it is too old, start a fresh
     #: session with the conversation so far instead of ending the run.
     restart_when_handle_dead: bool = True
+    #: Keep the newest good handle, sealed with ``ADK_LIVE_RESUME_HANDLE_KEY``, in the ADK
+    #: session's state (through the runner's session service), so the next ``run_live`` of
+    #: that session, in this process or another worker, resumes with it while it is valid.
+    store_handle_in_session: bool = False
 
     def __post_init__(self) -> None:
         problems = []

@@ -9,8 +9,10 @@ send, and gives ADK one behaviour on all releases:
 * ``goAway`` is reported to the live loop and removed before ADK sees it (the loop plans the
   reconnect; ADK 2.x would otherwise cut the current turn).
 * ``sessionResumptionUpdate`` is reported; an update that carries no usable handle is removed
-  (so ADK 2.x cannot erase the good handle), a usable one passes through (so ADK 2.x still
-  emits it as an event for callers that store handles).
+  (so ADK 2.x cannot erase the good handle). A usable one passes through only with
+  ``pass_handles=True`` (the caller's ``RunConfig`` asked for session resumption: ADK 2.x then
+  emits it as an event, as stock ADK does); otherwise it is removed too, so no event that
+  ``run_live`` yields (and no session database row) carries a handle the app never asked for.
 * tool calls are reported; the listener may answer some itself (a call the model repeats
   after a resume, whose result is already known) and those are removed.
 * every client send goes through :meth:`TapListener.before_send`, which records it (for
@@ -82,9 +84,10 @@ def parse_time_left(value: object) -> float | None:
 class SessionTap:
     """Stands in for a google-genai ``AsyncSession``; forwards everything else unchanged."""
 
-    def __init__(self, session: Any, listener: TapListener) -> None:
+    def __init__(self, session: Any, listener: TapListener, *, pass_handles: bool = True) -> None:
         self._tapped_session = session
         self._listener = listener
+        self._pass_handles = pass_handles
 
     @property
     def tapped_session(self) -> Any:
@@ -124,7 +127,7 @@ class SessionTap:
                 update.resumable,
                 getattr(update, "last_consumed_client_message_index", None),
             )
-            if not (update.resumable and update.new_handle):
+            if not (self._pass_handles and update.resumable and update.new_handle):
                 changes["session_resumption_update"] = None
         tool_call = message.tool_call
         if tool_call is not None and tool_call.function_calls:

@@ -1,0 +1,156 @@
+"""The pure rules of stored handles: sealing, binding to a session, validity, the writer.
+
+No sockets here; the end-to-end behaviour is in ``tests/test_workers.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from cryptography.fernet import Fernet
+
+from adk_live_resume import ResumeHandle, ResumePolicy, run_config_resuming
+from adk_live_resume.handle_store import LatestWriter
+from adk_live_resume.stored_handle import (
+    HANDLE_KEY_ENV,
+    HandleKeyError,
+    HandleSealer,
+    SessionKey,
+    StoredHandleError,
+)
+
+HANDLE = "h-0123456789abcdef-secret-handle"
+OWNER = SessionKey("app", "user", "session-1")
+
+
+def test_a_sealed_handle_opens_for_its_session_and_hides_the_handle() -> None:
+    sealer = HandleSealer([Fernet.generate_key()])
+    token = sealer.seal(ResumeHandle(HANDLE, 1000.5), OWNER, "voice")
+    assert HANDLE not in token and "session-1" not in token
+    opened = sealer.open(token, OWNER)
+    assert opened.handle == ResumeHandle(HANDLE, 1000.5) and opened.agent_name == "voice"
+
+
+def test_a_token_copied_to_another_session_is_refused() -> None:
+    sealer = HandleSealer([Fernet.generate_key()])
+    token = sealer.seal(ResumeHandle(HANDLE, 1.0), OWNER, "voice")
+    for other in (
+        SessionKey("app", "user", "session-2"),
+        SessionKey("app", "mallory", "session-1"),
+        SessionKey("other-app", "user", "session-1"),
+    ):
+        with pytest.raises(StoredHandleError, match="another session"):
+            sealer.open(token, other)
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        (None, "not a sealed handle"),
+        (42, "not a sealed handle"),
+        ("", "not a sealed handle"),
+        ("gAAAAA-not-a-token", "not sealed with any key"),
+        ("é", "not sealed with any key"),
+    ],
+)
+def test_garbage_in_the_state_is_refused_clearly(token: object, message: str) -> None:
+    with pytest.raises(StoredHandleError, match=message):
+        HandleSealer([Fernet.generate_key()]).open(token, OWNER)
+
+
+def test_altered_or_foreign_tokens_are_refused() -> None:
+    key = Fernet.generate_key()
+    sealer = HandleSealer([key])
+    token = sealer.seal(ResumeHandle(HANDLE, 1.0), OWNER, "voice")
+    altered = token[:-8] + ("A" if token[-8] != "A" else "B") + token[-7:]
+    with pytest.raises(StoredHandleError, match="altered"):
+        sealer.open(altered, OWNER)
+    with pytest.raises(StoredHandleError, match="not sealed with any key"):
+        HandleSealer([Fernet.generate_key()]).open(token, OWNER)
+    # right key, wrong layout (sealed by something else holding the key)
+    with pytest.raises(StoredHandleError, match="unknown layout"):
+        sealer.open(Fernet(key).encrypt(b'{"v": 99}').decode(), OWNER)
+    with pytest.raises(StoredHandleError, match="not JSON"):
+        sealer.open(Fernet(key).encrypt(b"\xff{").decode(), OWNER)
+    incomplete = b'{"v": 1, "owner": ["app", "user", "session-1"], "handle": "x"}'
+    with pytest.raises(StoredHandleError, match="incomplete"):
+        sealer.open(Fernet(key).encrypt(incomplete).decode(), OWNER)
+
+
+def test_keys_rotate_the_first_seals_all_open() -> None:
+    old, new = Fernet.generate_key(), Fernet.generate_key()
+    token_old = HandleSealer([old]).seal(ResumeHandle(HANDLE, 1.0), OWNER, "voice")
+    rotated = HandleSealer.from_environment({HANDLE_KEY_ENV: f" {new.decode()} , {old.decode()}"})
+    assert rotated.open(token_old, OWNER).handle.handle == HANDLE
+    token_new = rotated.seal(ResumeHandle(HANDLE, 2.0), OWNER, "voice")
+    assert HandleSealer([new]).open(token_new, OWNER).handle.issued_at == 2.0
+
+
+def test_a_missing_or_bad_key_is_a_clear_error() -> None:
+    with pytest.raises(HandleKeyError, match=f"set {HANDLE_KEY_ENV}.*generate_key"):
+        HandleSealer.from_environment({})
+    with pytest.raises(HandleKeyError, match=f"set {HANDLE_KEY_ENV}"):
+        HandleSealer.from_environment({HANDLE_KEY_ENV: " , "})
+    with pytest.raises(HandleKeyError, match="key 2 is not a Fernet key"):
+        HandleSealer.from_environment({HANDLE_KEY_ENV: f"{Fernet.generate_key().decode()},short"})
+
+
+def test_resume_handle_age_validity_and_a_repr_that_hides_it() -> None:
+    handle = ResumeHandle(HANDLE, 1000.0)
+    assert handle.age(now=1060.0) == 60.0
+    assert handle.is_valid(ttl=60.0, now=1060.0) and not handle.is_valid(ttl=59.9, now=1060.0)
+    assert HANDLE not in repr(handle) and "h-0123" in repr(handle)
+    with pytest.raises(ValueError, match="non-empty"):
+        ResumeHandle("", 1.0)
+
+
+def test_run_config_resuming_sets_a_valid_handle_on_a_copy() -> None:
+    from google.adk.agents.run_config import RunConfig
+    from google.genai import types
+
+    base = RunConfig(response_modalities=[types.Modality.TEXT])
+    fresh = ResumeHandle(HANDLE, __import__("time").time() - 10)
+    config = run_config_resuming(fresh, base)
+    assert config.session_resumption is not None and config.session_resumption.handle == HANDLE
+    assert config.response_modalities == [types.Modality.TEXT]
+    assert base.session_resumption is None  # untouched
+    old = ResumeHandle(HANDLE, fresh.issued_at - 100)
+    expired = run_config_resuming(old, base, policy=ResumePolicy(handle_ttl=50))
+    assert expired.session_resumption is not None and expired.session_resumption.handle is None
+    assert run_config_resuming(None).session_resumption is not None
+
+
+async def test_latest_writer_coalesces_never_reorders_and_retries_a_failure() -> None:
+    async with asyncio.timeout(5):
+        written: list[str | None] = []
+        gate = asyncio.Event()
+        fail_next = [False]
+
+        async def write(value: str | None) -> None:
+            await gate.wait()
+            if fail_next[0]:
+                fail_next[0] = False
+                raise RuntimeError("database is locked")
+            written.append(value)
+
+        writer = LatestWriter(write, lambda v: "<v>")
+        writer.offer("a")  # in flight
+        await asyncio.sleep(0)
+        writer.offer("b")
+        writer.offer("c")  # supersedes b
+        gate.set()
+        assert await writer.flush(timeout=2)
+        assert written == ["a", "c"] and writer.written == 2
+
+        fail_next[0] = True
+        writer.offer("d")
+        await asyncio.sleep(0.01)
+        assert writer.failures == 1 and written == ["a", "c"]
+        assert await writer.flush(timeout=2)  # the failed newest value is written again
+        assert written == ["a", "c", "d"]
+
+        gate.clear()
+        writer.offer("e")
+        assert not await writer.flush(timeout=0.05)  # a write that hangs is given up
+        assert written == ["a", "c", "d"]

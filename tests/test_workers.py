@@ -1,0 +1,309 @@
+"""Several workers, one conversation, in one process: real ``Runner.run_live``, real google-genai,
+real TLS websockets to the fake server, and ADK's own session services.
+
+Two runners with their own ``DatabaseSessionService`` on one SQLite file stand for two workers;
+``tests/test_workers_deployment.py`` does the same with two ``adk api_server`` processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from google.adk.agents import LlmAgent
+
+import adk_live_resume
+from adk_live_resume import HandleKeyError, ReconnectInfo, ResumePolicy
+from adk_live_resume.handle_store import STATE_KEY
+from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
+from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing.driver import LiveDriver
+
+from .conftest import our_tasks
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+APP = "workers_app"
+USER = "caller"
+STORE = ResumePolicy(store_handle_in_session=True)
+
+
+@pytest.fixture
+def handle_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    key = Fernet.generate_key().decode()
+    monkeypatch.setenv(HANDLE_KEY_ENV, key)
+    yield key
+
+
+def _text_config(*, resumption: bool) -> Any:
+    from google.adk.agents.run_config import RunConfig
+    from google.genai import types
+
+    return RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig() if resumption else None,
+    )
+
+
+def _database(kind: str, path: Path) -> Any:
+    """ADK's session service ``kind`` on the SQLite file ``path`` (one per worker)."""
+    if kind == "sqlite":
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        return SqliteSessionService(db_path=str(path))
+    pytest.importorskip("sqlalchemy", reason="DatabaseSessionService needs sqlalchemy")
+    from google.adk.sessions import DatabaseSessionService
+
+    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+
+
+async def _start(runner: Any, session: Any, run_config: Any) -> LiveDriver:
+    """A LiveDriver on ``runner``'s ``session`` (LiveDriver.start makes its own runner)."""
+    from google.adk.agents.live_request_queue import LiveRequestQueue
+
+    driver = LiveDriver(runner, session, LiveRequestQueue(), run_config)
+    driver._task = asyncio.create_task(driver._consume(session.user_id), name="LiveDriver.run_live")
+    return driver
+
+
+async def _stored_token(service: Any, session: Any, *, changed_from: object = None) -> str:
+    """Wait until the session's state holds a sealed handle (other than ``changed_from``)."""
+    while True:
+        stored = await service.get_session(
+            app_name=session.app_name, user_id=session.user_id, session_id=session.id
+        )
+        token = stored.state.get(STATE_KEY)
+        if isinstance(token, str) and token != changed_from:
+            return token
+        await asyncio.sleep(0.02)
+
+
+def _handles_in_events(events: list[Any]) -> list[str]:
+    found = []
+    for event in events:
+        update = getattr(event, "live_session_resumption_update", None)
+        if update is not None and update.new_handle:
+            found.append(update.new_handle)
+    return found
+
+
+def _adk_yields_handle_events() -> bool:
+    """ADK 2.x turns resumption updates into events; 1.27 drops them in its postprocessing."""
+    from google.adk.version import __version__
+
+    return int(__version__.split(".")[0]) >= 2
+
+
+# ---- handles stay server-side ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asked", [False, True], ids=["not-asked", "asked"])
+async def test_events_carry_handles_only_when_the_run_config_asked(asked: bool) -> None:
+    adk_live_resume.install()
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        async with await LiveDriver.start(agent, run_config=_text_config(resumption=asked)) as live:
+            assert await live.say("one") == "echo: one"
+            await server.close_open(1011)  # still resumes: the loop keeps the handle itself
+            await server.wait_for_connections(2)
+            assert await live.say("two") == "echo: two"
+            assert await live.close() is None
+        issued = server.handles_issued()
+        assert issued and server.connections[1].resumed
+        stored = await live.runner.session_service.get_session(
+            app_name=live.session.app_name, user_id=live.session.user_id, session_id=live.session.id
+        )
+        in_db = [h for h in issued if h in stored.model_dump_json()]
+        in_events = _handles_in_events(live.events)
+    if asked:  # ADK's behaviour stays
+        assert set(in_events) <= set(issued)
+        assert bool(in_events) == _adk_yields_handle_events()
+    else:
+        assert in_events == [] and in_db == []
+
+
+async def test_go_away_rotates_at_a_safe_point_when_handles_are_kept_from_adk() -> None:
+    reconnects: list[ReconnectInfo] = []
+    remove = adk_live_resume.on_reconnect(reconnects.append)
+    adk_live_resume.install(ResumePolicy(go_away_margin=0.05))
+    # 300 service s at 0.01: the connection lives 3 s real; goAway at 0.5 s, the timer at 2.95 s.
+    server = FakeLiveServer(
+        time_scale=0.01, connection_lifetime=300, go_away_lead=250, chunk_delay=0.2
+    )
+    try:
+        async with asyncio.timeout(30), server:
+            agent = LlmAgent(name="assistant", model=server.gemini())
+            config = _text_config(resumption=False)
+            async with await LiveDriver.start(agent, run_config=config) as live:
+                assert await live.say("a long answer please") == "echo: a long answer please"
+                await server.wait_for_connections(2)
+                assert await live.say("after") == "echo: after"
+                await live.close()
+            first = server.connections[0]
+            assert first.go_away_sent and first.ended_by == "client"
+            assert server.connections[1].resumed and server.history_sends() == 0
+            assert _handles_in_events(live.events) == []
+    finally:
+        remove()
+    assert [(r.reason, r.state_restored, r.cause) for r in reconnects] == [
+        ("go_away", True, "goAway at a safe point")
+    ]
+
+
+# ---- resume across workers --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["database", "sqlite"])
+async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
+    tmp_path: Path, handle_key: str, kind: str
+) -> None:
+    from google.adk.runners import Runner
+
+    adk_live_resume.install(STORE)
+    database = tmp_path / "sessions.db"
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        worker_a = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        worker_b = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        session = await worker_a.session_service.create_session(app_name=APP, user_id=USER)
+        config = _text_config(resumption=False)  # the app never asked for handles
+
+        live_a = await _start(worker_a, session, config)
+        assert await live_a.say("my name is Ada") == "echo: my name is Ada"
+        token = await _stored_token(worker_b.session_service, session)
+        newest = server.handles_issued()[-1]
+        owner = SessionKey(APP, USER, session.id)
+        assert HandleSealer.from_environment().open(token, owner).handle.handle == newest
+        live_a.task.cancel()  # worker A goes away mid-conversation
+        await asyncio.wait({live_a.task}, timeout=5)
+
+        session_b = await worker_b.session_service.get_session(
+            app_name=APP, user_id=USER, session_id=session.id
+        )
+        live_b = await _start(worker_b, session_b, config)
+        assert await live_b.say("what did I say first?") == "you first said: my name is Ada"
+        await live_b.close()
+        second = server.connections[1]
+        assert second.resume_handle == newest and second.resumed and second.history_sends == 0
+        assert server.history_sends() == 0
+        # what a client of the API can read holds the sealed token only
+        seen = await worker_b.session_service.get_session(
+            app_name=APP, user_id=USER, session_id=session.id
+        )
+        dump = seen.model_dump_json()
+        assert all(h not in dump for h in server.handles_issued())
+        assert _handles_in_events(live_a.events + live_b.events) == []
+        # B stored its own newest handle for the next worker
+        token_b = await _stored_token(worker_a.session_service, session, changed_from=token)
+        opened = HandleSealer.from_environment().open(token_b, owner).handle.handle
+        assert opened == server.connections[1].handles_issued[-1]
+    assert our_tasks() == []
+
+
+@pytest.mark.parametrize("why", ["expired", "refused"])
+async def test_a_dead_stored_handle_starts_one_fresh_session_with_the_history(
+    why: str, handle_key: str
+) -> None:
+    reconnects: list[ReconnectInfo] = []
+    remove = adk_live_resume.on_reconnect(reconnects.append)
+    policy = STORE.replace(handle_ttl=0.3) if why == "expired" else STORE
+    adk_live_resume.install(policy)
+    try:
+        async with asyncio.timeout(45), FakeLiveServer() as server:
+            agent = LlmAgent(name="assistant", model=server.gemini())
+            live = await LiveDriver.start(agent, run_config=_text_config(resumption=False))
+            async with live:
+                assert await live.say("my name is Ada") == "echo: my name is Ada"
+                await _stored_token(live.runner.session_service, live.session)
+                await live.close()
+            if why == "expired":
+                await asyncio.sleep(0.4)
+            else:
+                server.script(Fault.refuse_resume(), connection=2)
+            again = await live.runner.session_service.get_session(
+                app_name=live.session.app_name,
+                user_id=live.session.user_id,
+                session_id=live.session.id,
+            )
+            later = await _start(live.runner, again, _text_config(resumption=False))
+            async with later:
+                assert await later.say("what did I say first?") == "you first said: my name is Ada"
+                await later.close()
+            fresh = server.connections[-1]
+            assert not fresh.resumed and fresh.history_sends == 1
+            assert server.duplicate_history_sends() == 0
+            if why == "refused":
+                assert len(server.connections) == 3
+                assert (
+                    server.connections[1].resume_handle == server.connections[0].handles_issued[-1]
+                )
+                assert [(r.reason, r.state_restored) for r in reconnects] == [("restart", False)]
+            else:
+                assert len(server.connections) == 2 and fresh.resume_handle is None
+    finally:
+        remove()
+
+
+async def test_opting_in_without_a_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(HANDLE_KEY_ENV, raising=False)
+    adk_live_resume.install(STORE)
+    async with asyncio.timeout(20), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        async with await LiveDriver.start(agent) as live:
+            error = await live.wait_ended(timeout=10)
+    assert isinstance(error, HandleKeyError) and HANDLE_KEY_ENV in str(error)
+    assert server.connections == []
+
+
+async def test_a_token_copied_from_another_session_is_not_used(handle_key: str) -> None:
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+
+    adk_live_resume.install(STORE)
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        async with await LiveDriver.start(agent, run_config=_text_config(resumption=False)) as live:
+            assert await live.say("secret of session one") == "echo: secret of session one"
+            token = await _stored_token(live.runner.session_service, live.session)
+            await live.close()
+        service = live.runner.session_service
+        other = await service.create_session(
+            app_name=live.session.app_name, user_id=live.session.user_id
+        )
+        planted = Event(author="user", actions=EventActions(state_delta={STATE_KEY: token}))
+        await service.append_event(other, planted)  # a client copies the token over
+        thief = await _start(live.runner, other, _text_config(resumption=False))
+        async with thief:
+            assert await thief.say("what did I say first?") == "you said nothing yet"
+            await thief.close()
+        assert server.connections[-1].resume_handle is None
+
+
+# ---- the typed API for apps that keep handles themselves ----------------------------------------
+
+
+async def test_an_app_reads_the_current_handle_and_starts_a_run_from_it() -> None:
+    adk_live_resume.install()
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        async with await LiveDriver.start(agent, run_config=_text_config(resumption=False)) as live:
+            assert adk_live_resume.current_handle(live.queue) is None
+            assert await live.say("remember me") == "echo: remember me"
+            kept = adk_live_resume.current_handle(live.queue)
+            assert kept is not None and kept.handle == server.handles_issued()[-1]
+            assert 0 <= kept.age() < 30
+            await live.close()
+        assert adk_live_resume.current_handle(live.queue) == kept  # still there after the run
+        config = adk_live_resume.run_config_resuming(kept, _text_config(resumption=False))
+        async with await LiveDriver.start(agent, run_config=config) as again:
+            assert await again.say("what did I say first?") == "you first said: remember me"
+            await again.close()
+        second = server.connections[-1]
+        assert second.resume_handle == kept.handle and second.resumed
+        assert second.history_sends == 0
+    assert json.dumps(repr(kept)).count(kept.handle) == 0

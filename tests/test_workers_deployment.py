@@ -1,0 +1,254 @@
+"""Several workers, as deployed: two ``adk api_server`` processes started through our launcher
+share one ``DatabaseSessionService`` on SQLite; a websocket client talks to worker A on
+``/run_live``, A is killed with SIGKILL mid-conversation, and the client reconnects to worker B
+with the same session id. The fake Gemini Live server (in this process, real TLS on 127.0.0.1)
+says what B did.
+
+Every subprocess is killed in a ``finally``; each step has a hard timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+
+from adk_live_resume.handle_store import STATE_KEY
+from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
+from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing.client_config import environment_variables
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+
+APP = "voice"
+USER = "caller"
+
+AGENT = textwrap.dedent(
+    """
+    from google.adk.agents import LlmAgent
+
+    root_agent = LlmAgent(
+        name="voice",
+        model="gemini-live-fake",
+        instruction="You are a helpful voice assistant.",
+    )
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Worker:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the whole group: no survivor
+            self.proc.wait(timeout=10)
+
+
+def _request(method: str, url: str, body: object = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+async def _http(method: str, url: str, body: object = None) -> Any:
+    return await asyncio.to_thread(_request, method, url, body)
+
+
+def _start_worker(
+    name: str, tmp: Path, server: FakeLiveServer, db: Path, extra: dict[str, str]
+) -> Worker:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
+    env.pop("PYTHONPATH", None)
+    for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
+        env.pop(removed, None)
+    env.update(environment_variables(server))
+    env.update(extra)
+    log = tmp / f"worker-{name}.log"
+    command = [
+        sys.executable,
+        "-W",
+        "ignore",
+        "-m",
+        "adk_live_resume",  # the launcher: adk-live-resume adk api_server ...
+        "adk",
+        "api_server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-reload",
+        "--session_service_uri",
+        f"sqlite+aiosqlite:///{db}",  # DatabaseSessionService on SQLite
+        str(tmp / "agents"),
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return Worker(name, port, proc, log)
+
+
+async def _ready(worker: Worker, timeout: float = 90.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        if worker.proc.poll() is not None:
+            raise AssertionError(f"worker {worker.name} exited:\n{worker.tail()}")
+        try:
+            await _http("GET", f"{worker.http}/list-apps")
+            return
+        except (OSError, urllib.error.URLError) as error:
+            if asyncio.get_running_loop().time() > deadline:
+                message = f"worker {worker.name} never served:\n{worker.tail()}"
+                raise AssertionError(message) from error
+            await asyncio.sleep(0.25)
+
+
+@pytest.fixture
+async def deployment(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    """The fake server, the agents dir, the key; workers are started by the test."""
+    (tmp_path / "agents" / APP).mkdir(parents=True)
+    (tmp_path / "agents" / APP / "__init__.py").write_text("from . import agent\n")
+    (tmp_path / "agents" / APP / "agent.py").write_text(AGENT)
+    workers: list[Worker] = []
+    async with FakeLiveServer() as server:
+        try:
+            yield {
+                "server": server,
+                "tmp": tmp_path,
+                "db": tmp_path / "sessions.db",
+                "key": Fernet.generate_key().decode(),
+                "workers": workers,
+            }
+        finally:
+            for worker in workers:
+                worker.kill()
+
+
+class LiveClient:
+    """A browser stand-in on ``/run_live``: sends text turns, reads every event as JSON."""
+
+    def __init__(self, websocket: Any) -> None:
+        self.websocket = websocket
+        self.raw: list[str] = []
+
+    async def say(self, text: str, timeout: float = 20.0) -> str:
+        message = {"content": {"role": "user", "parts": [{"text": text}]}}
+        await self.websocket.send(json.dumps(message))
+        pieces: list[str] = []
+        async with asyncio.timeout(timeout):
+            while True:
+                frame = await self.websocket.recv()
+                self.raw.append(frame)
+                event = json.loads(frame)
+                parts = (event.get("content") or {}).get("parts") or []
+                if not event.get("partial"):
+                    pieces.extend(p["text"] for p in parts if p.get("text"))
+                if event.get("turnComplete") and pieces:
+                    return "".join(pieces)
+
+
+async def _connect(worker: Worker, session_id: str) -> Any:
+    from websockets.asyncio.client import connect
+
+    url = (
+        f"ws://127.0.0.1:{worker.port}/run_live?app_name={APP}&user_id={USER}"
+        f"&session_id={session_id}&modalities=TEXT"
+    )
+    return await connect(url, open_timeout=20, proxy=None)
+
+
+async def _stored_handle(worker: Worker, session_id: str, key: str, timeout: float = 20.0) -> str:
+    """The handle sealed in the session's state, read through the worker's public API."""
+    owner = SessionKey(APP, USER, session_id)
+    url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
+    async with asyncio.timeout(timeout):
+        while True:
+            token = (await _http("GET", url)).get("state", {}).get(STATE_KEY)
+            if token:
+                return HandleSealer([key]).open(token, owner).handle.handle
+            await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("case", ["resume", "expired"])
+async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
+    deployment: dict[str, Any], case: str
+) -> None:
+    server: FakeLiveServer = deployment["server"]
+    key: str = deployment["key"]
+    common = {"ADK_LIVE_RESUME_STORE_HANDLE_IN_SESSION": "true", HANDLE_KEY_ENV: key}
+    b_extra = dict(common)
+    if case == "expired":
+        b_extra["ADK_LIVE_RESUME_HANDLE_TTL"] = "0.5"  # A's handle is too old for B
+    a = _start_worker("a", deployment["tmp"], server, deployment["db"], common)
+    deployment["workers"].append(a)
+    b = _start_worker("b", deployment["tmp"], server, deployment["db"], b_extra)
+    deployment["workers"].append(b)
+    await asyncio.gather(_ready(a), _ready(b))
+
+    session = await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {})
+    session_id = session["id"]
+    async with asyncio.timeout(100):
+        websocket = await _connect(a, session_id)
+        client_a = LiveClient(websocket)
+        assert await client_a.say("my name is Ada") == "echo: my name is Ada"
+        handle_a = await _stored_handle(b, session_id, key)  # B can read it from the database
+        assert handle_a == server.handles_issued()[-1]
+        a.kill()  # SIGKILL mid-conversation: the browser's socket to A dies with it
+        await websocket.close()
+        if case == "expired":
+            await asyncio.sleep(1.0)
+
+        async with await _connect(b, session_id) as websocket_b:
+            client_b = LiveClient(websocket_b)
+            assert await client_b.say("what did I say first?") == "you first said: my name is Ada"
+        last = server.connections[-1]
+        if case == "resume":
+            assert last.resume_handle == handle_a and last.resumed
+            assert last.history_sends == 0 and server.history_sends() == 0
+        else:
+            assert last.resume_handle is None and not last.resumed
+            assert last.history_sends == 1 and server.duplicate_history_sends() == 0
+        # handles stay server-side: never in an event, never in what the session API returns
+        seen = json.dumps(
+            await _http("GET", f"{b.http}/apps/{APP}/users/{USER}/sessions/{session_id}")
+        )
+        for handle in server.handles_issued():
+            assert handle not in seen
+            assert not any(handle in frame for frame in client_a.raw + client_b.raw)
+        assert b.proc.poll() is None, b.tail()
