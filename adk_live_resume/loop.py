@@ -191,8 +191,7 @@ class _ConnectionWatch:
             logger.debug("new resumption handle %s", redact(self.run.handles.handle))
             if self.run.handles.handle:
                 self.run.keeper.observe(self.run.handles.handle)  # never blocks
-            if self.rotate_on_next_handle and not self.run.pass_handles:
-                # The tap keeps this update from ADK, so on_message_passed never sees it.
+            if self.rotate_on_next_handle and not self.run.outbox.activity.speaking:
                 self.rotate("goAway at a safe point")
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
@@ -215,15 +214,7 @@ class _ConnectionWatch:
         return [call for call in calls if not call.id or str(call.id) not in held]
 
     def on_message_passed(self, message: types.LiveServerMessage) -> None:
-        update = message.session_resumption_update
-        if (
-            self.rotate_on_next_handle
-            and update is not None
-            and update.resumable
-            and update.new_handle
-            and not self.run.outbox.activity.speaking
-        ):
-            self.rotate("goAway at a safe point")
+        pass  # every decision is taken when the message arrives
 
     def on_receive_error(self, error: BaseException) -> None:
         self.mark_lost()
