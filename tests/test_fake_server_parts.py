@@ -98,9 +98,7 @@ def test_manual_activity_detection_ignores_audio_outside_an_activity() -> None:
     tracker.audio(speech_pcm("kept") + silence_pcm(1.0), message=3, sample_rate=16000)
     assert tracker.speaking and tracker.held_since == 2  # silence does not end it
     events = tracker.activity_end(message=4)
-    assert [(e.text, e.first_message) for e in events if isinstance(e, Utterance)] == [
-        ("kept", 2)
-    ]
+    assert [(e.text, e.first_message) for e in events if isinstance(e, Utterance)] == [("kept", 2)]
 
 
 def test_held_since_names_the_message_with_the_first_loud_sample() -> None:

@@ -58,8 +58,15 @@ from .faults import Fault
 from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot, fingerprint
 from .model import CallTools, ScriptedModel, Turn, split_chunks
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
-from .records import ConnectionRecord, EndedBy, HeardHow, HeardTurn, ResentMessage, short_handle
-from .records import ToolCallRecord
+from .records import (
+    ConnectionRecord,
+    EndedBy,
+    HeardHow,
+    HeardTurn,
+    ResentMessage,
+    ToolCallRecord,
+    short_handle,
+)
 from .settings import INVALID_ARGUMENT_REASON, ServerSettings, SharedState
 from .speech import pcm_duration_ms, speech_pcm
 from .vad import SpeechEvent, SpeechStarted, SpeechTracker, Transcribed, Utterance, VadConfig
