@@ -323,6 +323,24 @@ async def test_vertex_index_excludes_an_utterance_in_progress_and_resends_are_re
     assert [(r.connection, r.index, r.kind) for r in resent] == [(2, 1, "clientContent")]
 
 
+async def test_vertex_index_of_handles_issued_while_audio_streams(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(
+        chunk_delay=0.001, handle_schedule=HandleSchedule(every_audio_ms=200)
+    )
+    async with vertex_session(server) as live:
+        await send_audio(live, silence_pcm(0.4))  # messages 1-4: handles after 2 and 4
+        await send_audio(live, silence_pcm(0.1) + speech_pcm("hi", seconds=0.1))  # 5-6
+        await handled(server, 6)
+    issues = server.handle_issues()
+    assert [(i.point, i.last_consumed_index) for i in issues] == [
+        ("idle_silent", 2),
+        ("idle_silent", 4),
+        ("idle_speaking", 5),  # message 6 holds the utterance in progress
+    ]
+
+
 # ---- Gemini 3.x Live -------------------------------------------------------------------------
 
 

@@ -516,9 +516,9 @@ class LiveConnection:
         """Gemini 3.x Live: only initial history; False (and closed) when strict."""
         if not self._gemini3:
             return True
-        if self._history_in_client_content and not self.record.resumed:
-            if not self._realtime_seen:
-                return True
+        initial = self._history_in_client_content and not self.record.resumed
+        if initial and not self._realtime_seen:
+            return True
         self.record.rejected_client_content.append(body)
         if self._settings.lenient_client_content:
             logger.info(
@@ -636,7 +636,8 @@ class LiveConnection:
         if every is not None and idle:
             self._audio_since_handle_ms += pcm_duration_ms(pcm, self._audio_rate)
             if self._audio_since_handle_ms >= every and self._resumable():
-                await self._issue_handle(self._idle_point())
+                # this message's audio is in the state already: it counts as handled
+                await self._issue_handle(self._idle_point(), handled=self._message_index)
 
     async def _speech(self, events: Sequence[SpeechEvent]) -> None:
         """Act on what the voice activity detection found."""
@@ -703,14 +704,20 @@ class LiveConnection:
     def _idle_point(self) -> IssuePoint:
         return "idle_silent" if self._tracker.held_since is None else "idle_speaking"
 
-    def _last_consumed(self) -> int:
-        """The last client message whose content the session state includes."""
-        held = self._tracker.held_since
-        return self._handled_index if held is None else min(self._handled_index, held - 1)
+    def _last_consumed(self, handled: int = 0) -> int:
+        """The last client message whose content the session state includes.
 
-    def _new_handle(self, point: IssuePoint) -> tuple[JsonDict, HandleIssue]:
+        That is the last message handled (or ``handled``, for a message whose content is in
+        the state already while it is being handled), unless audio is held: then the message
+        before the first one holding it.
+        """
+        done = max(self._handled_index, handled)
+        held = self._tracker.held_since
+        return done if held is None else min(done, held - 1)
+
+    def _new_handle(self, point: IssuePoint, handled: int = 0) -> tuple[JsonDict, HandleIssue]:
         """Snapshot the session now; return its update message and its issue record."""
-        index = self._last_consumed()
+        index = self._last_consumed(handled)
         consumed = self._base_consumed + collections.Counter(
             mark for mark in self._fingerprints[1 : index + 1] if mark is not None
         )
@@ -732,8 +739,8 @@ class LiveConnection:
         self.record.handle_issues.append(issue)
         self._audio_since_handle_ms = 0
 
-    async def _issue_handle(self, point: IssuePoint) -> HandleIssue:
-        message, issue = self._new_handle(point)
+    async def _issue_handle(self, point: IssuePoint, handled: int = 0) -> HandleIssue:
+        message, issue = self._new_handle(point, handled)
         await self._send(message)
         self._issued(issue)
         return issue

@@ -17,7 +17,13 @@ Guarantees:
 * every connection gets a :class:`~adk_live_resume.testing.ConnectionRecord` in
   :attr:`connections`, complete once the connection's handler finished;
 * all timers run on the event loop clock and stop with their connection; :meth:`stop` leaves no
-  task, socket or temporary file behind.
+  task, socket or temporary file behind;
+* it behaves like the service for voice: voice activity detection on the received PCM
+  (:mod:`~adk_live_resume.testing.vad`), handles at any resumable point on a
+  :class:`~adk_live_resume.testing.HandleSchedule` or on demand (:meth:`issue_handles_now`;
+  snapshot semantics in :mod:`~adk_live_resume.testing.handles`), parallel and sequential tool
+  calls (:mod:`~adk_live_resume.testing.model`), the Gemini 3.x Live dialect
+  (:mod:`~adk_live_resume.testing.dialect`) and the audio session limit (``session_limit``).
 """
 
 from __future__ import annotations
