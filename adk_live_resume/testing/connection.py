@@ -137,6 +137,8 @@ class LiveConnection:
         self._handled_index = 0
         self._fingerprints: list[str | None] = [None]  # by message number; 0 is the setup
         self._base_consumed: collections.Counter[str] = collections.Counter()
+        self._consumed: collections.Counter[str] = collections.Counter()  # through _consumed_upto
+        self._consumed_upto = 0
         self._restored_consumed: collections.Counter[str] = collections.Counter()
         self._audio_since_handle_ms = 0
         self._unanswered_user = False
@@ -471,6 +473,7 @@ class LiveConnection:
         self._session = snapshot.session
         self._session_audio = self._session_audio or snapshot.session.audio
         self._base_consumed = collections.Counter(snapshot.consumed)
+        self._consumed = collections.Counter(snapshot.consumed)
         self._restored_consumed = collections.Counter(snapshot.consumed)
         self.record.resumed = True
         logger.info(
@@ -718,9 +721,7 @@ class LiveConnection:
     def _new_handle(self, point: IssuePoint, handled: int = 0) -> tuple[JsonDict, HandleIssue]:
         """Snapshot the session now; return its update message and its issue record."""
         index = self._last_consumed(handled)
-        consumed = self._base_consumed + collections.Counter(
-            mark for mark in self._fingerprints[1 : index + 1] if mark is not None
-        )
+        consumed = self._consumed_through(index)
         now = self._loop.time()
         session = SessionInfo(self._session.id, self._session.started_at, self._session_audio)
         sent_index = index if self.record.transparent else None
@@ -733,6 +734,18 @@ class LiveConnection:
             new_handle=handle, resumable=True, last_consumed_index=sent_index
         )
         return message, issue
+
+    def _consumed_through(self, index: int) -> collections.Counter[str]:
+        """Fingerprints of the session's consumed messages, through message ``index`` here."""
+        while self._consumed_upto < index:
+            self._consumed_upto += 1
+            mark = self._fingerprints[self._consumed_upto]
+            if mark is not None:
+                self._consumed[mark] += 1
+        if index == self._consumed_upto:
+            return collections.Counter(self._consumed)
+        marks = self._fingerprints[1 : index + 1]  # the index went back: count afresh
+        return self._base_consumed + collections.Counter(m for m in marks if m is not None)
 
     def _issued(self, issue: HandleIssue) -> None:
         self.record.handles_issued.append(issue.handle)

@@ -133,7 +133,8 @@ class ScriptedModel:
     """Decides every answer of the fake server; deterministic, no randomness, no I/O.
 
     Syntax (see the module docstring for the full table): ``call <tool> <json object>`` calls a
-    tool declared in the setup (``and`` for calls in parallel, ``then`` for calls in sequence), ``what did I say first?``, ``recall`` and ``how many turns?``
+    tool declared in the setup (``and`` for calls in parallel, ``then`` for calls in sequence),
+    ``what did I say first?``, ``recall`` and ``how many turns?``
     ask about memory, anything else is echoed as ``echo: <text>``.
     """
 
