@@ -557,10 +557,10 @@ def _run_config(settings: Settings) -> Any:
 def _send_turn(live: LiveDriver, turn: PlannedTurn, settings: Settings) -> int:
     """Send one user turn (spoken on the fake server with ``--audio``); return the mark."""
     if settings.audio and settings.fake:
-        from adk_live_resume.testing import speech_pcm
+        from adk_live_resume.testing import silence_pcm, speech_pcm
 
         mark = len(live.events)
-        pcm = speech_pcm(turn.text, seconds=0.3)
+        pcm = speech_pcm(turn.text, seconds=0.3) + silence_pcm(0.6)  # the VAD ends it
         step = 3200  # 100 ms of 16 kHz 16-bit mono
         for start in range(0, len(pcm), step):
             live.send_audio(pcm[start : start + step])

@@ -30,7 +30,7 @@ import pytest
 from google.adk.agents import LlmAgent
 
 import adk_live_resume
-from adk_live_resume.testing import FakeLiveServer, Fault, speech_pcm
+from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
@@ -136,7 +136,7 @@ async def run_plan(plan: Plan) -> None:
             async with await LiveDriver.start(agent) as live:
                 for kind, text in plan.steps:
                     if kind == "audio":
-                        pcm = speech_pcm(text, seconds=0.25)
+                        pcm = speech_pcm(text, seconds=0.25) + silence_pcm(0.6)
                         mark = len(live.events)
                         for start in range(0, len(pcm), 2400):
                             live.send_audio(pcm[start : start + 2400])

@@ -11,7 +11,7 @@ import pytest
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault, speech_pcm
+from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
@@ -123,7 +123,7 @@ async def test_audio_is_replayed_within_the_window_and_older_audio_is_reported(
                 await server.restart()
                 await server.wait_for_connections(2)
                 mark = len(live.events)
-                live.send_audio(tail)  # the utterance ends on the new connection
+                live.send_audio(tail + silence_pcm(0.6))  # the utterance ends on the new connection
                 assert await live.answer_after(mark) == "echo: hello there"
                 await live.close()
     finally:

@@ -10,6 +10,31 @@ Per connection, in order:
 4. client messages are handled one at a time, in order; the model answers in a task of its own
    so that new input can interrupt it.
 
+Input and turns:
+
+* text (``clientContent`` user turn, ``realtimeInput.text``) is a user turn at once; audio goes
+  through voice activity detection (:mod:`~adk_live_resume.testing.vad`): speech that starts
+  while the model answers cuts the answer (``interrupted``, and ``toolCallCancellation`` for
+  pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
+  pieces follow the speech as it is decoded, and the finished utterance is a user turn. Text,
+  ``clientContent`` or ``activityEnd`` arriving mid-utterance end the utterance there (it
+  becomes a turn first); ``audioStreamEnd`` too, with automatic detection;
+* handles are issued at resumable points per the :class:`~adk_live_resume.testing.handles.
+  HandleSchedule` (see :mod:`~adk_live_resume.testing.handles` for what a snapshot holds and
+  what ``lastConsumedClientMessageIndex`` counts);
+* on a resumed connection, a client message whose identity the snapshot already consumed is
+  recorded in ``record.resent_consumed`` (and handled as usual);
+* Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): ``clientContent`` is accepted only
+  before the first realtime input of a fresh session whose setup set
+  ``historyConfig.initialHistoryInClientContent``; history ending with a user turn is answered
+  at the next realtime input (ADK sends ``"."``). Any other ``clientContent`` is recorded in
+  ``record.rejected_client_content`` and closes the connection with 1007 "Request contains an
+  invalid argument." (accepted instead when the server is ``lenient_client_content``);
+* session length: a session that carried audio (AUDIO responses or audio input) and whose
+  current setup has no ``contextWindowCompression`` is closed with 1011 once ``session_limit``
+  service seconds have passed since its first connection (across resumptions); resuming it
+  afterwards is refused with 1007.
+
 Every task the connection starts is cancelled and awaited before its handler returns, and the
 record is final (``record.finished``) from then on.
 """
@@ -17,8 +42,10 @@ record is final (``record.finished``) from then on.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
+import secrets
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Literal
 
@@ -26,18 +53,31 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
+from .dialect import history_in_client_content, is_gemini_3_live, model_name
 from .faults import Fault
-from .model import CallTool, ScriptedModel, Turn, split_chunks
+from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot, fingerprint
+from .model import CallTools, ScriptedModel, Turn, split_chunks
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
-from .records import ConnectionRecord, EndedBy, ToolCallRecord, short_handle
-from .settings import ServerSettings, SharedState
-from .speech import UtteranceDetector, decode_utterance, pcm_duration_ms, speech_pcm
+from .records import (
+    ConnectionRecord,
+    EndedBy,
+    HeardHow,
+    HeardTurn,
+    ResentMessage,
+    ToolCallRecord,
+    short_handle,
+)
+from .settings import INVALID_ARGUMENT_REASON, ServerSettings, SharedState
+from .speech import pcm_duration_ms, speech_pcm
+from .vad import SpeechEvent, SpeechStarted, SpeechTracker, Transcribed, Utterance, VadConfig
 
 __all__ = ["LiveConnection"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
 OUTPUT_SAMPLE_RATE = 24000
+#: Samples of answer audio per UTF-8 byte of answer text (short clips keep answers cheap).
+OUTPUT_SAMPLES_PER_BYTE = 10
 _UNSENDABLE_CODES = frozenset({1005, 1006, 1015})
 
 
@@ -91,13 +131,26 @@ class LiveConnection:
         self._generation: asyncio.Task[None] | None = None
         self._finishing = False
         self._pending_tools: dict[str, tuple[str, asyncio.Future[Any]]] = {}
-        self._detector = UtteranceDetector()
+        self._tracker = SpeechTracker(VadConfig())
         self._audio_rate = 16000
-        self._utterance_start = 0
         self._message_index = 0
+        self._handled_index = 0
+        self._fingerprints: list[str | None] = [None]  # by message number; 0 is the setup
+        self._base_consumed: collections.Counter[str] = collections.Counter()
+        self._consumed: collections.Counter[str] = collections.Counter()  # through _consumed_upto
+        self._consumed_upto = 0
+        self._restored_consumed: collections.Counter[str] = collections.Counter()
+        self._audio_since_handle_ms = 0
         self._unanswered_user = False
         self._setup_answered = False
-        self._holds_turn_for_tools = False
+        self._gemini3 = False
+        self._history_in_client_content = False
+        self._realtime_seen = False
+        self._awaiting_trigger = False
+        self._session = SessionInfo(secrets.token_hex(8), self._loop.time(), audio=False)
+        self._session_audio = False
+        self._compression = False
+        self._over_limit = False
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -248,6 +301,33 @@ class LiveConnection:
             self._faults.remove(fault)
             self._fire_fault(fault)
 
+    async def _idle_handles(self, interval: float) -> None:
+        """Issue a handle every ``interval`` real seconds while the model is idle."""
+        while True:
+            await asyncio.sleep(interval)
+            if self._resumable():
+                await self._issue_handle(self._idle_point())
+
+    async def _session_clock(self, limit: float) -> None:
+        """At ``limit`` real seconds after the session started, enforce the session limit."""
+        await asyncio.sleep(max(0.0, self._session.started_at + limit - self._loop.time()))
+        self._over_limit = True
+        self._enforce_session_limit()
+
+    def _enforce_session_limit(self) -> None:
+        if not self._over_limit or not self._session_audio or self._compression:
+            return
+        self._shared.ended_sessions.add(self._session.id)
+        limit = self._settings.session_limit
+        self.terminate(
+            "session_limit",
+            code=1011,
+            reason=(
+                f"Session limit reached: an audio session without contextWindowCompression "
+                f"lasts at most {limit:g} s."
+            ),
+        )
+
     async def _lifetime(self) -> None:
         settings = self._settings
         lifetime = settings.real(settings.connection_lifetime)
@@ -268,12 +348,13 @@ class LiveConnection:
         message = self._parse(raw)
         setup = pick_dict(message, "setup") if message is not None else None
         if setup is None:
-            self.terminate("refused", code=1007, reason="Request contains an invalid argument.")
+            self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
             return
         self.record.setup = setup
         self._apply_setup(setup)
         if not self._restore():
             return
+        self.record.session_id = self._session.id
         delay = sum(f.seconds for f in self._faults if f.kind == "setup_delay")
         if delay:
             await asyncio.sleep(self._settings.real(delay))
@@ -291,6 +372,11 @@ class LiveConnection:
                 self._spawn(self._fault_after(fault))
         if self._fire(lambda f: f.after_setup):
             return
+        schedule = self._settings.handle_schedule
+        if schedule.idle_interval is not None and self.record.resumption_enabled:
+            self._spawn(self._idle_handles(self._settings.real(schedule.idle_interval)))
+        if self._settings.session_limit is not None:
+            self._spawn(self._session_clock(self._settings.real(self._settings.session_limit)))
         async for raw in self.ws:
             if self.ending:
                 continue
@@ -299,11 +385,26 @@ class LiveConnection:
             self.record.client_messages.append(
                 message if message is not None else {"unparsed": str(raw)}
             )
+            mark = fingerprint(message) if message is not None else None
+            self._fingerprints.append(mark)
+            if mark is not None and self._restored_consumed[mark] > 0:
+                self._restored_consumed[mark] -= 1
+                kind = mark.partition(":")[0]
+                self.record.resent_consumed.append(
+                    ResentMessage(self.record.index, self._message_index, kind)
+                )
+                logger.info(
+                    "fake live server: connection %d: message %d (%s) was already consumed",
+                    self.record.index,
+                    self._message_index,
+                    kind,
+                )
             if message is not None:
                 try:
                     await self._handle(message)
                 except _Ended:
                     continue
+            self._handled_index = self.record.handled_messages = self._message_index
             self._fire(self._is_due_after_messages)
 
     def _is_due_after_messages(self, fault: Fault) -> bool:
@@ -323,6 +424,7 @@ class LiveConnection:
             setup, "responseModalities"
         )
         self._modality = "AUDIO" if any(str(m).upper() == "AUDIO" for m in modalities) else "TEXT"
+        self._session_audio = self._modality == "AUDIO"
         names: list[str] = []
         for tool in pick_list(setup, "tools"):
             for declaration in pick_list(tool, "functionDeclarations"):
@@ -330,8 +432,10 @@ class LiveConnection:
                 if isinstance(name, str):
                     names.append(name)
         self._model = ScriptedModel(names)
-        model = str(pick(setup, "model") or "").rpartition("/")[2]
-        self._holds_turn_for_tools = model.startswith("gemini-3.") and "-live" in model
+        self._gemini3 = is_gemini_3_live(model_name(setup))
+        self._history_in_client_content = history_in_client_content(setup)
+        self._compression = bool(pick(setup, "contextWindowCompression"))
+        self._tracker = SpeechTracker(VadConfig.from_setup(setup))
         resumption = pick(setup, "sessionResumption")
         if has(setup, "sessionResumption") and (resumption is None or isinstance(resumption, dict)):
             self.record.resumption_enabled = True
@@ -348,6 +452,11 @@ class LiveConnection:
         snapshot = None
         if refusal is None:
             snapshot = self._shared.handles.lookup(handle, now=self._loop.time())
+        if snapshot is not None and self._session_over(snapshot.session):
+            self._shared.ended_sessions.add(snapshot.session.id)
+            logger.info("fake live server: connection %d: session has ended", self.record.index)
+            self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
+            return False
         if snapshot is None:
             code = self._settings.refuse_close_code
             if refusal is not None and refusal.code is not None:
@@ -361,6 +470,11 @@ class LiveConnection:
             self.terminate("refused", code=code, reason=reason)
             return False
         self._memory = list(snapshot.turns)
+        self._session = snapshot.session
+        self._session_audio = self._session_audio or snapshot.session.audio
+        self._base_consumed = collections.Counter(snapshot.consumed)
+        self._consumed = collections.Counter(snapshot.consumed)
+        self._restored_consumed = collections.Counter(snapshot.consumed)
         self.record.resumed = True
         logger.info(
             "fake live server: connection %d resumed %s (%d turns)",
@@ -370,15 +484,30 @@ class LiveConnection:
         )
         return True
 
+    def _session_over(self, session: SessionInfo) -> bool:
+        """True when the session of a snapshot has ended (or its time ran out meanwhile)."""
+        if session.id in self._shared.ended_sessions:
+            return True
+        limit = self._settings.session_limit
+        if limit is None or self._compression or not (session.audio or self._session_audio):
+            return False
+        return self._loop.time() - session.started_at >= self._settings.real(limit)
+
     # ---- client messages -------------------------------------------------------------------
 
     async def _handle(self, message: JsonDict) -> None:
         if has(message, "clientContent"):
-            await self._client_content(pick_dict(message, "clientContent") or {})
+            body = pick_dict(message, "clientContent") or {}
+            if not self._accepts_client_content(body):
+                return
+            await self._end_utterance()
+            await self._client_content(body)
         elif has(message, "realtimeInput"):
             await self._realtime_input(pick_dict(message, "realtimeInput") or {})
+            self._realtime_seen = True
         elif has(message, "toolResponse"):
             self._tool_response(pick_dict(message, "toolResponse") or {})
+            self._realtime_seen = True
         else:
             logger.warning(
                 "fake live server: connection %d: ignoring client message with keys %s",
@@ -386,10 +515,28 @@ class LiveConnection:
                 sorted(message),
             )
 
+    def _accepts_client_content(self, body: JsonDict) -> bool:
+        """Gemini 3.x Live: only initial history; False (and closed) when strict."""
+        if not self._gemini3:
+            return True
+        initial = self._history_in_client_content and not self.record.resumed
+        if initial and not self._realtime_seen:
+            return True
+        self.record.rejected_client_content.append(body)
+        if self._settings.lenient_client_content:
+            logger.info(
+                "fake live server: connection %d: clientContent a Gemini 3.x Live model "
+                "rejects, accepted (lenient)",
+                self.record.index,
+            )
+            return True
+        self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
+        return False
+
     async def _client_content(self, body: JsonDict) -> None:
         turn_complete = bool(pick(body, "turnComplete", False))
         turns: list[Turn] = []
-        tool_result: tuple[str, Any] | None = None  # a function response ending the history
+        tool_results: list[tuple[str, Any]] = []  # function responses ending the history
         for raw_turn in pick_list(body, "turns"):
             role: Literal["user", "model"] = (
                 "model" if pick(raw_turn, "role") == "model" else "user"
@@ -400,11 +547,8 @@ class LiveConnection:
             responses = [
                 r for part in parts if isinstance(r := pick(part, "functionResponse"), dict)
             ]
-            tool_result = (
-                (str(pick(responses[-1], "name")), pick(responses[-1], "response", {}))
-                if responses
-                else None
-            )
+            tool_results = [(str(pick(r, "name")), pick(r, "response", {})) for r in responses]
+        index = self._message_index
         if not turns:
             if turn_complete and self._unanswered_user and self._memory:
                 self._unanswered_user = False
@@ -414,7 +558,7 @@ class LiveConnection:
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
         is_history = is_history or any(turn.role == "model" for turn in turns)
         if not is_history:
-            await self._user_turn(turns[0].text, transcribed=False)
+            await self._user_turn(turns[0].text, "typed", index, index)
             return
         self.record.history_sends += 1
         if _overlaps(self._memory, turns):
@@ -423,26 +567,43 @@ class LiveConnection:
                 "fake live server: connection %d: history delivered again", self.record.index
             )
         answer = turn_complete and turns[-1].role == "user"
-        if answer:
+        if answer and not self._gemini3:
             await self._interrupt()
         # Turns that carried only function calls or responses have no text to remember.
         self._memory.extend(t for t in turns if t.text)
-        self.record.user_turns.extend(t.text for t in turns if t.role == "user" and t.text)
+        for t in turns:
+            if t.role == "user" and t.text:
+                self._heard(t.text, "history", index, index)
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
-        if answer and tool_result is not None:
+        if answer and self._gemini3:
+            # Gemini 3.x Live answers history only at the next realtime input (ADK sends ".").
+            self._awaiting_trigger = True
+        elif answer and tool_results:
             # History ending with a tool's result: answer with it, as after a toolResponse,
             # for the user turn that asked for the tool.
             asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
-            self._start_generation(asked, tool_result=tool_result)
+            self._start_generation(asked, tool_results=tool_results)
         elif answer:
             self._start_generation(turns[-1].text)
 
     async def _realtime_input(self, body: JsonDict) -> None:
+        index = self._message_index
         if has(body, "activityStart"):
-            await self._interrupt()
+            if self._tracker.config.disabled:
+                await self._speech(self._tracker.activity_start(message=index))
+            else:
+                await self._interrupt()
         text = pick(body, "text")
         if isinstance(text, str) and text:
-            await self._user_turn(text, transcribed=False)
+            await self._end_utterance()
+            if self._awaiting_trigger and not text.strip(" .?!"):
+                self._awaiting_trigger = False
+                await self._interrupt()
+                asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
+                self._start_generation(asked)
+            else:
+                self._awaiting_trigger = False
+                await self._user_turn(text, "typed", index, index)
         blobs = [
             pick_dict(body, "audio"),
             pick_dict(body, "media"),
@@ -451,10 +612,10 @@ class LiveConnection:
         for blob in blobs:
             if isinstance(blob, dict):
                 await self._audio(blob)
-        if has(body, "activityEnd") or pick(body, "audioStreamEnd"):
-            data = self._detector.flush()
-            if data:
-                await self._utterance(data)
+        if has(body, "activityEnd"):
+            await self._speech(self._tracker.activity_end(message=index))
+        if pick(body, "audioStreamEnd"):
+            await self._speech(self._tracker.stream_end(message=index))
 
     async def _audio(self, blob: JsonDict) -> None:
         mime = str(pick(blob, "mimeType") or "audio/pcm")
@@ -467,19 +628,44 @@ class LiveConnection:
         data = pick(blob, "data")
         if not isinstance(data, str) or not data:
             return
-        if not self._detector.pending:
-            self._utterance_start = self._message_index
-        utterances = self._detector.feed(wire.b64decode_any(data))
-        if utterances and self._detector.pending:
-            self._utterance_start = self._message_index
-        for utterance in utterances:
-            await self._utterance(utterance)
+        pcm = wire.b64decode_any(data)
+        self._session_audio = True
+        self._enforce_session_limit()
+        idle = self._resumable()
+        events = self._tracker.audio(pcm, message=self._message_index, sample_rate=self._audio_rate)
+        self.record.ignored_audio_ms = self._tracker.ignored_audio_ms
+        await self._speech(events)
+        every = self._settings.handle_schedule.every_audio_ms
+        if every is not None and idle:
+            self._audio_since_handle_ms += pcm_duration_ms(pcm, self._audio_rate)
+            if self._audio_since_handle_ms >= every and self._resumable():
+                # this message's audio is in the state already: it counts as handled
+                await self._issue_handle(self._idle_point(), handled=self._message_index)
 
-    async def _utterance(self, pcm: bytes) -> None:
-        text = decode_utterance(pcm)
-        if text is None:
-            text = f"<audio {pcm_duration_ms(pcm, self._audio_rate)} ms>"
-        await self._user_turn(text, transcribed=True)
+    async def _speech(self, events: Sequence[SpeechEvent]) -> None:
+        """Act on what the voice activity detection found."""
+        for event in events:
+            if isinstance(event, SpeechStarted):
+                if self._tracker.config.interrupts:
+                    await self._interrupt()
+            elif isinstance(event, Transcribed):
+                await self._send(wire.server_content(input_transcription={"text": event.text}))
+            elif isinstance(event, Utterance):
+                if not event.has_text:
+                    await self._send(wire.server_content(input_transcription={"text": event.text}))
+                await self._user_turn(
+                    event.text,
+                    "spoken",
+                    event.first_message,
+                    event.last_message,
+                    ended_by=event.ended_by,
+                    cut_start=event.cut_start,
+                )
+
+    async def _end_utterance(self) -> None:
+        """Other input arrived: the audio held so far becomes a turn first."""
+        if self._tracker.held_since is not None:
+            await self._speech(self._tracker.cut(message=self._message_index))
 
     def _tool_response(self, body: JsonDict) -> None:
         for response in pick_list(body, "functionResponses"):
@@ -487,6 +673,9 @@ class LiveConnection:
                 continue
             self.record.tool_responses.append(response)
             call_id = pick(response, "id")
+            known = self._shared.tool_calls.get(call_id) if isinstance(call_id, str) else None
+            if known is not None:
+                known.responses.append(pick(response, "response", {}))
             pending = self._pending_tools.pop(call_id, None) if isinstance(call_id, str) else None
             if pending is not None:
                 if not pending[1].done():
@@ -501,15 +690,121 @@ class LiveConnection:
                     call_id,
                 )
 
+    # ---- resumption handles ----------------------------------------------------------------
+
+    def _resumable(self) -> bool:
+        """True at a resumable point: no answer in progress, no function call pending."""
+        generation = self._generation
+        return (
+            self.record.resumption_enabled
+            and self._setup_answered
+            and not self.ending
+            and not self._finishing
+            and (generation is None or generation.done())
+            and not self._pending_tools
+        )
+
+    def _idle_point(self) -> IssuePoint:
+        return "idle_silent" if self._tracker.held_since is None else "idle_speaking"
+
+    def _last_consumed(self, handled: int = 0) -> int:
+        """The last client message whose content the session state includes.
+
+        That is the last message handled (or ``handled``, for a message whose content is in
+        the state already while it is being handled), unless audio is held: then the message
+        before the first one holding it.
+        """
+        done = max(self._handled_index, handled)
+        held = self._tracker.held_since
+        return done if held is None else min(done, held - 1)
+
+    def _new_handle(self, point: IssuePoint, handled: int = 0) -> tuple[JsonDict, HandleIssue]:
+        """Snapshot the session now; return its update message and its issue record."""
+        index = self._last_consumed(handled)
+        consumed = self._consumed_through(index)
+        now = self._loop.time()
+        session = SessionInfo(self._session.id, self._session.started_at, self._session_audio)
+        sent_index = index if self.record.transparent else None
+        snapshot = Snapshot(
+            tuple(self._memory), now, self.record.index, session, sent_index, consumed
+        )
+        handle = self._shared.handles.issue(snapshot)
+        issue = HandleIssue(handle, self.record.index, point, sent_index, len(self._memory), now)
+        message = wire.resumption_update(
+            new_handle=handle, resumable=True, last_consumed_index=sent_index
+        )
+        return message, issue
+
+    def _consumed_through(self, index: int) -> collections.Counter[str]:
+        """Fingerprints of the session's consumed messages, through message ``index`` here."""
+        while self._consumed_upto < index:
+            self._consumed_upto += 1
+            mark = self._fingerprints[self._consumed_upto]
+            if mark is not None:
+                self._consumed[mark] += 1
+        if index == self._consumed_upto:
+            return collections.Counter(self._consumed)
+        marks = self._fingerprints[1 : index + 1]  # the index went back: count afresh
+        return self._base_consumed + collections.Counter(m for m in marks if m is not None)
+
+    def _issued(self, issue: HandleIssue) -> None:
+        self.record.handles_issued.append(issue.handle)
+        self.record.handle_issues.append(issue)
+        self._audio_since_handle_ms = 0
+
+    async def _issue_handle(self, point: IssuePoint, handled: int = 0) -> HandleIssue:
+        message, issue = self._new_handle(point, handled)
+        await self._send(message)
+        self._issued(issue)
+        return issue
+
+    async def issue_handle_now(self) -> HandleIssue | None:
+        """Issue a handle now if this connection is at a resumable point, else None.
+
+        When it is not (the model generates or a call is pending), ``{"resumable": false}`` is
+        sent instead, as the service does. None too when the setup did not ask for handles.
+        """
+        if not self.record.resumption_enabled or not self._setup_answered or self.ending:
+            return None
+        try:
+            if not self._resumable():
+                await self._not_resumable()
+                return None
+            return await self._issue_handle(self._idle_point())
+        except (_Ended, ConnectionClosed):
+            return None
+
     # ---- the model -------------------------------------------------------------------------
 
-    async def _user_turn(self, text: str, *, transcribed: bool) -> None:
+    def _heard(
+        self,
+        text: str,
+        how: HeardHow,
+        first: int,
+        last: int,
+        *,
+        ended_by: str | None = None,
+        cut_start: bool = False,
+    ) -> None:
+        self.record.user_turns.append(text)
+        self.record.heard.append(
+            HeardTurn(text, how, self.record.index, first, last, ended_by, cut_start)
+        )
+
+    async def _user_turn(
+        self,
+        text: str,
+        how: HeardHow,
+        first: int,
+        last: int,
+        *,
+        ended_by: str | None = None,
+        cut_start: bool = False,
+    ) -> None:
         await self._interrupt()
-        if transcribed:
-            await self._send(wire.server_content(input_transcription={"text": text}))
         self._unanswered_user = False
         self._memory.append(Turn("user", text))
-        self.record.user_turns.append(text)
+        self._heard(text, how, first, last, ended_by=ended_by, cut_start=cut_start)
         self._start_generation(text)
 
     async def _interrupt(self) -> None:
@@ -526,22 +821,22 @@ class LiveConnection:
         cancelled = list(self._pending_tools)
         self._pending_tools.clear()
         self.record.interrupted += 1
+        for call_id in cancelled:
+            known = self._shared.tool_calls.get(call_id)
+            if known is not None:
+                known.cancelled = True
         if cancelled:
+            self.record.cancelled_tool_ids.extend(cancelled)
             await self._send(wire.tool_call_cancellation(cancelled))
         await self._send(wire.server_content(interrupted=True))
 
     def _start_generation(
-        self, user_text: str, *, tool_result: tuple[str, Any] | None = None
+        self, user_text: str, *, tool_results: Sequence[tuple[str, Any]] = ()
     ) -> None:
         previous = tuple(self._memory[:-1])
-        coro = self._generate(user_text, previous, tool_result)
+        coro = self._generate(user_text, previous, tuple(tool_results))
         self._generation = self._loop.create_task(self._guard(coro))
         self._generation.add_done_callback(lambda _: coro.close())  # cancelled before it ran
-
-    def _last_consumed(self) -> int:
-        if self._detector.pending:
-            return self._utterance_start - 1
-        return self._message_index
 
     async def _not_resumable(self) -> None:
         if self.record.resumption_enabled:
@@ -549,35 +844,50 @@ class LiveConnection:
                 wire.resumption_update(new_handle=None, resumable=False, last_consumed_index=None)
             )
 
+    async def _call_tools(self, plan: CallTools) -> list[tuple[str, Any]] | None:
+        """Issue the plan's calls step by step; return the results (None if a fault fired)."""
+        results: list[tuple[str, Any]] = []
+        for step in plan.steps:
+            number = self._shared.next_tool_message()
+            calls: list[JsonDict] = []
+            futures: list[tuple[str, asyncio.Future[Any]]] = []
+            for call in step:
+                call_id = self._shared.new_tool_call_id()
+                future: asyncio.Future[Any] = self._loop.create_future()
+                self._pending_tools[call_id] = (call.name, future)
+                record = ToolCallRecord(call_id, call.name, call.args, self.record.index, number)
+                self.record.tool_calls.append(record)
+                self._shared.tool_calls[call_id] = record
+                calls.append({"id": call_id, "name": call.name, "args": call.args})
+                futures.append((call.name, future))
+            await self._send(wire.tool_call(calls))
+            if self._fire(lambda f: f.mid_tool_call):
+                return None
+            if not self._gemini3:  # Gemini 2.x ends the turn; 3.x holds it until the answer
+                await self._send(wire.server_content(turn_complete=True))
+            await self._not_resumable()
+            for name, future in futures:
+                results.append((name, await future))
+        return results
+
     async def _generate(
         self,
         user_text: str,
         previous: tuple[Turn, ...],
-        tool_result: tuple[str, Any] | None = None,
+        tool_results: tuple[tuple[str, Any], ...] = (),
     ) -> None:
         try:
             await self._not_resumable()
             plan = (
-                self._model.after_tool(*tool_result)
-                if tool_result is not None
+                self._model.after_tools(tool_results)
+                if tool_results
                 else self._model.respond(user_text, previous)
             )
-            if isinstance(plan, CallTool):
-                call_id = self._shared.new_tool_call_id()
-                future: asyncio.Future[Any] = self._loop.create_future()
-                self._pending_tools[call_id] = (plan.name, future)
-                self.record.tool_calls.append(
-                    ToolCallRecord(call_id, plan.name, plan.args, self.record.index)
-                )
-                await self._send(
-                    wire.tool_call([{"id": call_id, "name": plan.name, "args": plan.args}])
-                )
-                if self._fire(lambda f: f.mid_tool_call):
+            if isinstance(plan, CallTools):
+                results = await self._call_tools(plan)
+                if results is None:
                     return
-                if not self._holds_turn_for_tools:
-                    await self._send(wire.server_content(turn_complete=True))
-                await self._not_resumable()
-                reply = self._model.after_tool(plan.name, await future)
+                reply = self._model.after_tools(results)
             else:
                 reply = plan
             for number, chunk in enumerate(split_chunks(reply.text)):
@@ -596,23 +906,16 @@ class LiveConnection:
                     "usageMetadata": wire.usage(prompt, len(reply.text.split())),
                 }
             ]
-            handle = None
-            if self.record.resumption_enabled:
-                handle = self._shared.handles.issue(
-                    tuple(self._memory), now=self._loop.time(), connection=self.record.index
-                )
-                index = self._last_consumed() if self.record.transparent else None
-                final.append(
-                    wire.resumption_update(
-                        new_handle=handle, resumable=True, last_consumed_index=index
-                    )
-                )
+            issue = None
+            if self.record.resumption_enabled and self._settings.handle_schedule.on_turn_complete:
+                update, issue = self._new_handle("turn_complete")
+                final.append(update)
             await self._send(*final)
             self.record.answers.append(reply.text)
             self.record.answered_user_turns.append(user_text)
             self._shared.answered_user_turns.append(user_text)
-            if handle is not None:
-                self.record.handles_issued.append(handle)
+            if issue is not None:
+                self._issued(issue)
         finally:
             self._finishing = False
 
@@ -620,7 +923,8 @@ class LiveConnection:
         if self._modality == "TEXT":
             await self._send(wire.server_content(model_turn={"parts": [wire.text_part(chunk)]}))
             return
-        pcm = speech_pcm(chunk, sample_rate=OUTPUT_SAMPLE_RATE)
+        seconds = OUTPUT_SAMPLES_PER_BYTE * len(chunk.encode()) / OUTPUT_SAMPLE_RATE
+        pcm = speech_pcm(chunk, sample_rate=OUTPUT_SAMPLE_RATE, seconds=seconds)
         await self._send(
             wire.server_content(model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}),
             wire.server_content(output_transcription={"text": chunk}),

@@ -8,12 +8,19 @@ user turn                        answer
 ===============================  ===============================================================
 ``call <tool> <json object>``    a ``toolCall`` for ``<tool>`` with those args, if the setup
                                  declared it, then ``turnComplete`` (as Gemini 2.x Live models
-                                 do; a setup model named ``gemini-3.*-live*`` gets none, like
-                                 Gemini 3.x Live). After the matching ``toolResponse``, a new
-                                 model turn: ``<tool> returned <compact json of the response>``.
+                                 do; a Gemini 3.x Live setup model gets none until the answer).
+                                 After the matching ``toolResponse``, a new model turn:
+                                 ``<tool> returned <compact json of the response>``.
                                  Undeclared tool: ``unknown tool <tool>``. Args that are not a
                                  JSON object: ``invalid arguments for <tool>``. The args may be
                                  omitted (``{}``).
+``call a {..} and call b {..}``  parallel: one ``toolCall`` message with both calls; the
+                                 answer waits for both responses.
+``call a {..} then call b {..}`` sequential: the ``toolCall`` for ``a``; once its response
+                                 arrived, the ``toolCall`` for ``b``; then the answer. ``and``
+                                 binds tighter: ``call a {} and call b {} then call c {}``.
+                                 With several calls the answer names every result, in call
+                                 order: ``a returned {..}; b returned {..}``.
 ``what did I say first?``        ``you first said: <first user turn in memory>``
 ``recall``                       ``you said: <t1> | <t2> | ...``: every user turn in memory, in
                                  order, duplicates included
@@ -41,9 +48,11 @@ from typing import Any, Literal
 
 from .protocol import compact_json
 
-__all__ = ["CallTool", "Reply", "ScriptedModel", "Turn", "split_chunks"]
+__all__ = ["CallTool", "CallTools", "Reply", "ScriptedModel", "Turn", "parse_calls", "split_chunks"]
 
-_CALL = re.compile(r"^call\s+(\S+)\s*(.*)$", re.DOTALL | re.IGNORECASE)
+_CALL = re.compile(r"call\s+([^\s{]+)\s*", re.IGNORECASE)
+_JOIN = re.compile(r"\s*\b(and|then)\b\s*", re.IGNORECASE)
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,53 @@ class CallTool:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class CallTools:
+    """The model calls functions: ``steps`` run in order, the calls of a step in parallel."""
+
+    steps: tuple[tuple[CallTool, ...], ...]
+
+    @property
+    def calls(self) -> tuple[CallTool, ...]:
+        """Every call, in order."""
+        return tuple(call for step in self.steps for call in step)
+
+
+def parse_calls(text: str) -> list[list[tuple[str, Any]]] | None:
+    """Parse ``call a {..} and call b {..} then call c {..}`` into steps of (name, args).
+
+    Returns None when ``text`` does not start with ``call``. Args that are missing parse as
+    ``{}``; args that are not JSON parse as the raw text (the model then refuses them).
+    """
+    steps: list[list[tuple[str, Any]]] = [[]]
+    position = 0
+    text = text.strip()
+    while True:
+        match = _CALL.match(text, position)
+        if match is None:
+            return None if position == 0 else [s for s in steps if s]
+        name, position = match.group(1), match.end()
+        args: Any = {}
+        if text.startswith("{", position):
+            try:
+                args, position = _DECODER.raw_decode(text, position)
+            except json.JSONDecodeError:
+                args, position = text[position:], len(text)
+        elif position < len(text) and not _JOIN.match(text, position):
+            joint = _JOIN.search(text, position)
+            end = joint.start() if joint else len(text)
+            args, position = text[position:end], end
+        steps[-1].append((name, args))
+        joint = _JOIN.match(text, position)
+        if joint is None:
+            if text[position:].strip():
+                steps[-1][-1] = (name, text[match.end() :])
+            return [s for s in steps if s]
+        if joint.group(1).lower() == "then":
+            steps.append([])
+        position = joint.end()
+
+
 def _normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower()).rstrip("?.").strip()
 
@@ -77,14 +133,15 @@ class ScriptedModel:
     """Decides every answer of the fake server; deterministic, no randomness, no I/O.
 
     Syntax (see the module docstring for the full table): ``call <tool> <json object>`` calls a
-    tool declared in the setup, ``what did I say first?``, ``recall`` and ``how many turns?``
+    tool declared in the setup (``and`` for calls in parallel, ``then`` for calls in sequence),
+    ``what did I say first?``, ``recall`` and ``how many turns?``
     ask about memory, anything else is echoed as ``echo: <text>``.
     """
 
     def __init__(self, declared_tools: Iterable[str] = ()) -> None:
         self.declared_tools = frozenset(declared_tools)
 
-    def respond(self, text: str, previous: Sequence[Turn]) -> Reply | CallTool:
+    def respond(self, text: str, previous: Sequence[Turn]) -> Reply | CallTools:
         """Answer the user turn ``text`` given the memory ``previous`` (which excludes it)."""
         users = [turn.text for turn in previous if turn.role == "user" and turn.text]
         key = _normalize(text)
@@ -94,24 +151,25 @@ class ScriptedModel:
             return Reply("you said: " + " | ".join(users) if users else "you said nothing")
         if key == "how many turns":
             return Reply(str(len(users)))
-        match = _CALL.match(text.strip())
-        if match:
-            name, raw_args = match.group(1), match.group(2).strip()
-            if name not in self.declared_tools:
-                return Reply(f"unknown tool {name}")
-            try:
-                args = json.loads(raw_args) if raw_args else {}
-            except json.JSONDecodeError:
-                args = None
-            if not isinstance(args, dict):
-                return Reply(f"invalid arguments for {name}")
-            return CallTool(name, args)
+        steps = parse_calls(text)
+        if steps:
+            for name, args in (call for step in steps for call in step):
+                if name not in self.declared_tools:
+                    return Reply(f"unknown tool {name}")
+                if not isinstance(args, dict):
+                    return Reply(f"invalid arguments for {name}")
+            return CallTools(tuple(tuple(CallTool(n, a) for n, a in step) for step in steps))
         return Reply(f"echo: {text}")
 
     @staticmethod
     def after_tool(name: str, response: Any) -> Reply:
         """The answer once the function response for ``name`` arrived."""
         return Reply(f"{name} returned {compact_json(response)}")
+
+    @staticmethod
+    def after_tools(results: Sequence[tuple[str, Any]]) -> Reply:
+        """The answer once every call's response arrived: each result named, in call order."""
+        return Reply("; ".join(f"{name} returned {compact_json(r)}" for name, r in results))
 
 
 def split_chunks(text: str, *, minimum: int = 3, size: int = 16) -> list[str]:

@@ -10,9 +10,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ConnectionRecord", "EndedBy", "ToolCallRecord", "short_handle"]
+from .handles import HandleIssue
 
-EndedBy = Literal["client", "fault", "deadline", "refused", "restart", "flap", "shutdown"]
+__all__ = [
+    "ConnectionRecord",
+    "EndedBy",
+    "HandleIssue",
+    "HeardTurn",
+    "ResentMessage",
+    "ToolCallRecord",
+    "short_handle",
+]
+
+EndedBy = Literal[
+    "client",
+    "fault",
+    "deadline",
+    "refused",
+    "restart",
+    "flap",
+    "shutdown",
+    "rejected",
+    "session_limit",
+]
+HeardHow = Literal["typed", "spoken", "history"]
 
 
 def short_handle(handle: str | None) -> str:
@@ -24,12 +45,56 @@ def short_handle(handle: str | None) -> str:
 
 @dataclass
 class ToolCallRecord:
-    """One function call the scripted model issued."""
+    """One function call the scripted model issued.
+
+    ``message`` numbers the ``toolCall`` messages of the server (1-based, server-wide): calls
+    with the same number were issued together (parallel). ``responses`` holds every response
+    received for this id, on any connection, in order (more than one means it was answered
+    again). ``cancelled`` is True once a ``toolCallCancellation`` named it.
+    """
 
     id: str
     name: str
     args: dict[str, Any]
     connection: int
+    message: int = 0
+    responses: list[Any] = field(default_factory=list)
+    cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class HeardTurn:
+    """A user turn the model received, and how.
+
+    ``how``: "typed" (text: ``clientContent`` turn or ``realtimeInput.text``), "spoken" (an
+    utterance found in the audio) or "history" (user turns delivered in a history send).
+    ``first_message`` / ``last_message``: the client messages that carried it. For spoken
+    turns, ``ended_by`` is how the utterance ended ("silence", "activity_end", "stream_end",
+    "cut" when other input arrived mid-utterance) and ``cut_start`` is True when its first
+    character was heard without its start (the head of the clip was lost).
+    """
+
+    text: str
+    how: HeardHow
+    connection: int
+    first_message: int
+    last_message: int
+    ended_by: str | None = None
+    cut_start: bool = False
+
+
+@dataclass(frozen=True)
+class ResentMessage:
+    """A client message sent again on a resumed connection although the snapshot of the
+    handle it resumed already included it (its index said it was consumed).
+
+    ``index`` is its number on the resumed connection, ``kind`` its fingerprint kind
+    ("text", "audio", "clientContent", "toolResponse").
+    """
+
+    connection: int
+    index: int
+    kind: str
 
 
 @dataclass
@@ -45,10 +110,13 @@ class ConnectionRecord:
         resumed: True when that handle was accepted and its snapshot restored.
         resumption_enabled: True when the setup carried ``sessionResumption``.
         transparent: True when ``sessionResumption.transparent`` was set.
-        client_messages: every raw client message after the setup, in order.
+        client_messages: every raw client message after the setup, in order (appended when
+            it arrives, before it is handled).
+        handled_messages: how many of them the server has finished handling.
         server_messages: every raw message the server sent, in order.
         ended_by: who ended the connection ("client", "fault", "deadline", "refused",
-            "restart", "flap", or "shutdown" when the server stopped); None while open.
+            "restart", "flap", "rejected" (Gemini 3.x ``clientContent``), "session_limit",
+            or "shutdown" when the server stopped); None while open.
         close_code / close_reason: the close frame sent or received; 1006 when the TCP
             connection was dropped without one.
         go_away_sent: True once a ``goAway`` was sent.
@@ -62,6 +130,14 @@ class ConnectionRecord:
         tool_calls: function calls issued on this connection.
         tool_responses: raw function responses received on this connection.
         handles_issued: resumption handles sent on this connection, in order.
+        handle_issues: the same handles with the point at which each was issued.
+        heard: every user turn received, with how it arrived (:class:`HeardTurn`).
+        resent_consumed: messages sent again that the resumed snapshot already held.
+        rejected_client_content: ``clientContent`` bodies the Gemini 3.x Live dialect does
+            not accept (the connection was closed with 1007 unless the server is lenient).
+        ignored_audio_ms: audio received outside any activity (manual activity detection).
+        cancelled_tool_ids: call ids named in ``toolCallCancellation`` messages.
+        session_id: the session this connection belongs to (kept across resumption).
         interrupted: number of generations cut off by ``serverContent.interrupted``.
         errors: internal errors of the fake itself (a non-empty list is a bug in the fake).
         finished: True once the connection handler has returned; the record is then final.
@@ -75,6 +151,7 @@ class ConnectionRecord:
     resumption_enabled: bool = False
     transparent: bool = False
     client_messages: list[dict[str, Any]] = field(default_factory=list)
+    handled_messages: int = 0
     server_messages: list[dict[str, Any]] = field(default_factory=list)
     ended_by: EndedBy | None = None
     close_code: int | None = None
@@ -90,6 +167,13 @@ class ConnectionRecord:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     tool_responses: list[dict[str, Any]] = field(default_factory=list)
     handles_issued: list[str] = field(default_factory=list)
+    handle_issues: list[HandleIssue] = field(default_factory=list)
+    heard: list[HeardTurn] = field(default_factory=list)
+    resent_consumed: list[ResentMessage] = field(default_factory=list)
+    rejected_client_content: list[dict[str, Any]] = field(default_factory=list)
+    ignored_audio_ms: int = 0
+    cancelled_tool_ids: list[str] = field(default_factory=list)
+    session_id: str = ""
     interrupted: int = 0
     errors: list[str] = field(default_factory=list)
     finished: bool = False

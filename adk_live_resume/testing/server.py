@@ -17,7 +17,13 @@ Guarantees:
 * every connection gets a :class:`~adk_live_resume.testing.ConnectionRecord` in
   :attr:`connections`, complete once the connection's handler finished;
 * all timers run on the event loop clock and stop with their connection; :meth:`stop` leaves no
-  task, socket or temporary file behind.
+  task, socket or temporary file behind;
+* it behaves like the service for voice: voice activity detection on the received PCM
+  (:mod:`~adk_live_resume.testing.vad`), handles at any resumable point on a
+  :class:`~adk_live_resume.testing.HandleSchedule` or on demand (:meth:`issue_handles_now`;
+  snapshot semantics in :mod:`~adk_live_resume.testing.handles`), parallel and sequential tool
+  calls (:mod:`~adk_live_resume.testing.model`), the Gemini 3.x Live dialect
+  (:mod:`~adk_live_resume.testing.dialect`) and the audio session limit (``session_limit``).
 """
 
 from __future__ import annotations
@@ -36,9 +42,9 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from .certs import TlsMaterial, create_tls_material
 from .connection import LiveConnection
 from .faults import Fault, Flap
-from .handles import HandleStore
-from .records import ConnectionRecord, ToolCallRecord
-from .settings import DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
+from .handles import HandleIssue, HandleSchedule, HandleStore
+from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
+from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -72,6 +78,16 @@ class FakeLiveServer:
         deadline_close_code / deadline_reason: the close frame at the deadline.
         chunk_delay: real seconds between the chunks of every answer.
         host: ``"127.0.0.1"`` (default) or ``"localhost"``; nothing else is allowed.
+        handle_schedule: when handles are issued at resumable points
+            (:class:`~adk_live_resume.testing.HandleSchedule`; default: after each
+            ``turnComplete`` only). :meth:`issue_handles_now` issues one on demand.
+        session_limit: service seconds an audio session without ``contextWindowCompression``
+            lasts, from its first connection across resumptions (default 900: the documented
+            15 minutes for audio-only sessions); then it is closed with 1011 and resuming it
+            is refused with 1007. None: no limit. Text-only sessions and sessions whose setup
+            carries compression never end.
+        lenient_client_content: Gemini 3.x Live setups accept ``clientContent`` that the
+            family rejects (recorded all the same) instead of closing with 1007.
     """
 
     def __init__(
@@ -86,6 +102,9 @@ class FakeLiveServer:
         deadline_reason: str = DEFAULT_DEADLINE_REASON,
         chunk_delay: float = 0.02,
         host: str = "127.0.0.1",
+        handle_schedule: HandleSchedule | None = None,
+        session_limit: float | None = AUDIO_SESSION_LIMIT,
+        lenient_client_content: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -98,6 +117,9 @@ class FakeLiveServer:
             deadline_close_code=deadline_close_code,
             deadline_reason=deadline_reason,
             chunk_delay=chunk_delay,
+            handle_schedule=handle_schedule or HandleSchedule(),
+            session_limit=session_limit,
+            lenient_client_content=lenient_client_content,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []
@@ -295,6 +317,21 @@ class FakeLiveServer:
             lambda: all(c.record.finished for c in closing), timeout, what="close_open"
         )
 
+    async def issue_handles_now(self) -> dict[int, HandleIssue | None]:
+        """Issue a handle now on every open connection that asked for handles.
+
+        Returns, per connection number, the :class:`HandleIssue` (with its snapshot point
+        "idle_silent" or "idle_speaking") or None where the connection was not at a resumable
+        point (it was sent ``{"resumable": false}``) or had not finished its setup. What a
+        snapshot holds is documented in :mod:`adk_live_resume.testing.handles`: completed
+        turns only, never an utterance still in progress.
+        """
+        issued: dict[int, HandleIssue | None] = {}
+        for connection in sorted(self._live, key=lambda c: c.record.index):
+            if connection.record.resumption_enabled:
+                issued[connection.record.index] = await connection.issue_handle_now()
+        return issued
+
     def expire_handles(self) -> None:
         """Make every handle issued so far unknown, as if its TTL had passed."""
         self._shared.handles.expire_all()
@@ -323,6 +360,26 @@ class FakeLiveServer:
         "Every user turn answered exactly once" is ``sorted(...) == sorted(turns)`` on this.
         """
         return list(self._shared.answered_user_turns)
+
+    def handle_issues(self) -> list[HandleIssue]:
+        """Every handle the server sent, with where and at which point, in order."""
+        return [issue for c in self.connections for issue in c.handle_issues]
+
+    def heard_turns(self) -> list[HeardTurn]:
+        """Every user turn the model received (typed, spoken, history), in order."""
+        return [turn for c in self.connections for turn in c.heard]
+
+    def resent_consumed(self) -> list[ResentMessage]:
+        """Messages sent again on resumed connections although their snapshot held them."""
+        return [message for c in self.connections for message in c.resent_consumed]
+
+    def rejected_client_content(self) -> list[dict[str, Any]]:
+        """``clientContent`` bodies the Gemini 3.x Live dialect rejected, in order."""
+        return [body for c in self.connections for body in c.rejected_client_content]
+
+    def tool_call(self, call_id: str) -> ToolCallRecord:
+        """The record of function call ``call_id`` (``KeyError`` if never issued)."""
+        return self._shared.tool_calls[call_id]
 
     def tool_calls_issued(self) -> list[ToolCallRecord]:
         """Every function call the model made, in order."""

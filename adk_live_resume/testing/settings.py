@@ -7,11 +7,21 @@ import secrets
 from dataclasses import dataclass, field
 
 from .faults import Flap
-from .handles import HandleStore
+from .handles import HandleSchedule, HandleStore
+from .records import ToolCallRecord
 
-__all__ = ["DEFAULT_DEADLINE_REASON", "ServerSettings", "SharedState"]
+__all__ = [
+    "AUDIO_SESSION_LIMIT",
+    "DEFAULT_DEADLINE_REASON",
+    "INVALID_ARGUMENT_REASON",
+    "ServerSettings",
+    "SharedState",
+]
 
 DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
+INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
+#: The documented session length of an audio session without context window compression.
+AUDIO_SESSION_LIMIT = 900.0
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,9 @@ class ServerSettings:
     deadline_close_code: int = 1011
     deadline_reason: str = DEFAULT_DEADLINE_REASON
     chunk_delay: float = 0.02
+    handle_schedule: HandleSchedule = field(default_factory=HandleSchedule)
+    session_limit: float | None = AUDIO_SESSION_LIMIT
+    lenient_client_content: bool = False
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -39,6 +52,8 @@ class ServerSettings:
             raise ValueError("connection_lifetime must be > 0")
         if self.go_away_lead < 0 or self.handle_ttl < 0 or self.chunk_delay < 0:
             raise ValueError("go_away_lead, handle_ttl and chunk_delay must be >= 0")
+        if self.session_limit is not None and self.session_limit <= 0:
+            raise ValueError("session_limit must be > 0 (or None for no limit)")
 
     def real(self, service_seconds: float) -> float:
         """Convert service seconds to real (event loop) seconds."""
@@ -47,13 +62,20 @@ class ServerSettings:
 
 @dataclass
 class SharedState:
-    """What outlives a connection: handles, issued tool call ids, answers, flapping."""
+    """What outlives a connection: handles, tool calls, answers, ended sessions, flapping."""
 
     handles: HandleStore
     flap: Flap | None = None
     issued_tool_ids: set[str] = field(default_factory=set)
+    tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     answered_user_turns: list[str] = field(default_factory=list)
+    ended_sessions: set[str] = field(default_factory=set)
     _tool_counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _tool_messages: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_tool_message(self) -> int:
+        """The number of the next ``toolCall`` message (server-wide, from 1)."""
+        return next(self._tool_messages)
 
     def new_tool_call_id(self) -> str:
         """A function call id unique on this server (and unlikely anywhere else)."""

@@ -1,55 +1,96 @@
 """Synthetic "speech": 16-bit PCM that carries text the fake server can read back.
 
 Real speech recognition is out of reach in a test, so :func:`speech_pcm` writes the text into
-the samples themselves. The format (mono, signed 16-bit little-endian) is:
+the samples themselves, spread evenly over the whole clip. The format (mono, signed 16-bit
+little-endian, any sample rate) is:
 
-* a low sine tone (amplitude 800) as padding, so the audio "sounds" like audio;
-* a start marker, the four samples ``32000, -32000, 31000, -31000``;
-* one sample per UTF-8 byte ``b`` of the text, of value ``4096 + 16 * b``;
-* an end-of-utterance marker, the four samples ``-32000, 32000, -31000, 31000``.
+* the clip is cut into one run of samples per UTF-8 byte ``b`` of the text, in order, each run
+  as long as the clip allows (``seconds * rate / len(bytes)`` samples, at least one);
+* the first sample of a run (its *onset*) has magnitude ``12288 + 16 * b``, every other sample
+  of the run ``4096 + 16 * b``;
+* signs alternate sample by sample, so the clip is a loud tone (RMS >= 4096), far above
+  :data:`SPEECH_THRESHOLD_RMS`: voiced from its first sample to its last.
 
-Nothing follows the end marker, so a stream of several utterances is just their concatenation.
-The guarantees the fake server relies on:
+Guarantees the fake server relies on:
 
-* :func:`decode_speech` returns every complete utterance of a byte string, in order, however
-  the bytes were chunked before being joined;
-* :class:`UtteranceDetector` finds the end marker in a stream fed in chunks of any size (odd
-  sizes included) and splits it into utterances at the exact sample after each end marker;
-* tone samples, payload samples and marker samples never collide, so plain tone decodes to
-  nothing.
+* :class:`SpeechDecoder` reads the text back sample by sample, so the bytes may arrive in any
+  chunking (odd byte counts included: :class:`PcmStream` keeps the odd byte for the next chunk);
+* a *fragment* of a clip decodes to the matching fragment of the text: the samples of the last
+  60 % of a clip decode to roughly the last 60 % of its text (a character whose run was cut
+  still counts). Repeated letters survive (every run starts with its own onset, and a run
+  whose onset was lost starts a character of its own). A fragment that starts inside a
+  multi-byte UTF-8 character drops that character's stray bytes;
+* tone (:func:`tone_pcm`, amplitude 800, RMS about 566) is voiced but carries no text;
+  silence (:func:`silence_pcm`) is below the threshold and carries no text;
+* clips concatenated without silence decode to their texts joined, with nothing lost.
 
-The server answers in the same format at 24 kHz, so tests can read the model's audio back with
+The server answers in the same format at 24 kHz, so tests read the model's audio back with
 :func:`decode_speech`.
 """
 
 from __future__ import annotations
 
+import array
+import codecs
 import math
-import struct
-from collections.abc import Sequence
+import random
+import sys
+from collections.abc import Iterable
 
 __all__ = [
-    "UtteranceDetector",
+    "SPEECH_THRESHOLD_RMS",
+    "PcmStream",
+    "SpeechDecoder",
     "decode_speech",
+    "is_loud",
     "pcm_duration_ms",
+    "rms",
+    "samples_of",
+    "silence_pcm",
     "speech_pcm",
     "tone_pcm",
 ]
 
-_START = (32000, -32000, 31000, -31000)
-_END = (-32000, 32000, -31000, 31000)
-_PAYLOAD_BASE = 4096
-_PAYLOAD_STEP = 16
+#: Frames whose RMS reaches this are voiced (about -40 dBFS). Silence and noise stay below.
+SPEECH_THRESHOLD_RMS = 300.0
+
+_BODY_BASE = 4096
+_ONSET_BASE = 12288
+_STEP = 16
 _TONE_AMPLITUDE = 800
 _TONE_HZ = 220.0
-_LEAD_IN_SECONDS = 0.02
+_MAX_NOISE = 100
+#: Default clip length per UTF-8 byte of text when ``speech_pcm`` gets no ``seconds``.
+SECONDS_PER_BYTE = 0.06
 
-_START_BYTES = struct.pack("<4h", *_START)
-_END_BYTES = struct.pack("<4h", *_END)
+
+def samples_of(pcm: bytes | bytearray | memoryview) -> array.array[int]:
+    """The 16-bit little-endian samples of ``pcm`` (a trailing odd byte is ignored)."""
+    samples = array.array("h")
+    data = bytes(pcm)
+    samples.frombytes(data[: len(data) - len(data) % 2])
+    if sys.byteorder == "big":  # pragma: no cover - no big-endian CI machine
+        samples.byteswap()
+    return samples
 
 
-def _pack(samples: Sequence[int]) -> bytes:
-    return struct.pack(f"<{len(samples)}h", *samples)
+def _pack(samples: Iterable[int]) -> bytes:
+    packed = array.array("h", samples)
+    if sys.byteorder == "big":  # pragma: no cover
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def rms(samples: array.array[int]) -> float:
+    """Root mean square of ``samples`` (0.0 for none)."""
+    if not samples:
+        return 0.0
+    return math.sqrt(sum(s * s for s in samples) / len(samples))
+
+
+def is_loud(sample: int) -> bool:
+    """True for a sample whose magnitude alone reaches the speech threshold."""
+    return abs(sample) >= SPEECH_THRESHOLD_RMS
 
 
 def tone_pcm(
@@ -61,124 +102,143 @@ def tone_pcm(
 ) -> bytes:
     """Return ``seconds`` of a plain sine tone as mono 16-bit little-endian PCM.
 
-    The tone carries no text: the fake server transcribes an utterance made only of tone as
-    ``<audio N ms>``. ``amplitude`` must stay below 4096 so the tone cannot look like text.
+    The default tone (amplitude 800) is *voiced* (above :data:`SPEECH_THRESHOLD_RMS`) but
+    carries no text: the fake server hears an utterance made only of tone as ``<audio N ms>``.
+    ``amplitude`` must stay below 4096 so the tone cannot look like text.
     """
-    if not 0 <= amplitude < _PAYLOAD_BASE:
+    if not 0 <= amplitude < _BODY_BASE:
         raise ValueError("amplitude must be in [0, 4096)")
     count = max(0, round(seconds * sample_rate))
     step = 2 * math.pi * frequency / sample_rate
-    return _pack([round(amplitude * math.sin(step * i)) for i in range(count)])
+    return _pack(round(amplitude * math.sin(step * i)) for i in range(count))
+
+
+def silence_pcm(seconds: float, *, sample_rate: int = 16000, noise: int = 0) -> bytes:
+    """Return ``seconds`` of silence: digital zeros, or low noise when ``noise`` > 0.
+
+    ``noise`` is the largest sample magnitude (at most 100, far below the speech threshold);
+    the noise is deterministic (seeded), so equal calls return equal bytes.
+    """
+    if not 0 <= noise <= _MAX_NOISE:
+        raise ValueError(f"noise must be in [0, {_MAX_NOISE}] to stay below the speech threshold")
+    count = max(0, round(seconds * sample_rate))
+    if not noise:
+        return bytes(2 * count)
+    rng = random.Random(count)
+    return _pack(rng.randint(-noise, noise) for _ in range(count))
 
 
 def speech_pcm(text: str, *, sample_rate: int = 16000, seconds: float | None = None) -> bytes:
-    """Return PCM that the fake server "hears" as ``text``, ending with an end-of-utterance mark.
+    """Return a clip that the fake server "hears" as ``text``, voiced throughout.
 
-    The text is preceded by tone padding: 20 ms by default, or as much as makes the whole clip
-    last ``seconds`` (never less than the text needs). Sending these bytes as realtime audio, in
-    any chunking, makes the fake server end the utterance at the marker (simulated server-side
-    voice activity detection), transcribe it as ``text`` and answer it.
+    The clip lasts ``seconds`` (default: 60 ms per UTF-8 byte of ``text``) and holds nothing but
+    the text, spread evenly over it (see the module docstring). It has no trailing silence: a
+    server with automatic activity detection ends the utterance only after the silence that
+    follows it (send :func:`silence_pcm` longer than ``silenceDurationMs``, 500 ms by default),
+    at ``audioStreamEnd``, or at ``activityEnd``.
+
+    Raises ``ValueError`` for empty text (use :func:`tone_pcm` for voiced audio without text)
+    or a clip too short to give every byte a sample.
     """
-    payload = [_PAYLOAD_BASE + _PAYLOAD_STEP * b for b in text.encode("utf-8")]
-    body = _START_BYTES + _pack(payload) + _END_BYTES
-    body_seconds = (len(body) // 2) / sample_rate
-    lead = _LEAD_IN_SECONDS if seconds is None else max(0.0, seconds - body_seconds)
-    return tone_pcm(lead, sample_rate=sample_rate) + body
+    data = text.encode("utf-8")
+    if not data:
+        raise ValueError("text must not be empty; use tone_pcm() for voiced audio without text")
+    if seconds is None:
+        seconds = SECONDS_PER_BYTE * len(data)
+    total = round(seconds * sample_rate)
+    if total < len(data):
+        raise ValueError(
+            f"a {seconds} s clip at {sample_rate} Hz has {total} samples, fewer than the "
+            f"{len(data)} bytes of the text; give seconds >= {len(data) / sample_rate:.6f}"
+        )
+    samples: list[int] = []
+    for index, byte in enumerate(data):
+        start, end = index * total // len(data), (index + 1) * total // len(data)
+        samples.append(_ONSET_BASE + _STEP * byte)
+        samples.extend([_BODY_BASE + _STEP * byte] * (end - start - 1))
+    return _pack(value if i % 2 == 0 else -value for i, value in enumerate(samples))
 
 
-def pcm_duration_ms(pcm: bytes, sample_rate: int = 16000) -> int:
-    """Return the duration of mono 16-bit PCM in whole milliseconds."""
-    return (len(pcm) // 2) * 1000 // sample_rate
+def pcm_duration_ms(pcm: bytes | int, sample_rate: int = 16000) -> int:
+    """Return the duration of mono 16-bit PCM (bytes, or a byte count) in whole milliseconds."""
+    size = pcm if isinstance(pcm, int) else len(pcm)
+    return (size // 2) * 1000 // sample_rate
 
 
-def _decode_body(body: bytes) -> str | None:
-    """Decode the samples between a start and an end marker, or None if they are not text."""
-    if len(body) % 2:
-        return None
-    data = bytearray()
-    for (sample,) in struct.iter_unpack("<h", body):
-        value, rest = divmod(sample - _PAYLOAD_BASE, _PAYLOAD_STEP)
-        if rest or not 0 <= value <= 255:
-            return None
-        data.append(value)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def _decode_sample(sample: int) -> tuple[bool, int] | None:
+    """``(is_onset, byte)`` for a text sample, None for anything else."""
+    value = abs(sample)
+    for base, onset in ((_ONSET_BASE, True), (_BODY_BASE, False)):
+        offset, rest = divmod(value - base, _STEP)
+        if not rest and 0 <= offset <= 255:
+            return onset, offset
+    return None
 
 
-def _find_aligned(buffer: bytes, needle: bytes, start: int) -> int:
-    """Find ``needle`` at an even offset >= ``start``; return -1 if absent."""
-    index = buffer.find(needle, start)
-    while index != -1 and index % 2:
-        index = buffer.find(needle, index + 1)
-    return index
+class SpeechDecoder:
+    """Reads the text of synthetic speech back, incrementally, sample by sample.
 
-
-def decode_utterance(pcm: bytes) -> str | None:
-    """Return the text of the last start-marked utterance in ``pcm``, or None if there is none.
-
-    The end marker is optional here: the detector has already cut it off.
-    """
-    end = _find_aligned(pcm, _END_BYTES, 0)
-    if end == -1:
-        end = len(pcm) - len(pcm) % 2
-    start = -1
-    probe = _find_aligned(pcm, _START_BYTES, 0)
-    while probe != -1 and probe < end:
-        start = probe
-        probe = _find_aligned(pcm, _START_BYTES, probe + 2)
-    if start == -1:
-        return None
-    return _decode_body(pcm[start + len(_START_BYTES) : end])
-
-
-def decode_speech(pcm: bytes) -> list[str]:
-    """Return the text of every complete utterance (start ... end marker) in ``pcm``, in order."""
-    texts: list[str] = []
-    detector = UtteranceDetector()
-    for utterance in detector.feed(pcm):
-        text = decode_utterance(utterance)
-        if text is not None:
-            texts.append(text)
-    return texts
-
-
-class UtteranceDetector:
-    """Split a PCM byte stream into utterances at each end-of-utterance marker.
-
-    Feed chunks of any size; :meth:`feed` returns the utterances completed by that chunk (each
-    including its end marker). Bytes after the last marker stay buffered; :meth:`flush` returns
-    and clears them (used at ``activityEnd`` / ``audioStreamEnd``).
+    :meth:`feed` returns the text newly decoded from those samples; the concatenation of every
+    return value is the decoded text so far (:attr:`text`). A character is decoded at its first
+    sample, so the text grows while the clip is still arriving.
     """
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._scanned = 0
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        self._current: int | None = None
+        self.text = ""
+        #: True when the first character was decoded without its onset (a cut clip).
+        self.cut_start = False
+        self._any = False
 
-    @property
-    def pending(self) -> int:
-        """Number of bytes buffered since the last utterance ended."""
-        return len(self._buffer)
+    def feed(self, samples: Iterable[int]) -> str:
+        """Decode ``samples``; return the new text (possibly empty)."""
+        new = bytearray()
+        for sample in samples:
+            decoded = _decode_sample(sample)
+            if decoded is None:
+                self._current = None
+                continue
+            onset, byte = decoded
+            if onset or byte != self._current:
+                if not self._any:
+                    self.cut_start = not onset
+                    self._any = True
+                new.append(byte)
+            self._current = byte
+        piece = self._utf8.decode(bytes(new)) if new else ""
+        self.text += piece
+        return piece
 
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """Append ``chunk``; return every utterance it completed, oldest first."""
-        self._buffer.extend(chunk)
-        done: list[bytes] = []
-        while True:
-            data = bytes(self._buffer)
-            index = _find_aligned(data, _END_BYTES, max(0, self._scanned - len(_END_BYTES)))
-            if index == -1:
-                self._scanned = len(data) - len(data) % 2
-                return done
-            cut = index + len(_END_BYTES)
-            done.append(data[:cut])
-            del self._buffer[:cut]
-            self._scanned = 0
 
-    def flush(self) -> bytes:
-        """Return and clear whatever is buffered (an utterance ended by the client)."""
-        data = bytes(self._buffer)
-        self._buffer.clear()
-        self._scanned = 0
-        return data
+class PcmStream:
+    """Turns chunks of bytes of any size into whole 16-bit samples (keeps an odd byte)."""
+
+    def __init__(self) -> None:
+        self._odd = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """Return the whole samples available after ``chunk``, as bytes of even length."""
+        data = self._odd + chunk
+        cut = len(data) - len(data) % 2
+        self._odd = data[cut:]
+        return data[:cut]
+
+    def reset(self) -> None:
+        """Forget a kept odd byte."""
+        self._odd = b""
+
+
+def decode_speech(pcm: bytes, *, sample_rate: int = 16000) -> list[str]:
+    """Return the text of every utterance in ``pcm``, in order, as the server's VAD finds them.
+
+    Utterances are separated by silence of at least 500 ms (the default ``silenceDurationMs``);
+    utterances without text (tone) are left out. Answers from the server come back as one
+    utterance, so ``"".join(decode_speech(audio))`` is the answer's text.
+    """
+    from .vad import SpeechTracker, Utterance, VadConfig
+
+    tracker = SpeechTracker(VadConfig())
+    events = tracker.audio(pcm, message=1, sample_rate=sample_rate)
+    events += tracker.stream_end(message=1)
+    return [e.text for e in events if isinstance(e, Utterance) and e.has_text]
