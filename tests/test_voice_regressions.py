@@ -14,7 +14,7 @@ from google.genai import types
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault, speech_pcm
+from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
@@ -44,7 +44,7 @@ async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFa
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             mark = len(live.events)
-            await _stream(live, speech_pcm("a long spoken sentence", seconds=3.0))
+            await _stream(live, speech_pcm("a long spoken sentence", seconds=3.0) + silence_pcm(0.6))
             assert await live.answer_after(mark) == "echo: a long spoken sentence"
             await server.wait_for_connections(2)
             assert await live.say("recall") == "you said: one | a long spoken sentence"
@@ -172,9 +172,10 @@ async def test_an_audio_run_without_compression_is_warned_about_once(
     async with FakeLiveServer() as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
-            await _stream(live, speech_pcm("hello", seconds=0.4), pace=10)
+            await _stream(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=10)
             await server.close_open(1011)
-            await _stream(live, speech_pcm("again", seconds=0.4), pace=10)
+            await server.wait_for(lambda: len(server.user_turns_answered()) >= 1, 10)
+            await _stream(live, speech_pcm("again", seconds=0.4) + silence_pcm(0.6), pace=10)
             await server.wait_for(lambda: len(server.user_turns_answered()) >= 2, 10)
             await live.close()
     warnings = [r for r in caplog.records if "context window compression" in r.getMessage()]
@@ -190,7 +191,7 @@ async def test_the_sliding_window_option_adds_compression_to_every_setup(
     async with FakeLiveServer() as server:
         agent = make_agent(server, policy=ResumePolicy(sliding_window=True))
         async with await LiveDriver.start(agent) as live:
-            await _stream(live, speech_pcm("hello", seconds=0.4), pace=10)
+            await _stream(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=10)
             await server.wait_for(lambda: bool(server.user_turns_answered()), 10)
             await server.close_open(1011)
             assert await live.say("two") == "echo: two"
