@@ -8,7 +8,9 @@ Two ways in::
     from adk_live_resume import ResumableLlmAgent
     agent = ResumableLlmAgent(name=..., model=...)   # just this agent
 
-See the README for the guarantees and :class:`ResumePolicy` for the knobs.
+See the README for the guarantees and :class:`ResumePolicy` for the knobs;
+:func:`on_reconnect`, :func:`on_run_end` and :mod:`adk_live_resume.telemetry` (OpenTelemetry)
+for what happened.
 """
 
 from .errors import (
@@ -19,7 +21,7 @@ from .errors import (
     UnsupportedAdkVersionError,
 )
 from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
-from .observe import ReconnectInfo, on_reconnect
+from .observe import ReconnectInfo, RunStats, on_reconnect, on_run_end
 from .patch import install, installed_policy, is_installed, uninstall
 from .policy import ResumePolicy, set_testing, testing_backoff
 
@@ -34,12 +36,14 @@ __all__ = [
     "ResumableLlmAgent",
     "ResumableSingleFlow",
     "ResumePolicy",
+    "RunStats",
     "SessionNotResumableError",
     "UnsupportedAdkVersionError",
     "install",
     "installed_policy",
     "is_installed",
     "on_reconnect",
+    "on_run_end",
     "set_testing",
     "testing_backoff",
     "uninstall",

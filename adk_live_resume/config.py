@@ -223,5 +223,7 @@ def warn_unknown_variables(environ: Mapping[str, str]) -> None:
         if variable in _reported:
             continue
         _reported.add(variable)
-        hint = f"did you mean {close}?" if close else f"known: {', '.join(sorted(known_variables()))}"
+        hint = (
+            f"did you mean {close}?" if close else f"known: {', '.join(sorted(known_variables()))}"
+        )
         logger.warning("unknown environment variable %s is ignored; %s", variable, hint)

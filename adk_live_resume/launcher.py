@@ -43,10 +43,8 @@ This module imports nothing heavy at import time: the bootstrap imports it in ch
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.metadata
 import importlib.util
-import json
 import os
 import runpy
 import shutil
@@ -54,7 +52,7 @@ import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from .config import (
     BOOTSTRAP_POLICY_ENV,

@@ -80,12 +80,12 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
             return
         chosen = _policy_for(policy)
         try:
-            status = adk_compat.check_supported_version()
+            newer = adk_compat.check_supported_version() == "newer"
         except UnsupportedAdkVersionError:
             if strict:
                 raise
-            status = "older"
-        if status == "newer":
+            newer = False
+        if newer:
             _warn_untested_release()
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 
@@ -72,7 +71,7 @@ def test_classify_close_codes(exc: Exception, expected: Drop) -> None:
 def test_classify_connect_failures_and_non_connection_errors() -> None:
     refused = classify(ConnectionRefusedError(111, "refused"))
     assert refused is not None and refused.kind == "connect_failed"
-    timed_out = classify(asyncio.TimeoutError())
+    timed_out = classify(TimeoutError())
     assert timed_out is not None and timed_out.kind == "connect_failed"
     assert classify(genai_errors.APIError(403, {"message": "denied"})) is None
     assert classify(ValueError("tool bug")) is None

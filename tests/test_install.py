@@ -177,7 +177,9 @@ def test_a_misspelt_variable_is_warned_about_with_the_right_name(
         adk_live_resume.install()
         adk_live_resume.uninstall()
         adk_live_resume.install()
-    warnings = [r.getMessage() for r in caplog.records if "ADK_LIVE_RESUME_MAX_ATEMPTS" in r.getMessage()]
+    warnings = [
+        r.getMessage() for r in caplog.records if "ADK_LIVE_RESUME_MAX_ATEMPTS" in r.getMessage()
+    ]
     assert warnings == [
         "unknown environment variable ADK_LIVE_RESUME_MAX_ATEMPTS is ignored; "
         "did you mean ADK_LIVE_RESUME_MAX_ATTEMPTS?"
@@ -187,7 +189,9 @@ def test_a_misspelt_variable_is_warned_about_with_the_right_name(
 
 def test_a_bad_environment_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ADK_LIVE_RESUME_MAX_ATTEMPTS", "five")
-    with pytest.raises(ValueError, match="ADK_LIVE_RESUME_MAX_ATTEMPTS: max_attempts must be an integer"):
+    with pytest.raises(
+        ValueError, match="ADK_LIVE_RESUME_MAX_ATTEMPTS: max_attempts must be an integer"
+    ):
         adk_live_resume.install()
     assert not adk_live_resume.is_installed()
 

@@ -96,7 +96,16 @@ def test_an_app_that_installs_its_own_policy_in_a_child_process(tmp_path: Path) 
         "print('app ran', adk_live_resume.installed_policy().max_attempts)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "adk_live_resume", "--max-attempts", "6", "--", "python", str(script)],
+        [
+            sys.executable,
+            "-m",
+            "adk_live_resume",
+            "--max-attempts",
+            "6",
+            "--",
+            "python",
+            str(script),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

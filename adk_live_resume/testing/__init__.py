@@ -14,12 +14,18 @@ Run the real google-genai SDK and the real google-adk against it::
 What the model answers is documented in :mod:`adk_live_resume.testing.model`, the faults in
 :mod:`adk_live_resume.testing.faults`, the synthetic speech in
 :mod:`adk_live_resume.testing.speech`. The pytest plugin (registered through the ``pytest11``
-entry point) provides the ``fake_live_server`` and ``fake_live_server_factory`` fixtures.
+entry point) provides the ``fake_live_server``, ``fake_live_server_factory`` and
+``live_resume_patch`` fixtures; :class:`LiveDriver` drives a real ``Runner.run_live`` turn by
+turn; :func:`patch_installed` installs the patch for one block.
+
+Needs the ``testing`` extra: ``pip install 'adk-live-resume[testing]'``.
 """
 
-from .client_config import FAKE_API_KEY, environment_variables
+from .client_config import FAKE_API_KEY, environment, environment_variables
+from .driver import LiveDriver, LiveRunEnded, answer_text
 from .faults import Fault
 from .model import ScriptedModel
+from .patching import patch_installed, patch_removed
 from .records import ConnectionRecord, ToolCallRecord
 from .server import FakeLiveServer
 from .settings import DEFAULT_DEADLINE_REASON
@@ -31,10 +37,16 @@ __all__ = [
     "ConnectionRecord",
     "FakeLiveServer",
     "Fault",
+    "LiveDriver",
+    "LiveRunEnded",
     "ScriptedModel",
     "ToolCallRecord",
+    "answer_text",
     "decode_speech",
+    "environment",
     "environment_variables",
+    "patch_installed",
+    "patch_removed",
     "speech_pcm",
     "tone_pcm",
 ]

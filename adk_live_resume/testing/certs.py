@@ -59,7 +59,7 @@ def create_tls_material(*, valid_days: int = 2) -> TlsMaterial:
     """Generate a new key and self-signed certificate and write both to a new temp dir."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "adk-live-resume fake server")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
