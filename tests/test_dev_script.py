@@ -41,3 +41,21 @@ def test_demo_passes_every_flag_through(flags: list[str], monkeypatch: pytest.Mo
     assert dev.main(["demo", "--adk", "1.27.2", *flags]) == 0
     assert envs == [("test", "1.27.2")]
     assert commands == [[sys.executable, str(ROOT / "scripts" / "reproduce_timeout.py"), *flags]]
+
+
+def test_matrix_reads_the_newest_release_from_pips_answer() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "matrix_script", ROOT / "scripts" / "matrix.py"
+        )
+        assert spec is not None and spec.loader is not None
+        matrix = importlib.util.module_from_spec(spec)
+        sys.modules["matrix_script"] = matrix  # dataclasses look their module up
+        spec.loader.exec_module(matrix)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    answer = "google-adk (2.14.1)\nAvailable versions: 2.14.1, 2.14.0, 2.13.0\n"
+    assert matrix.parse_index_versions(answer) == "2.14.1"
+    with pytest.raises(ValueError, match="no version of google-adk"):
+        matrix.parse_index_versions("ERROR: No matching distribution found for google-adk")
