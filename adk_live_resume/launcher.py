@@ -24,14 +24,10 @@ How the patch reaches the code (both at once, so it holds for whole process tree
   started that way (``exec``), ``python``/``python3`` meaning the interpreter
   adk-live-resume runs in.
 
-Policy: flags, ``--policy-json``, or environment variables, later ones winning::
-
-    defaults < ADK_LIVE_RESUME_POLICY_JSON < ADK_LIVE_RESUME_<FIELD> < --policy-json < flags
-
-where ``<FIELD>`` is any :class:`~adk_live_resume.ResumePolicy` field in upper case
-(``ADK_LIVE_RESUME_MAX_ATTEMPTS=5``, ``ADK_LIVE_RESUME_GO_AWAY_MARGIN=10``,
-``ADK_LIVE_RESUME_RETRYABLE_CLOSE_CODES=1000,1006,1011``). ``ADK_LIVE_RESUME_STRICT=0`` (or
-``--no-strict``) allows a google-adk release outside the tested range.
+Policy: flags, ``--policy-json``, or ``ADK_LIVE_RESUME_*`` environment variables, flags
+winning; names and precedence are in :mod:`adk_live_resume.config`. ``--no-strict`` (or
+``ADK_LIVE_RESUME_STRICT=0``) also tries a google-adk release older than the supported
+minimum; newer, untested releases are always tried, after a WARNING.
 
 If your code also calls ``install()`` itself, the first install wins: the launcher's policy
 is kept and the app's call, if it asks for a different policy, logs a WARNING naming both
