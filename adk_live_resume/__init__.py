@@ -8,7 +8,9 @@ Two ways in::
     from adk_live_resume import ResumableLlmAgent
     agent = ResumableLlmAgent(name=..., model=...)   # just this agent
 
-See the README for the guarantees and :class:`ResumePolicy` for the knobs.
+See the README for the guarantees and :class:`ResumePolicy` for the knobs;
+:func:`on_reconnect`, :func:`on_run_end` and :mod:`adk_live_resume.telemetry` (OpenTelemetry)
+for what happened.
 """
 
 from .errors import (
@@ -21,7 +23,7 @@ from .errors import (
 )
 from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
 from .handle_store import current_handle, run_config_resuming
-from .observe import ReconnectInfo, on_reconnect
+from .observe import ReconnectInfo, RunStats, on_reconnect, on_run_end
 from .patch import install, installed_policy, is_installed, uninstall
 from .policy import ResumePolicy, set_testing, testing_backoff
 from .stored_handle import HandleKeyError, ResumeHandle
@@ -39,6 +41,7 @@ __all__ = [
     "ResumableSingleFlow",
     "ResumeHandle",
     "ResumePolicy",
+    "RunStats",
     "SessionLimitError",
     "SessionNotResumableError",
     "UnsupportedAdkVersionError",
@@ -47,6 +50,7 @@ __all__ = [
     "installed_policy",
     "is_installed",
     "on_reconnect",
+    "on_run_end",
     "run_config_resuming",
     "set_testing",
     "testing_backoff",

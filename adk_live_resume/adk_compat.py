@@ -38,10 +38,13 @@ from typing import Any, Literal
 
 from .errors import UnsupportedAdkVersionError
 
-#: The google-adk releases this package is tested with (keep in step with pyproject.toml).
+#: The oldest google-adk release the patch works with (keep in step with pyproject.toml's
+#: lower bound). Older releases are refused unless ``install(strict=False)``.
 SUPPORTED_ADK_MIN = (1, 27, 0)
-SUPPORTED_ADK_BELOW = (2, 14, 0)
-SUPPORTED_ADK_TEXT = ">=1.27.0,<2.14"
+#: The first release above the tested range. Newer releases are not refused (pyproject has no
+#: upper cap): ``install()`` warns once and relies on feature detection (:func:`surface`).
+TESTED_ADK_BELOW = (2, 14, 0)
+TESTED_ADK_TEXT = ">=1.27.0,<2.14"
 
 SendStep = Callable[[Any, Any, Any, Any], Coroutine[Any, Any, None]]
 ReceiveStep = Callable[[Any, Any, Any, Any, str], AsyncGenerator[Any, None]]
@@ -80,15 +83,26 @@ def parse_version(text: str) -> tuple[int, int, int]:
     return parts[0], parts[1], parts[2]
 
 
-def check_supported_version(version: str | None = None) -> None:
-    """Raise :class:`UnsupportedAdkVersionError` if ``version`` is outside the tested range."""
+VersionStatus = Literal["tested", "newer"]
+
+
+def check_supported_version(version: str | None = None) -> VersionStatus:
+    """Classify the installed (or given) google-adk release against the tested range.
+
+    Returns ``"tested"`` inside it and ``"newer"`` above it (the caller warns and relies on
+    feature detection). Raises :class:`UnsupportedAdkVersionError` below
+    :data:`SUPPORTED_ADK_MIN`, which lacks what the patch needs.
+    """
     version = version or adk_version()
-    if not (SUPPORTED_ADK_MIN <= parse_version(version) < SUPPORTED_ADK_BELOW):
+    parsed = parse_version(version)
+    if parsed < SUPPORTED_ADK_MIN:
+        minimum = ".".join(map(str, SUPPORTED_ADK_MIN))
         raise UnsupportedAdkVersionError(
-            f"adk-live-resume supports google-adk {SUPPORTED_ADK_TEXT}, but {version} is "
-            "installed. Install a supported release (pip install 'google-adk"
-            f"{SUPPORTED_ADK_TEXT}'), or call install(strict=False) to try anyway."
+            f"adk-live-resume needs google-adk >= {minimum}, but {version} is installed. "
+            f"Upgrade it (pip install -U 'google-adk>={minimum}'), or call "
+            "install(strict=False) to try anyway."
         )
+    return "tested" if parsed < TESTED_ADK_BELOW else "newer"
 
 
 def _try_import(name: str) -> ModuleType | None:
@@ -188,8 +202,8 @@ def _module_steps(module: ModuleType) -> tuple[SendStep, ReceiveStep]:
     if _parameters(send_fn)[:1] != ["flow"] or _parameters(receive_fn)[:1] != ["flow"]:
         raise UnsupportedAdkVersionError(
             f"google-adk {adk_version()}: {module.__name__}.send_to_model/receive_from_model "
-            "do not take the flow first; adk-live-resume supports google-adk "
-            f"{SUPPORTED_ADK_TEXT}."
+            "do not take the flow first, which adk-live-resume needs (tested with google-adk "
+            f"{TESTED_ADK_TEXT})."
         )
 
     def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
@@ -270,8 +284,8 @@ def _detect() -> AdkSurface:
     else:
         raise UnsupportedAdkVersionError(
             f"google-adk {version} has neither live send/receive module functions nor "
-            "BaseLlmFlow._send_to_model/_receive_from_model; adk-live-resume supports "
-            f"google-adk {SUPPORTED_ADK_TEXT}."
+            "BaseLlmFlow._send_to_model/_receive_from_model, which adk-live-resume needs "
+            f"(tested with google-adk {TESTED_ADK_TEXT})."
         )
 
     preprocess_params = inspect.signature(BaseLlmFlow._preprocess_async).parameters

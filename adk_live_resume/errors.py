@@ -54,7 +54,8 @@ class SessionNotResumableError(LiveResumeError):
 
 
 class UnsupportedAdkVersionError(LiveResumeError):
-    """The installed google-adk lacks what the patch needs, or is outside the tested range."""
+    """The installed google-adk lacks a feature the patch needs (the message names it), or is
+    older than the supported minimum."""
 
 
 class SessionLimitError(SessionNotResumableError):
@@ -67,7 +68,11 @@ class SessionLimitError(SessionNotResumableError):
 
 
 class InstallConflictError(LiveResumeError):
-    """``install()`` was called again with a different policy while installed."""
+    """Kept for compatibility; no longer raised.
+
+    A second ``install()`` with a different policy now keeps the first and logs a WARNING
+    (the first install wins, as with OpenTelemetry instrumentors).
+    """
 
 
 @dataclass(frozen=True)

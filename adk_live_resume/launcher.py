@@ -24,17 +24,14 @@ How the patch reaches the code (both at once, so it holds for whole process tree
   started that way (``exec``), ``python``/``python3`` meaning the interpreter
   adk-live-resume runs in.
 
-Policy: flags, ``--policy-json``, or environment variables, later ones winning::
+Policy: flags, ``--policy-json``, or ``ADK_LIVE_RESUME_*`` environment variables, flags
+winning; names and precedence are in :mod:`adk_live_resume.config`. ``--no-strict`` (or
+``ADK_LIVE_RESUME_STRICT=0``) also tries a google-adk release older than the supported
+minimum; newer, untested releases are always tried, after a WARNING.
 
-    defaults < ADK_LIVE_RESUME_POLICY_JSON < ADK_LIVE_RESUME_<FIELD> < --policy-json < flags
-
-where ``<FIELD>`` is any :class:`~adk_live_resume.ResumePolicy` field in upper case
-(``ADK_LIVE_RESUME_MAX_ATTEMPTS=5``, ``ADK_LIVE_RESUME_GO_AWAY_MARGIN=10``,
-``ADK_LIVE_RESUME_RETRYABLE_CLOSE_CODES=1000,1006,1011``). ``ADK_LIVE_RESUME_STRICT=0`` (or
-``--no-strict``) allows a google-adk release outside the tested range.
-
-If your code also calls ``install()`` itself, it must pass the same policy (or none), else
-it raises :class:`~adk_live_resume.InstallConflictError`.
+If your code also calls ``install()`` itself, the first install wins: the launcher's policy
+is kept and the app's call, if it asks for a different policy, logs a WARNING naming both
+(as OpenTelemetry instrumentors do). Nothing crashes.
 
 This module imports nothing heavy at import time: the bootstrap imports it in child processes.
 """
@@ -42,10 +39,8 @@ This module imports nothing heavy at import time: the bootstrap imports it in ch
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.metadata
 import importlib.util
-import json
 import os
 import runpy
 import shutil
@@ -53,145 +48,80 @@ import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from .config import (
+    BOOTSTRAP_POLICY_ENV,
+    ENV_PREFIX,
+    POLICY_JSON_ENV,
+    STRICT_ENV,
+    ConfigError,
+    policy_from_json,
+    policy_to_json,
+    resolve_policy,
+    strict_from,
+)
 from .policy import ResumePolicy
 
+__all__ = [
+    "BOOTSTRAP_DIR",
+    "BOOTSTRAP_POLICY_ENV",
+    "ENV_PREFIX",
+    "POLICY_JSON_ENV",
+    "PROG",
+    "STRICT_ENV",
+    "Launch",
+    "LauncherError",
+    "bootstrap_environment",
+    "build_parser",
+    "install_from_environment",
+    "main",
+    "plan_launch",
+    "policy_to_json",
+    "resolve_policy",
+    "split_argv",
+    "strict_from",
+]
+
 PROG = "adk-live-resume"
-ENV_PREFIX = "ADK_LIVE_RESUME_"
-POLICY_JSON_ENV = "ADK_LIVE_RESUME_POLICY_JSON"
-STRICT_ENV = "ADK_LIVE_RESUME_STRICT"
-#: The fully resolved policy the launcher hands to child processes (takes precedence there).
-BOOTSTRAP_POLICY_ENV = "ADK_LIVE_RESUME_BOOTSTRAP_POLICY"
 #: The directory whose ``sitecustomize.py`` patches child processes.
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 
-_FALSE = frozenset({"0", "false", "no", "off"})
-_TRUE = frozenset({"1", "true", "yes", "on"})
+#: A usage or configuration problem: reported on stderr, exit status 2.
+LauncherError = ConfigError
 
-#: Flags that set one policy field each: (flag, field, type).
-_FLAGS: tuple[tuple[str, str, type], ...] = (
-    ("--max-attempts", "max_attempts", int),
-    ("--go-away-margin", "go_away_margin", float),
-    ("--outage-timeout", "outage_timeout", float),
-    ("--max-reconnects-per-minute", "max_reconnects_per_minute", int),
-    ("--connect-timeout", "connect_timeout", float),
+#: Flags that set one policy field each: (flag, field, type, help).
+_FLAGS: tuple[tuple[str, str, type, str], ...] = (
+    ("--max-attempts", "max_attempts", int, "connection attempts per outage"),
+    (
+        "--go-away-margin",
+        "go_away_margin",
+        float,
+        "after goAway, reconnect at the latest this many seconds before the deadline",
+    ),
+    (
+        "--outage-timeout",
+        "outage_timeout",
+        float,
+        "longest outage, from the drop to a healthy connection, before giving up",
+    ),
+    (
+        "--max-reconnects-per-minute",
+        "max_reconnects_per_minute",
+        int,
+        "reconnects allowed in any 60 s window of one run",
+    ),
+    (
+        "--connect-timeout",
+        "connect_timeout",
+        float,
+        "seconds for the websocket to open and the setup to be answered",
+    ),
 )
-_VALUE_OPTIONS = frozenset({"--policy-json", *(flag for flag, _, _ in _FLAGS)})
+_VALUE_OPTIONS = frozenset({"--policy-json", *(flag for flag, _, _, _ in _FLAGS)})
 _SWITCHES = frozenset({"-h", "--help", "--no-strict", "-v", "--verbose", "--version"})
-
-
-class LauncherError(Exception):
-    """A usage or configuration problem: reported on stderr, exit status 2."""
-
-
-# ---- the policy ----------------------------------------------------------------------------
-
-
-def _fields() -> dict[str, dataclasses.Field[Any]]:
-    return {f.name: f for f in dataclasses.fields(ResumePolicy)}
-
-
-def _kind(name: str) -> type:
-    """The Python type of a policy field, read from its default value."""
-    return type(getattr(ResumePolicy(), name))
-
-
-def _coerce(name: str, value: object, source: str) -> object:
-    """Check and convert one policy value from JSON or from an environment string."""
-    kind = _kind(name)
-    text = value.strip() if isinstance(value, str) else None
-    try:
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-            if text is not None and text.lower() in _TRUE | _FALSE:
-                return text.lower() in _TRUE
-        elif kind is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-            if text is not None:
-                return int(text)
-        elif kind is float:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-            if text is not None:
-                return float(text)
-        elif kind is frozenset:
-            items: object = value
-            if text is not None:
-                items = [piece for piece in text.replace(" ", "").split(",") if piece]
-            if isinstance(items, (list, tuple)):
-                return frozenset(int(item) for item in items)
-    except (TypeError, ValueError):
-        pass
-    raise LauncherError(f"{source}: {name} must be {_describe(kind)}, not {value!r}")
-
-
-def _describe(kind: type) -> str:
-    return {
-        bool: "true or false",
-        int: "an integer",
-        float: "a number",
-        frozenset: "a list of close codes",
-    }.get(kind, kind.__name__)
-
-
-def _from_json(text: str, source: str) -> dict[str, object]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise LauncherError(f"{source} is not valid JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise LauncherError(f"{source} must be a JSON object of ResumePolicy fields")
-    known = _fields()
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise LauncherError(
-            f"{source}: unknown ResumePolicy field(s) {', '.join(unknown)}; "
-            f"known: {', '.join(known)}"
-        )
-    return {name: _coerce(name, value, source) for name, value in data.items()}
-
-
-def resolve_policy(
-    environ: Mapping[str, str],
-    *,
-    policy_json: str | None = None,
-    flags: Mapping[str, object] | None = None,
-) -> ResumePolicy:
-    """The policy from defaults, environment, ``--policy-json`` and flags (later wins)."""
-    changes: dict[str, object] = {}
-    if environ.get(POLICY_JSON_ENV):
-        changes.update(_from_json(environ[POLICY_JSON_ENV], POLICY_JSON_ENV))
-    for name in _fields():
-        variable = ENV_PREFIX + name.upper()
-        if variable in environ and environ[variable].strip():
-            changes[name] = _coerce(name, environ[variable], variable)
-    if policy_json:
-        changes.update(_from_json(policy_json, "--policy-json"))
-    for name, value in (flags or {}).items():
-        if value is not None:
-            changes[name] = value
-    try:
-        return ResumePolicy(**changes)  # type: ignore[arg-type]
-    except ValueError as error:
-        raise LauncherError(str(error)) from None
-
-
-def policy_to_json(policy: ResumePolicy) -> str:
-    """A JSON object that :func:`resolve_policy` turns back into ``policy``."""
-    data: dict[str, object] = {}
-    for name in _fields():
-        value = getattr(policy, name)
-        data[name] = sorted(value) if isinstance(value, frozenset) else value
-    return json.dumps(data, sort_keys=True)
-
-
-def strict_from(environ: Mapping[str, str]) -> bool:
-    """``ADK_LIVE_RESUME_STRICT``: anything but 0/false/no/off means strict."""
-    return environ.get(STRICT_ENV, "1").strip().lower() not in _FALSE
-
+#: Launcher options that are caught when they follow the command (see :func:`split_argv`).
+_LATE_OPTIONS = frozenset({*_VALUE_OPTIONS, "--no-strict"})
 
 # ---- child processes -------------------------------------------------------------------------
 
@@ -215,7 +145,7 @@ def install_from_environment(environ: Mapping[str, str] | None = None) -> None:
     environ = os.environ if environ is None else environ
     handed_down = environ.get(BOOTSTRAP_POLICY_ENV)
     if handed_down:
-        policy = ResumePolicy(**_from_json(handed_down, BOOTSTRAP_POLICY_ENV))  # type: ignore[arg-type]
+        policy = policy_from_json(handed_down, BOOTSTRAP_POLICY_ENV)
     else:
         policy = resolve_policy(environ)
     install(policy, strict=strict_from(environ))
@@ -246,6 +176,10 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
     """Split into (launcher options, ``-m`` module or None, the command and its arguments).
 
     Options end at the first word that is not one of ours, at ``--``, or at ``-m MODULE``.
+    A policy option of ours that follows the command (``adk-live-resume adk api_server
+    --max-attempts 5``) is an error that says to move it before the command: the command
+    would otherwise receive it and fail on it. ``--`` before the command passes such words
+    to the command untouched.
     """
     options: list[str] = []
     i = 0
@@ -256,9 +190,9 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
         if word == "-m":
             if i + 1 >= len(argv):
                 raise LauncherError("-m needs a module name")
-            return options, argv[i + 1], list(argv[i + 2 :])
+            return options, argv[i + 1], _no_late_options(argv[i + 1 :])[1:]
         if word.startswith("-m") and not word.startswith("--"):
-            return options, word[2:], list(argv[i + 1 :])
+            return options, word[2:], _no_late_options([word[2:], *argv[i + 1 :]])[1:]
         name = word.split("=", 1)[0]
         if name in _VALUE_OPTIONS:
             if "=" in word:
@@ -276,8 +210,21 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
             continue
         if word.startswith("-"):
             raise LauncherError(f"unknown option {word} (put the command after --)")
-        return options, None, list(argv[i:])
+        return options, None, _no_late_options(argv[i:])
     return options, None, []
+
+
+def _no_late_options(command: Sequence[str]) -> list[str]:
+    """``command`` as a list, or a :class:`LauncherError` if a launcher option follows it."""
+    for word in command[1:]:
+        name = word.split("=", 1)[0]
+        if name in _LATE_OPTIONS:
+            raise LauncherError(
+                f"{name} comes after the command {command[0]!r}, which would receive it; "
+                f"put {PROG}'s options before the command ({PROG} {name} ... "
+                f"{command[0]} ...), or put -- before the command to pass {name} to it"
+            )
+    return list(command)
 
 
 def _python_names() -> set[str]:
@@ -368,31 +315,49 @@ def build_parser() -> argparse.ArgumentParser:
             "resume across dropped websockets and goAway, without changing its code. Console "
             "scripts of this environment, -m MODULE and *.py files run in this process; "
             "other commands are exec'd, and every Python process they start installs the "
-            "patch when it imports google.adk."
+            "patch when it imports google.adk. Options go BEFORE the command: "
+            f"{PROG} --max-attempts 5 adk api_server."
         ),
         epilog=(
             "Environment: ADK_LIVE_RESUME_POLICY_JSON, ADK_LIVE_RESUME_<FIELD> for any "
             "ResumePolicy field (e.g. ADK_LIVE_RESUME_MAX_ATTEMPTS=5), "
             "ADK_LIVE_RESUME_STRICT=0. Precedence: defaults < POLICY_JSON < <FIELD> "
-            "variables < --policy-json < flags."
+            "variables < --policy-json < flags. If the app also calls install() itself, "
+            "the launcher's policy (installed first) is kept and the app's call logs a "
+            "WARNING."
         ),
     )
     parser.add_argument(
         "--policy-json",
         metavar="JSON",
-        help="ResumePolicy fields as a JSON object, e.g. '{\"max_attempts\": 5}'",
+        help="any ResumePolicy fields as a JSON object, e.g. '{\"max_attempts\": 5}' "
+        "(default: none; the flags below win over it)",
     )
-    for flag, name, kind in _FLAGS:
-        parser.add_argument(flag, dest=name, type=kind, metavar="N" if kind is int else "SECONDS")
+    defaults = ResumePolicy()
+    for flag, name, kind, text in _FLAGS:
+        unit = "" if kind is int else " s"
+        parser.add_argument(
+            flag,
+            dest=name,
+            type=kind,
+            metavar="N" if kind is int else "SECONDS",
+            help=f"{text} (default {getattr(defaults, name):g}{unit})",
+        )
     parser.add_argument(
         "--no-strict",
         action="store_true",
-        help="try google-adk releases outside the tested range",
+        help="also try google-adk releases older than the supported minimum (default: refuse "
+        "them; newer, untested releases are always tried, with a warning)",
     )
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="say on stderr what is run and how"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say on stderr what is run and how (default: quiet)",
     )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument(
+        "--version", action="store_true", help="print the version and exit (default: off)"
+    )
     return parser
 
 
@@ -408,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(f"{PROG} {__version__}")
             return 0
-        flags = {name: getattr(options, name) for _, name, _ in _FLAGS}
+        flags = {name: getattr(options, name) for _, name, _, _ in _FLAGS}
         policy = resolve_policy(os.environ, policy_json=options.policy_json, flags=flags)
         strict = strict_from(os.environ) and not options.no_strict
         launch = plan_launch(module, command)

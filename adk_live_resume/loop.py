@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import sys
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -463,23 +464,11 @@ class _LiveRun:
                 async for event in stream:
                     yield event
         finally:
+            ending = sys.exc_info()[1]
             self.queue_guard.release()
             await surface.stop_background(self.flow, self.ctx)
             await self.keeper.close()
-            logger.debug(
-                "live run of %s ended: connections=%d goAways=%d fresh_starts=%d "
-                "history_sends=%d replayed=%d requests_recovered=%d tool_calls_reused=%d "
-                "dropped_audio=%.0fms",
-                self.agent_name,
-                self.connections,
-                self.go_aways,
-                self.fresh_starts,
-                self.history_sends,
-                self.replayed_messages,
-                self.queue_guard.recovered,
-                self.tool_calls.reused,
-                self.outbox.dropped_audio_ms_total,
-            )
+            observe.run_ended(self, ending)
 
     async def _prepare_request(self) -> AsyncGenerator[Any, None]:
         """ADK's request preprocessing: history from the ADK session, tools, config."""
@@ -678,12 +667,8 @@ class _LiveRun:
                 attempts=self.outage.attempts,
                 elapsed=now - self.outage.started_at,
             ) from outcome.error
-        logger.debug(
-            "connection lost (%s); attempt %d in %.3f s with handle %s",
-            cause,
-            self.outage.attempts,
-            wait,
-            redact(self.handles.handle),
+        observe.attempt_failed(
+            cause, self.outage.attempts, self.policy.max_attempts, wait, redact(self.handles.handle)
         )
         return wait
 
@@ -959,7 +944,7 @@ async def run_live(
     surface = adk_compat.surface()
     llm = await surface.get_llm(flow, ctx)
     if not adk_compat.is_gemini(llm):
-        logger.debug("model %r is not ADK's Gemini; running the original run_live", llm)
+        observe.not_gemini(llm)
         async with contextlib.aclosing(fallback(ctx)) as original:
             async for event in original:
                 yield event

@@ -1,17 +1,32 @@
-"""How users see reconnects: a callback registry and one INFO log line per reconnect.
+"""How users see what the live loop does: callbacks, log lines, OpenTelemetry.
 
-Register with :func:`on_reconnect`; every completed reconnect of any patched live run calls
-each callback with a :class:`ReconnectInfo`. A callback that raises is logged and ignored: it
-never breaks the conversation.
+* :func:`on_reconnect`: every completed reconnect of any patched live run calls each callback
+  with a :class:`ReconnectInfo` (plain or ``async`` callbacks).
+* :func:`on_run_end`: every patched live run, however it ends, calls each callback once with
+  its :class:`RunStats` (connections, goAways, fresh starts, replays, dropped audio...).
+* Logs on the ``adk_live_resume`` logger: one INFO line per reconnect; one INFO line per
+  failed connection attempt with the wait before the next; one WARNING with the cause when a
+  run gives up (:class:`~adk_live_resume.ReconnectFailedError` or
+  :class:`~adk_live_resume.SessionNotResumableError`); one INFO line, once per model class,
+  when a model is not ADK's ``Gemini`` and the original ``run_live`` runs unchanged; the
+  run's counters at DEBUG when it ends.
+* OpenTelemetry span events and metrics (:mod:`adk_live_resume.telemetry`).
+
+A callback that raises is logged and ignored: it never breaks the conversation. An ``async``
+callback is started as a task on the running event loop (not awaited by the live loop).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
+
+from . import telemetry
 
 logger = logging.getLogger("adk_live_resume")
 
@@ -44,23 +59,101 @@ class ReconnectInfo:
     dropped_audio_ms: float = 0.0
 
 
-ReconnectCallback = Callable[[ReconnectInfo], None]
+@dataclass(frozen=True)
+class RunStats:
+    """The counters of one patched live run, reported once when it ends."""
+
+    agent_name: str
+    invocation_id: str
+    session_id: str
+    #: Connections opened (1 = never reconnected).
+    connections: int
+    #: goAway messages received from the server.
+    go_aways: int
+    #: Fresh sessions started without the old state (conversation rebuilt from ADK's session).
+    fresh_starts: int
+    #: Times the conversation history was sent to a fresh session.
+    history_sends: int
+    #: Client messages sent again on a new connection.
+    replayed_messages: int
+    #: Requests the sender had taken off the queue when a socket died, sent on the next one.
+    requests_recovered: int
+    #: Tool calls answered from an earlier result instead of running the tool again.
+    tool_calls_reused: int
+    #: User audio (ms) too old for the replay window, so not replayed.
+    dropped_audio_ms: float
+    #: ``None`` for a normal end, else the exception that ended the run, e.g.
+    #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
+    #: stopped iterating).
+    error: str | None = None
+
+    @property
+    def reconnects(self) -> int:
+        """Connections after the first."""
+        return max(0, self.connections - 1)
+
+
+ReconnectCallback = Callable[[ReconnectInfo], Awaitable[None] | None]
+RunEndCallback = Callable[[RunStats], Awaitable[None] | None]
+_Callback = TypeVar("_Callback", bound=Callable[..., Any])
 
 _lock = threading.Lock()
 _callbacks: list[ReconnectCallback] = []
+_run_callbacks: list[RunEndCallback] = []
+_background: set[asyncio.Task[Any]] = set()
 
 
-def on_reconnect(callback: ReconnectCallback) -> Callable[[], None]:
-    """Call ``callback`` after every reconnect; return a function that unregisters it."""
+def _register(registry: list[_Callback], callback: _Callback, what: str) -> Callable[[], None]:
+    if not callable(callback):
+        raise TypeError(
+            f"{what}() needs a function that takes one argument, not "
+            f"{type(callback).__name__} {callback!r}"
+        )
     with _lock:
-        _callbacks.append(callback)
+        registry.append(callback)
 
     def remove() -> None:
         with _lock:
-            if callback in _callbacks:
-                _callbacks.remove(callback)
+            if callback in registry:
+                registry.remove(callback)
 
     return remove
+
+
+def on_reconnect(callback: ReconnectCallback) -> Callable[[], None]:
+    """Call ``callback`` after every reconnect; return a function that unregisters it.
+
+    ``callback`` may be a plain function or an ``async`` one. Raises :class:`TypeError` at
+    once if it is not callable.
+    """
+    return _register(_callbacks, callback, "on_reconnect")
+
+
+def on_run_end(callback: RunEndCallback) -> Callable[[], None]:
+    """Call ``callback`` with the :class:`RunStats` of every patched live run when it ends;
+    return a function that unregisters it. Plain or ``async``; not callable: :class:`TypeError`.
+    """
+    return _register(_run_callbacks, callback, "on_run_end")
+
+
+def _call_all(registry: list[_Callback], value: object) -> None:
+    with _lock:
+        callbacks = list(registry)
+    for callback in callbacks:
+        try:
+            result = callback(value)
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                _background.add(task)
+                task.add_done_callback(_callback_done)
+        except Exception:
+            logger.exception("callback %r failed; ignored", callback)
+
+
+def _callback_done(task: asyncio.Task[Any]) -> None:
+    _background.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("async callback failed; ignored", exc_info=task.exception())
 
 
 def report(info: ReconnectInfo) -> None:
@@ -79,10 +172,93 @@ def report(info: ReconnectInfo) -> None:
         info.replayed_messages,
         info.dropped_audio_ms,
     )
+    telemetry.record_reconnect(
+        {
+            "adk_live_resume.reason": info.reason,
+            "adk_live_resume.attempt": info.attempt,
+            "adk_live_resume.gap_ms": info.gap_ms,
+            "adk_live_resume.state_restored": info.state_restored,
+            "adk_live_resume.cause": info.cause,
+            "adk_live_resume.connection_number": info.connection_number,
+            "adk_live_resume.replayed_messages": info.replayed_messages,
+            "adk_live_resume.dropped_audio_ms": info.dropped_audio_ms,
+        }
+    )
+    _call_all(_callbacks, info)
+
+
+def attempt_failed(cause: str, attempt: int, max_attempts: int, wait: float, handle: str) -> None:
+    """One INFO line per failed connection: why, which attempt comes next, after what wait.
+
+    ``handle`` must already be redacted.
+    """
+    logger.info(
+        "live connection lost (%s); reconnect attempt %d of %d in %.3f s with handle %s",
+        cause,
+        attempt,
+        max_attempts,
+        wait,
+        handle,
+    )
+
+
+def run_ended(run: Any, error: BaseException | None) -> None:
+    """Report the end of a live run: its :class:`RunStats` to the callbacks and at DEBUG; a
+    WARNING with the cause (and OpenTelemetry signals) if it gave up.
+
+    ``run`` is the live loop's run object (read for its counters); ``error`` is the exception
+    ending it, if any.
+    """
+    from .errors import ReconnectFailedError, SessionNotResumableError
+
+    described: str | None = None
+    if isinstance(error, (asyncio.CancelledError, GeneratorExit)):
+        described = "cancelled"
+    elif error is not None:
+        described = f"{type(error).__name__}: {error}"
+    session = getattr(run.ctx, "session", None)
+    guard = run.queue_guard
+    stats = RunStats(
+        agent_name=run.agent_name,
+        invocation_id=str(getattr(run.ctx, "invocation_id", "")),
+        session_id=str(getattr(session, "id", "")),
+        connections=run.connections,
+        go_aways=run.go_aways,
+        fresh_starts=run.fresh_starts,
+        history_sends=run.history_sends,
+        replayed_messages=run.replayed_messages,
+        requests_recovered=guard.recovered if guard is not None else 0,
+        tool_calls_reused=run.tool_calls.reused,
+        dropped_audio_ms=run.outbox.dropped_audio_ms_total,
+        error=described,
+    )
+    if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):
+        cause = str(getattr(run, "pending_cause", "") or "")
+        logger.warning(
+            "live session %s of agent %s gave up after %d connection(s): %s",
+            stats.session_id,
+            stats.agent_name,
+            stats.connections,
+            error,
+        )
+        telemetry.record_gave_up(error, cause or str(error))
+    logger.debug("live run ended: %s", stats)
+    _call_all(_run_callbacks, stats)
+
+
+_not_gemini_reported: set[str] = set()
+
+
+def not_gemini(llm: Any) -> None:
+    """Say once per model class, at INFO, that a model runs on ADK's original live loop."""
+    kind = f"{type(llm).__module__}.{type(llm).__qualname__}"
     with _lock:
-        callbacks = list(_callbacks)
-    for callback in callbacks:
-        try:
-            callback(info)
-        except Exception:
-            logger.exception("on_reconnect callback %r failed; ignored", callback)
+        if kind in _not_gemini_reported:
+            return
+        _not_gemini_reported.add(kind)
+    logger.info(
+        "model %s (%s) is not ADK's Gemini: its live runs use ADK's original run_live, "
+        "without adk_live_resume's reconnects (only google-genai live sessions are covered)",
+        getattr(llm, "model", "?"),
+        kind,
+    )

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from . import adk_compat, loop
-from .errors import InstallConflictError
+from . import adk_compat, config, loop
+from .errors import UnsupportedAdkVersionError
 from .policy import ResumePolicy
 
 logger = logging.getLogger("adk_live_resume")
@@ -38,30 +39,57 @@ _installed: _Installed | None = None
 def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
     """Make every ADK live run resume across lost connections.
 
-    Call once at startup, before ``Runner.run_live``. Calling again with the same policy
-    (or with ``policy=None``) does nothing; calling with a different policy raises
-    :class:`~adk_live_resume.errors.InstallConflictError` (``uninstall()`` first).
+    Call once at startup, before ``Runner.run_live``. Without ``policy``, the policy comes
+    from the ``ADK_LIVE_RESUME_*`` environment variables over the defaults
+    (:mod:`adk_live_resume.config`); a ``policy`` given here wins over them (set variables
+    are then reported as ignored).
 
-    ``strict`` refuses google-adk releases outside the tested range with
-    :class:`~adk_live_resume.errors.UnsupportedAdkVersionError`; ``strict=False`` tries
-    anyway as long as the release has what the loop needs.
+    The first install wins, as with OpenTelemetry instrumentors: calling again with the same
+    policy (or none) does nothing; calling with a different policy keeps the installed one
+    and logs a WARNING naming both (``uninstall()`` first to change it). This is what
+    happens when an app that calls ``install(...)`` runs under the ``adk-live-resume``
+    launcher: the launcher's policy, installed first, stays.
+
+    A google-adk release newer than the tested range is run on feature detection after a
+    WARNING (once per process); a missing feature raises
+    :class:`~adk_live_resume.errors.UnsupportedAdkVersionError` naming it. A release older
+    than the supported minimum is refused with that error unless ``strict=False``.
+
+    Raises :class:`TypeError` at once if ``policy`` is not a :class:`ResumePolicy`, and
+    :class:`~adk_live_resume.config.ConfigError` (a ``ValueError``) for a bad environment
+    variable. Logs one INFO line on ``adk_live_resume`` when installed.
     """
     global _installed
+    if policy is not None and not isinstance(policy, ResumePolicy):
+        raise TypeError(
+            f"install() takes a ResumePolicy, not {type(policy).__name__} {policy!r}: "
+            "write install(ResumePolicy(max_attempts=5))"
+        )
+    if not isinstance(strict, bool):
+        raise TypeError(f"install(strict=...) must be True or False, not {strict!r}")
     with _lock:
         if _installed is not None:
-            if policy is None or policy == _installed.policy:
-                return
-            raise InstallConflictError(
-                "adk_live_resume is already installed with a different policy "
-                f"({_installed.policy!r}); call adk_live_resume.uninstall() first, "
-                "or pass the same policy."
-            )
-        if strict:
-            adk_compat.check_supported_version()
+            if policy is not None and policy != _installed.policy:
+                logger.warning(
+                    "adk_live_resume is already installed with %r; keeping it and ignoring "
+                    "install(%r) (the first install wins; call adk_live_resume.uninstall() "
+                    "first to change the policy)",
+                    _installed.policy,
+                    policy,
+                )
+            return
+        chosen = _policy_for(policy)
+        try:
+            newer = adk_compat.check_supported_version() == "newer"
+        except UnsupportedAdkVersionError:
+            if strict:
+                raise
+            newer = False
+        if newer:
+            _warn_untested_release()
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 
-        chosen = policy or ResumePolicy()
         original = BaseLlmFlow.__dict__["run_live"]
 
         @functools.wraps(original)
@@ -75,7 +103,49 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
         setattr(run_live, _MARK, True)
         BaseLlmFlow.run_live = run_live  # type: ignore[method-assign]
         _installed = _Installed(chosen, original, run_live)
-        logger.debug("installed on google-adk %s", adk_compat.adk_version())
+        logger.info(
+            "adk_live_resume installed on google-adk %s: live sessions resume across dropped "
+            "connections and goAway; %r",
+            adk_compat.adk_version(),
+            chosen,
+        )
+
+
+def _policy_for(policy: ResumePolicy | None) -> ResumePolicy:
+    """The policy to install: the one given, else the environment's over the defaults."""
+    config.warn_unknown_variables(os.environ)
+    if policy is None:
+        return config.resolve_policy(os.environ)
+    ignored = [
+        variable
+        for variable in (config.POLICY_JSON_ENV, *config.policy_variables())
+        if os.environ.get(variable, "").strip()
+    ]
+    if ignored:
+        logger.warning(
+            "install() was given a policy, so %s %s ignored (a policy in code wins over the "
+            "environment; call install() without a policy to use them)",
+            ", ".join(ignored),
+            "is" if len(ignored) == 1 else "are",
+        )
+    return policy
+
+
+_warned_untested: set[str] = set()
+
+
+def _warn_untested_release() -> None:
+    version = adk_compat.adk_version()
+    if version in _warned_untested:
+        return
+    _warned_untested.add(version)
+    logger.warning(
+        "google-adk %s is newer than the releases adk-live-resume is tested with (%s); "
+        "installing on feature detection. Please report problems, and check for a newer "
+        "adk-live-resume.",
+        version,
+        adk_compat.TESTED_ADK_TEXT,
+    )
 
 
 def uninstall() -> bool:

@@ -19,16 +19,22 @@ that accepts, says something and drops again cannot make the client spin forever
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
+import types
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 #: Close codes after which resuming is worth a try (see docs/close-codes in the README).
 DEFAULT_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset(
     {1000, 1001, 1006, 1011, 1012, 1013, 1014}
 )
+#: Close codes that mean "this request is wrong" (1007 invalid argument, 1008 policy
+#: violation): resuming repeats the same mistake, so they are refused as retryable.
+NEVER_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset({1007, 1008})
 
 _testing = False
 
@@ -58,13 +64,20 @@ def testing_backoff() -> Iterator[None]:
         set_testing(previous)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResumePolicy:
-    """How the live loop reconnects. Frozen; derive variants with :meth:`replace`.
+    """How the live loop reconnects. Frozen and keyword-only; derive variants with
+    :meth:`replace`.
 
     The defaults suit a voice agent on the Gemini API: a drop is retried at once, then with
     growing waits up to 5 s, for at most 8 attempts or 60 s, and a goAway is acted on at a
     safe point no later than 5 s before the server's deadline.
+
+    Construction checks every field against its annotated type (a ``bool`` is not an ``int``;
+    an ``int`` is accepted for a ``float``; NaN and infinities are refused) and raises
+    :class:`TypeError` for a wrong type and :class:`ValueError` for a value that makes no
+    sense (negative times, ``initial_wait > max_wait``, 1007/1008 as retryable codes...).
+    Fields added later are type-checked the same way without further code.
     """
 
     #: Connection attempts per outage before giving up (the first one is immediate).
@@ -112,6 +125,11 @@ class ResumePolicy:
     store_handle_in_session: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.retryable_close_codes, frozenset) and isinstance(
+            self.retryable_close_codes, (set, list, tuple)
+        ):
+            object.__setattr__(self, "retryable_close_codes", frozenset(self.retryable_close_codes))
+        check_field_types(self)
         problems = []
         if self.max_attempts < 1:
             problems.append("max_attempts must be >= 1")
@@ -132,12 +150,25 @@ class ResumePolicy:
             problems.append("go_away_margin must be >= 0")
         if self.max_reconnects_per_minute < 1:
             problems.append("max_reconnects_per_minute must be >= 1")
-        if not isinstance(self.retryable_close_codes, frozenset):
-            object.__setattr__(self, "retryable_close_codes", frozenset(self.retryable_close_codes))
+        if self.initial_wait > self.max_wait:
+            problems.append(
+                f"initial_wait ({self.initial_wait}) must be <= max_wait ({self.max_wait})"
+            )
+        bad_codes = sorted(c for c in self.retryable_close_codes if not 1000 <= c <= 4999)
+        if bad_codes:
+            problems.append(f"retryable_close_codes must be websocket close codes, not {bad_codes}")
+        never = sorted(self.retryable_close_codes & NEVER_RETRYABLE_CLOSE_CODES)
+        if never:
+            problems.append(
+                f"retryable_close_codes must not contain {never}: 1007/1008 mean the request "
+                "itself is wrong (bad argument, refused handle, wrong model or key), so a resume "
+                "repeats it; a refused handle already starts a fresh session "
+                "(restart_when_handle_dead)"
+            )
         if problems:
             raise ValueError("invalid ResumePolicy: " + "; ".join(problems))
 
-    def replace(self, **changes: object) -> ResumePolicy:
+    def replace(self, **changes: Any) -> ResumePolicy:
         """Return a copy with ``changes`` applied (validated like the constructor)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
@@ -153,6 +184,62 @@ class ResumePolicy:
     def is_retryable_code(self, code: int | None) -> bool:
         """Whether a websocket close ``code`` is worth resuming after."""
         return code is not None and code in self.retryable_close_codes
+
+
+def check_field_types(instance: Any) -> None:
+    """Raise :class:`TypeError` naming every field of the dataclass ``instance`` whose value
+    does not match its annotation.
+
+    Understands ``bool``, ``int`` (a ``bool`` is refused), ``float`` (an ``int`` is accepted;
+    NaN and infinities are refused), ``str``, ``frozenset[T]`` (every item checked),
+    ``X | None`` and ``Literal[...]``; other annotations are checked with ``isinstance`` on
+    their origin class.
+    """
+    hints = typing.get_type_hints(type(instance))
+    problems = []
+    for item in dataclasses.fields(instance):
+        value = getattr(instance, item.name)
+        problem = _type_problem(value, hints[item.name])
+        if problem:
+            problems.append(f"{item.name} must be {problem}, not {value!r}")
+    if problems:
+        raise TypeError(f"invalid {type(instance).__name__}: " + "; ".join(problems))
+
+
+def _type_problem(value: object, hint: Any) -> str:
+    """What ``value`` should have been for ``hint`` ("" when it matches)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Literal:
+        return "" if value in args else "one of " + ", ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return ""
+        wanted = [a for a in args if a is not type(None)]
+        found = [_type_problem(value, a) for a in wanted]
+        return "" if "" in found else " or ".join(found) + (" or None" if value is None else "")
+    if hint is bool:
+        return "" if isinstance(value, bool) else "True or False"
+    if hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return "" if ok else "an integer"
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "a number"
+        return "" if math.isfinite(value) else "a finite number"
+    if origin in (frozenset, set, list, tuple):
+        if not isinstance(value, origin):
+            return f"a {origin.__name__}"
+        inner = args[0] if args else Any
+        if inner is Any:
+            return ""
+        bad = [v for v in value if _type_problem(v, inner)]
+        if bad:
+            return f"a {origin.__name__} whose items are each {_type_problem(bad[0], inner)}"
+        return ""
+    if isinstance(hint, type):
+        return "" if isinstance(value, hint) else f"a {hint.__name__}"
+    return ""
 
 
 Decision = Literal["retry", "give_up"]

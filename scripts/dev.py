@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Set up a local virtual environment and run one of the project's jobs.
 
-Needs nothing but the standard library of Python 3.10+, so it works on a fresh clone::
+Needs nothing but the standard library of Python 3.11+, so it works on a fresh clone::
 
     python3 scripts/dev.py demo            # the main job (see README)
+    python3 scripts/dev.py demo --drop goaway --audio   # every reproduction flag passes through
     python3 scripts/dev.py test            # the whole test suite
     python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
     python3 scripts/dev.py lint            # ruff + mypy
@@ -96,9 +97,15 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="job", required=True)
-    demo = sub.add_parser("demo", help="run the main job: stock ADK against patched ADK")
-    demo.add_argument("--adk", help="google-adk version to use (default: newest supported)")
-    test = sub.add_parser("test", help="run the whole test suite")
+    demo = sub.add_parser(
+        "demo",
+        help="run the main job: stock ADK against patched ADK (every other option, --help "
+        "included, goes to scripts/reproduce_timeout.py)",
+        add_help=False,
+        allow_abbrev=False,
+    )
+    demo.add_argument("--adk", help="google-adk version to use (default: newest on the index)")
+    test = sub.add_parser("test", help="run the whole test suite (other options go to pytest)")
     test.add_argument("--adk", help="google-adk version to test against (default: newest)")
     lint = sub.add_parser("lint", help="ruff and mypy")
     lint.add_argument("--adk", help=argparse.SUPPRESS)

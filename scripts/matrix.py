@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -246,6 +247,27 @@ def _test_all(
             _report(future.result())
 
 
+def parse_index_versions(output: str, package: str = "google-adk") -> str:
+    """The newest version in the output of ``pip index versions PACKAGE``."""
+    match = re.search(rf"^{re.escape(package)} \(([^)]+)\)", output, re.MULTILINE)
+    if match is None:
+        raise ValueError(f"no version of {package} in pip's answer: {output.strip()[:200]!r}")
+    return match.group(1).strip()
+
+
+def newest_on_index(package: str = "google-adk") -> str:
+    """Ask the package index (through pip) for the newest release of ``package``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip index versions {package} failed: {proc.stderr.strip()[:300]}")
+    return parse_index_versions(proc.stdout, package)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -260,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated releases to leave out (e.g. tested elsewhere)",
     )
+    parser.add_argument(
+        "--newest",
+        action="store_true",
+        help="also test the newest google-adk on the package index (beyond the tested range: "
+        "install() warns and runs on feature detection there)",
+    )
     parser.add_argument("--full", action="store_true", help="run the whole suite")
     parser.add_argument("--jobs", type=int, default=1, help="releases tested at once")
     parser.add_argument("--install-jobs", type=int, default=2, help="environments built at once")
@@ -271,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     excluded = {v.strip() for v in args.exclude.split(",") if v.strip()}
     versions = [v.strip() for v in args.versions.split(",") if v.strip() not in excluded]
     versions = [v for v in versions if v]
+    if args.newest:
+        newest = newest_on_index()
+        print(f"[matrix] newest google-adk on the index: {newest}", flush=True)
+        if newest not in versions and newest not in excluded:
+            versions.append(newest)
     if not versions:
         parser.error("no google-adk release left to test")
     log_dir: Path = args.log_dir or Path(tempfile.mkdtemp(prefix="adk-matrix-"))

@@ -15,11 +15,16 @@ By default the other side is the embedded fake Gemini Live server (TLS websocket
 instead (needs ``GOOGLE_API_KEY``; takes the real 10+ minutes per run).
 
 Drop styles (fake server only):
-  goaway  goAway, then the deadline close 1011 (the bug report; the default)
+  service the way the real service fails (the default): the socket dies (no close frame)
+          while the model is answering a turn, after the server said ``resumable: false``,
+          and every connection gets its goAway and deadline close (1011) as time goes on.
+          Stock google-adk fails on every supported release: 1.x never reconnects, and 2.x
+          erased its good handle on ``resumable: false``, so it cannot resume
+  goaway  the turn-aligned timeline of the original bug report: goAway, then the deadline
+          close 1011, both between turns (stock 2.x survives this one)
   abrupt  mid-conversation, the server drops every socket without a close frame (1006)
   1011    mid-conversation, the server closes with 1011 and no goAway first
-  midturn the sockets die (no close frame) while the model is answering a turn, after the
-          server said ``resumable: false``: stock 2.x erases its handle then and cannot resume
+  midturn only the drop while the model answers, without the connection timeline mattering
 
 Exit status:
   0  the patched run kept the whole conversation (every turn answered correctly, the tool
@@ -51,7 +56,9 @@ if TYPE_CHECKING:
     from adk_live_resume.testing import FakeLiveServer
     from adk_live_resume.testing.driver import LiveDriver
 
-DropStyle = Literal["goaway", "abrupt", "1011", "midturn"]
+DropStyle = Literal["service", "goaway", "abrupt", "1011", "midturn"]
+#: Drop styles whose drop happens while the model answers a turn.
+WHILE_ANSWERING: tuple[DropStyle, ...] = ("service", "midturn")
 TurnKind = Literal["first", "talk", "tool", "memory"]
 Check = Literal["exact", "contains", "nonempty"]
 
@@ -80,7 +87,7 @@ class Settings:
     time_scale: float = DEFAULT_TIME_SCALE
     connection_lifetime: float = 600.0
     go_away_lead: float = 60.0
-    drop: DropStyle = "goaway"
+    drop: DropStyle = "service"
     turns: int = DEFAULT_FAKE_TURNS
     #: Seconds from the first user turn to the last (the memory check).
     duration: float = DEFAULT_FAKE_DURATION
@@ -127,7 +134,8 @@ class Settings:
 
     @property
     def drop_turn(self) -> int | None:
-        """The turn after which an ``abrupt`` / ``1011`` drop happens (None for goaway)."""
+        """The turn after which a drop happens, or while the next one is answered for
+        ``service`` / ``midturn`` (None for goaway)."""
         if self.drop == "goaway" or not self.fake:
             return None
         if self.drop_after_turn is not None:
@@ -364,7 +372,7 @@ class Comparison:
     @property
     def stock_failed_as_reported(self) -> bool:
         """Stock died with the close the server sent and never opened another connection."""
-        expected = {"goaway": 1011, "abrupt": 1006, "1011": 1011, "midturn": 1006}[
+        expected = {"service": 1006, "goaway": 1011, "abrupt": 1006, "1011": 1011, "midturn": 1006}[
             self.settings.drop
         ]
         code_matches = self.stock.error_code == expected if self.settings.fake else True
@@ -401,8 +409,11 @@ class Comparison:
         if stock.handles_issued:
             handles = f", although the server had issued {stock.handles_issued} resumption handles"
         if self.stock_failed_as_reported:
+            how = "as in the bug report"
+            if self.settings.drop in WHILE_ANSWERING:
+                how = "as on the real service (the socket died while the model answered)"
             return (
-                f"{version} failed as in the bug report: the session died ({stock.ended}) "
+                f"{version} failed {how}: the session died ({stock.ended}) "
                 f"after {stock.turns_answered} of {n} turns, and ADK never "
                 f"reconnected{handles}."
             )
@@ -415,13 +426,11 @@ class Comparison:
                 f"{_figure(stock.duplicate_history_sends)} time(s); it ended: {stock.ended}."
             )
         return (
-            f"{version} no longer fails this way: it reconnected {stock.reconnects} time(s) by "
-            f"itself and answered all {n} turns. The bug report's failure (APIError 1011 at "
-            "the deadline, no reconnect) is google-adk 1.x behaviour (try "
-            "`python3 scripts/dev.py demo --adk 1.27.2`). What 2.x still gets wrong shows with "
-            "`python3 scripts/dev.py demo --drop midturn` (a drop while the model answers: "
-            "the handle is erased, the run dies); the rest (unbounded retries, the message in "
-            "flight lost) is in tests/test_stock_adk.py."
+            f"{version} survived this timeline: it reconnected {stock.reconnects} time(s) by "
+            f"itself and answered all {n} turns. Between turns, 2.x resumes; the real service "
+            "also drops and sends goAway while the model answers, which the default scenario "
+            "shows (`python3 scripts/dev.py demo`, without --drop); the rest (unbounded "
+            "retries, the message in flight lost) is in tests/test_stock_adk.py."
         )
 
     def patched_verdict(self) -> str:
@@ -767,7 +776,7 @@ async def _converse(
                 mark = _send_turn(live, turn, settings)
                 if (
                     server is not None
-                    and settings.drop == "midturn"
+                    and settings.drop in WHILE_ANSWERING
                     and settings.drop_turn is not None
                     and turn.index == settings.drop_turn + 1
                 ):
@@ -793,7 +802,7 @@ async def _converse(
             if (
                 server is not None
                 and settings.drop_turn == turn.index
-                and settings.drop != "midturn"
+                and settings.drop not in WHILE_ANSWERING
                 and not live.ended
             ):
                 if settings.drop == "abrupt":
@@ -886,7 +895,9 @@ def describe_settings(settings: Settings, adk_version: str) -> list[str]:
         f"call at turn {tool_turn_index(settings) + 1}; memory check at turn {settings.turns}"
     )
     drop = {
-        "goaway": "goAway, then the server closes with 1011 at the deadline",
+        "service": "while turn {m} is being answered the socket dies (no close frame); every "
+        "connection gets goAway and its deadline close as on the real service",
+        "goaway": "goAway, then the server closes with 1011 at the deadline (turn-aligned)",
         "abrupt": "after turn {n} the server drops every socket without a close frame",
         "1011": "after turn {n} the server closes every socket with 1011 (no goAway)",
         "midturn": "while turn {m} is being answered the sockets die (no close frame)",
@@ -977,18 +988,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     timing.add_argument(
         "--drop",
-        choices=["goaway", "abrupt", "1011", "midturn"],
-        default="goaway",
-        help="how connections die: goaway (goAway, then close 1011 at the deadline; default), "
+        choices=["service", "goaway", "abrupt", "1011", "midturn"],
+        default="service",
+        help="how connections die: service (default: a drop while the model answers, then "
+        "goAway and the deadline of each connection, as on the real service), goaway (the "
+        "turn-aligned timeline: goAway, then close 1011 at the deadline, between turns), "
         "abrupt (socket dropped mid-conversation, no close frame), 1011 (close 1011 "
-        "mid-conversation, no goAway), midturn (sockets dropped while the model answers: "
-        "what stock 2.x still cannot survive)",
+        "mid-conversation, no goAway), midturn (only the drop while the model answers)",
     )
     timing.add_argument(
         "--drop-after-turn",
         type=int,
         metavar="N",
-        help="abrupt/1011: drop right after turn N; midturn: while turn N+1 is answered "
+        help="abrupt/1011: drop right after turn N; service/midturn: while turn N+1 is answered "
         "(1-based; default a third of the way)",
     )
     talk = parser.add_argument_group("conversation")
@@ -1024,7 +1036,7 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Build :class:`Settings` from parsed arguments (``ValueError`` when inconsistent)."""
     gemini = args.gemini
-    if gemini is not None and args.drop != "goaway":
+    if gemini is not None and args.drop not in ("service", "goaway"):
         raise ValueError(
             "--drop abrupt/1011/midturn needs the fake server; the real API drops by itself"
         )

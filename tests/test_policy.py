@@ -57,7 +57,9 @@ def test_outage_budget_gives_up_after_max_attempts() -> None:
 
 
 def test_outage_budget_gives_up_after_outage_timeout_and_never_waits_past_it() -> None:
-    policy = ResumePolicy(max_attempts=100, outage_timeout=10.0, initial_wait=8.0, jitter=False)
+    policy = ResumePolicy(
+        max_attempts=100, outage_timeout=10.0, initial_wait=8.0, max_wait=8.0, jitter=False
+    )
     budget = OutageBudget(policy, started_at=100.0)
     assert budget.next_attempt(now=100.0) == ("retry", 0.0, "")
     decision, wait, _ = budget.next_attempt(now=105.0)

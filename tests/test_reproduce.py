@@ -38,8 +38,8 @@ def _load() -> ModuleType:
 rt = _load()
 
 
-def test_the_default_plan_puts_the_tool_call_right_after_the_first_go_away() -> None:
-    settings = rt.Settings()
+def test_the_turn_aligned_plan_puts_the_tool_call_right_after_the_first_go_away() -> None:
+    settings = rt.Settings(drop="goaway")
     plan = rt.plan_conversation(settings)
     assert len(plan) == 19 and settings.interval == 70
     assert [t.kind for t in plan].count("tool") == 1
@@ -65,7 +65,7 @@ def test_settings_are_validated() -> None:
 @pytest.mark.timeout(90)
 async def test_go_away_run_patched_keeps_everything_stock_per_family() -> None:
     # 5 turns at 0, 220, 440, 660, 880 s; goAway at 540, deadline at 600 (0.003: 1.8 s real).
-    settings = rt.Settings(time_scale=0.003, turns=5, duration=880)
+    settings = rt.Settings(time_scale=0.003, turns=5, duration=880, drop="goaway")
     comparison = await rt.reproduce(settings)
     stock, patched = comparison.stock, comparison.patched
 
@@ -93,9 +93,41 @@ async def test_go_away_run_patched_keeps_everything_stock_per_family() -> None:
         assert stock.connections == 2 and stock.resumed_connections == 1
         assert stock.deadline_closes == 0 and stock.error_type is None
         assert not comparison.stock_failed
-        assert "no longer fails this way" in comparison.stock_verdict()
+        assert "survived this timeline" in comparison.stock_verdict()
+        assert "the default scenario" in comparison.stock_verdict()
     table = rt.format_table(comparison)
     assert "stock ADK" in table and "adk_live_resume" in table and "exit status 0" in table
+
+
+def test_the_default_scenario_is_the_real_service() -> None:
+    settings = rt.Settings()
+    assert settings.drop == "service" and settings.drop_turn == 6
+    plan = rt.plan_conversation(settings)
+    # the tool call is the turn being answered when the socket dies
+    assert next(t for t in plan if t.kind == "tool").index == settings.drop_turn + 1
+    # the conversation outlives the connections: goAway and deadlines happen too
+    assert settings.duration > settings.connection_lifetime
+    assert rt.build_parser().parse_args([]).drop == "service"
+
+
+@pytest.mark.timeout(90)
+async def test_the_default_scenario_fails_stock_on_every_family_and_patched_keeps_it() -> None:
+    # 5 turns at 0, 220, 440, 660, 880 s: the socket dies while turn 3 is answered; later
+    # connections reach goAway (540 s after they start) before the conversation ends.
+    settings = rt.Settings(time_scale=0.003, turns=5, duration=880)
+    assert settings.drop == "service"
+    comparison = await rt.reproduce(settings)
+    stock, patched = comparison.stock, comparison.patched
+    assert patched.kept_conversation, rt.format_table(comparison)
+    assert patched.turns_answered == 5 and patched.tool_call == "ok"
+    assert patched.memory_check == "ok" and patched.duplicate_history_sends == 0
+    assert [e["reason"] for e in patched.reconnect_events][:1] == ["drop"]
+    assert patched.reconnect_events[0]["state_restored"] is True
+    # 1.x never reconnects; 2.x erased its handle on resumable=false and cannot resume
+    assert stock.error_code == 1006 and stock.connections == 1 and stock.turns_lost >= 2
+    assert comparison.stock_failed_as_reported, rt.format_table(comparison)
+    assert "as on the real service" in comparison.stock_verdict()
+    assert comparison.exit_code == 0
 
 
 @pytest.mark.timeout(60)

@@ -44,7 +44,9 @@ async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFa
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             mark = len(live.events)
-            await _stream(live, speech_pcm("a long spoken sentence", seconds=3.0) + silence_pcm(0.6))
+            await _stream(
+                live, speech_pcm("a long spoken sentence", seconds=3.0) + silence_pcm(0.6)
+            )
             assert await live.answer_after(mark) == "echo: a long spoken sentence"
             await server.wait_for_connections(2)
             assert await live.say("recall") == "you said: one | a long spoken sentence"

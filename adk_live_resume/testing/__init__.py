@@ -17,13 +17,19 @@ What the model answers is documented in :mod:`adk_live_resume.testing.model`, th
 :mod:`adk_live_resume.testing.vad`, when handles are issued and what they restore in
 :mod:`adk_live_resume.testing.handles`, the Gemini 3.x Live dialect in
 :mod:`adk_live_resume.testing.dialect`. The pytest plugin (registered through the ``pytest11``
-entry point) provides the ``fake_live_server`` and ``fake_live_server_factory`` fixtures.
+entry point) provides the ``fake_live_server``, ``fake_live_server_factory`` and
+``live_resume_patch`` fixtures; :class:`LiveDriver` drives a real ``Runner.run_live`` turn by
+turn; :func:`patch_installed` installs the patch for one block.
+
+Needs the ``testing`` extra: ``pip install 'adk-live-resume[testing]'``.
 """
 
-from .client_config import FAKE_API_KEY, environment_variables
+from .client_config import FAKE_API_KEY, environment, environment_variables
+from .driver import LiveDriver, LiveRunEnded, answer_text
 from .faults import Fault
 from .handles import HandleIssue, HandleSchedule
 from .model import ScriptedModel
+from .patching import patch_installed, patch_removed
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
 from .server import FakeLiveServer
 from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
@@ -40,12 +46,18 @@ __all__ = [
     "HandleIssue",
     "HandleSchedule",
     "HeardTurn",
+    "LiveDriver",
+    "LiveRunEnded",
     "ResentMessage",
     "ScriptedModel",
     "ToolCallRecord",
     "VadConfig",
+    "answer_text",
     "decode_speech",
+    "environment",
     "environment_variables",
+    "patch_installed",
+    "patch_removed",
     "silence_pcm",
     "speech_pcm",
     "tone_pcm",

@@ -8,6 +8,7 @@ remembers the conversation. Exits 0 when everything happened as documented, 1 ot
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import time
@@ -94,7 +95,15 @@ async def _demo() -> bool:
     return ok
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m adk_live_resume.testing",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="In your tests use the fake_live_server fixture or FakeLiveServer directly "
+        "(see the package's README).",
+    )
+    parser.parse_args(argv)
     ok = asyncio.run(_demo())
     _say("demo OK" if ok else "demo FAILED")
     return 0 if ok else 1

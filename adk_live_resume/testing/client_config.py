@@ -35,6 +35,7 @@ _REMOVED = (
     "GOOGLE_CLOUD_LOCATION",
     "GOOGLE_GENAI_API_VERSION",
     "GOOGLE_VERTEX_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
 )
 
 
@@ -46,14 +47,22 @@ class _ServerAddress(Protocol):
     def cert_path(self) -> str: ...
 
 
-def environment_variables(server: _ServerAddress) -> dict[str, str]:
-    """The variables :func:`environment` sets (it also removes those in ``_REMOVED``)."""
+def environment_variables(server: _ServerAddress, *, vertex: bool = False) -> dict[str, str]:
+    """The variables :func:`environment` sets (it also removes the others it knows of).
+
+    Gemini API by default (``GOOGLE_GEMINI_BASE_URL``); ``vertex=True`` selects the Vertex AI
+    dialect in express mode (``GOOGLE_GENAI_USE_ENTERPRISE`` / ``GOOGLE_GENAI_USE_VERTEXAI``
+    true, ``GOOGLE_VERTEX_BASE_URL``, an API key and no project), where ``transparent``
+    session resumption is allowed.
+    """
     no_proxy = "127.0.0.1,localhost"
+    flag = "true" if vertex else "false"
+    base_url = "GOOGLE_VERTEX_BASE_URL" if vertex else "GOOGLE_GEMINI_BASE_URL"
     return {
         "GOOGLE_API_KEY": FAKE_API_KEY,
-        "GOOGLE_GENAI_USE_VERTEXAI": "false",
-        "GOOGLE_GENAI_USE_ENTERPRISE": "false",
-        "GOOGLE_GEMINI_BASE_URL": server.base_url,
+        "GOOGLE_GENAI_USE_VERTEXAI": flag,
+        "GOOGLE_GENAI_USE_ENTERPRISE": flag,
+        base_url: server.base_url,
         "SSL_CERT_FILE": server.cert_path,
         "NO_PROXY": no_proxy,
         "no_proxy": no_proxy,
@@ -61,13 +70,14 @@ def environment_variables(server: _ServerAddress) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def environment(server: _ServerAddress) -> Iterator[dict[str, str]]:
+def environment(server: _ServerAddress, *, vertex: bool = False) -> Iterator[dict[str, str]]:
     """Set the variables for ``server`` for the duration of the block; restore all exactly.
 
     A variable unset before is unset again afterwards; one set before gets its old value back,
-    even if code inside the block changed or removed it.
+    even if code inside the block changed or removed it. ``vertex=True``: the Vertex AI
+    dialect (see :func:`environment_variables`).
     """
-    wanted = environment_variables(server)
+    wanted = environment_variables(server, vertex=vertex)
     touched = [*wanted, *_REMOVED]
     saved = {name: os.environ.get(name) for name in touched}
     try:

@@ -18,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.genai import types
+
+if TYPE_CHECKING:
+    from google.adk.events.event import Event
 
 
 class LiveRunEnded(AssertionError):
@@ -36,7 +39,7 @@ class LiveDriver:
         self.queue = queue
         self.run_config = run_config
         #: Every event ``run_live`` yielded, in order.
-        self.events: list[Any] = []
+        self.events: list[Event] = []
         #: The exception that ended ``run_live``, if any.
         self.error: BaseException | None = None
         self._changed = asyncio.Event()

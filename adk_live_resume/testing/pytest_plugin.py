@@ -12,8 +12,14 @@ Fixtures (function scope, async, work in pytest-asyncio's strict and auto modes)
     a started server built with those keyword arguments. It does not touch the environment.
     Every server it made is stopped at teardown.
 
-The fixtures need pytest-asyncio. Without it this plugin still loads (pytest keeps working), and
-using either fixture fails with a message saying what to install.
+``live_resume_patch``
+    Synchronous: installs adk_live_resume with the default :class:`~adk_live_resume.ResumePolicy`
+    and backoff waits off for the test, yields the policy, and puts the previous state back
+    at teardown (:func:`~adk_live_resume.testing.patch_installed`; use that directly for
+    another policy).
+
+The async fixtures need pytest-asyncio. Without it this plugin still loads (pytest keeps
+working), and using either of them fails with a message saying what to install.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from typing import Any
 
 import pytest
 
+from ..policy import ResumePolicy
+from .patching import patch_installed
 from .server import FakeLiveServer
 
-__all__ = ["fake_live_server", "fake_live_server_factory"]
+__all__ = ["fake_live_server", "fake_live_server_factory", "live_resume_patch"]
 
 ServerFactory = Callable[..., Awaitable[FakeLiveServer]]
 
@@ -35,6 +43,13 @@ try:
     _HAVE_PYTEST_ASYNCIO = True
 except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
     _HAVE_PYTEST_ASYNCIO = False
+
+
+@pytest.fixture
+def live_resume_patch() -> Iterator[ResumePolicy]:
+    """adk_live_resume installed (default policy, no backoff waits) for this test only."""
+    with patch_installed() as policy:
+        yield policy
 
 
 if _HAVE_PYTEST_ASYNCIO:

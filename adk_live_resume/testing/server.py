@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 
+from ..log_redaction import HandleRedactor
 from .certs import TlsMaterial, create_tls_material
 from .connection import LiveConnection
 from .faults import Fault, Flap
@@ -55,10 +56,10 @@ __all__ = ["FakeLiveServer"]
 logger = logging.getLogger("adk_live_resume.testing")
 
 # websockets logs every frame at DEBUG, resumption handles included. Handles must never be
-# logged whole, so the fake's frame logger stays at INFO unless a user lowers it on purpose.
+# logged whole: a filter on the fake's frame logger cuts them to a short prefix, whatever
+# level the application sets (this module never sets a logger's level).
 _frames_logger = logging.getLogger("adk_live_resume.testing.frames")
-if _frames_logger.level == logging.NOTSET:
-    _frames_logger.setLevel(logging.INFO)
+HandleRedactor().attach([_frames_logger.name])
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 

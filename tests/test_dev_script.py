@@ -1,0 +1,61 @@
+"""scripts/dev.py: every reproduction flag reaches scripts/reproduce_timeout.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("dev_script", ROOT / "scripts" / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--help"],
+        ["-h"],
+        ["--drop", "goaway", "--audio", "--json", "--quiet"],
+        ["--real-time", "--gemini", "gemini-live-2.5-flash", "--answer-timeout", "30"],
+        ["--time-scale", "0.02", "--drop-after-turn", "3", "--turns", "9", "--verbose"],
+    ],
+)
+def test_demo_passes_every_flag_through(flags: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = _load()
+    envs: list[tuple[str, str | None]] = []
+    commands: list[list[str]] = []
+    monkeypatch.setattr(
+        dev, "ensure_env", lambda extras, adk: envs.append((extras, adk)) or Path(sys.executable)
+    )
+    monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
+    assert dev.main(["demo", "--adk", "1.27.2", *flags]) == 0
+    assert envs == [("test", "1.27.2")]
+    assert commands == [[sys.executable, str(ROOT / "scripts" / "reproduce_timeout.py"), *flags]]
+
+
+def test_matrix_reads_the_newest_release_from_pips_answer() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "matrix_script", ROOT / "scripts" / "matrix.py"
+        )
+        assert spec is not None and spec.loader is not None
+        matrix = importlib.util.module_from_spec(spec)
+        sys.modules["matrix_script"] = matrix  # dataclasses look their module up
+        spec.loader.exec_module(matrix)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    answer = "google-adk (2.14.1)\nAvailable versions: 2.14.1, 2.14.0, 2.13.0\n"
+    assert matrix.parse_index_versions(answer) == "2.14.1"
+    with pytest.raises(ValueError, match="no version of google-adk"):
+        matrix.parse_index_versions("ERROR: No matching distribution found for google-adk")
