@@ -1,0 +1,296 @@
+"""Voice chaos: seeded conversations over a microphone that never stops, with random faults.
+
+Each seed picks a dialect (Gemini API or Vertex AI ``transparent``), a model family (Gemini
+2.x Live, or 3.x Live where the installed ADK speaks it), a handle schedule (handles after
+turns and at random idle points, the user silent or speaking), a connection lifetime (so
+goAways land anywhere) and drops of every style (close codes, aborts, mid-answer,
+mid-tool-call, during a reconnect, refused handles, a server restart). Then a microphone task
+streams audio the whole time (silence between utterances) while the conversation runs:
+spoken utterances, typed turns, parallel tool calls, and barge-ins (speaking over an
+answer). Invariants, for every seed:
+
+* every utterance and typed turn is answered exactly once, with the right answer (a turn
+  the user talked over is answered at most once), and at the end the model remembers every
+  user turn exactly once, in order;
+* every tool ran exactly once for its item, each answer carries its own call's result, and
+  no response went to a session that never issued its call id;
+* no history was delivered twice, and on Vertex nothing the index said was consumed was sent
+  again;
+* the run ends in bounded time and no task of ours is left behind.
+
+``ADK_LIVE_RESUME_VOICE_CHAOS_RUNS`` seeds (200) from ``ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED``
+(0); ``ADK_LIVE_RESUME_VOICE_CHAOS_SEED=N`` replays one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from dataclasses import dataclass, field
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig
+from google.genai import types
+
+import adk_live_resume
+from adk_live_resume import ResumePolicy, adk_compat
+from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
+from adk_live_resume.testing.driver import LiveDriver
+
+from .conftest import our_tasks
+
+RUNS = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_RUNS", "200"))
+FIRST = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED", "0"))
+ONLY = os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_SEED")
+SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
+
+pytestmark = [pytest.mark.chaos, pytest.mark.timeout(120)]
+
+RETRYABLE = [1000, 1001, 1011, 1012, 1013, 1014]
+GEMINI_3 = "gemini-3.1-flash-live-preview"
+RATE = 16000
+CHUNK_MS = 40
+PACE = 4.0  # the microphone runs at 4x real time (the fake's VAD counts audio, not clocks)
+WORDS = ["alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "indigo"]
+
+
+@dataclass
+class VoicePlan:
+    seed: int
+    vertex: bool = False
+    gemini3: bool = False
+    every_audio_ms: int | None = None
+    lifetime: float = 60.0
+    steps: list[tuple[str, str]] = field(default_factory=list)
+    faults: dict[int, Fault] = field(default_factory=dict)
+    restart_after: float | None = None
+
+    def describe(self) -> str:
+        faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
+        return (
+            f"vertex={self.vertex} gemini3={self.gemini3} every_audio_ms={self.every_audio_ms}"
+            f" lifetime={self.lifetime:.2f}s steps={[k for k, _ in self.steps]}"
+            f" faults=[{faults}] restart_after={self.restart_after}"
+        )
+
+
+def make_plan(seed: int) -> VoicePlan:
+    rng = random.Random(seed)
+    plan = VoicePlan(seed)
+    plan.vertex = rng.random() < 0.4
+    plan.gemini3 = rng.random() < 0.35 and adk_compat.speaks_gemini_3_live(GEMINI_3)
+    plan.every_audio_ms = rng.choice([None, 160, 400, 1000])
+    plan.lifetime = rng.choice([60.0, rng.uniform(1.2, 3.0)])
+    kinds = [
+        "speech",
+        "text",
+        "tools",
+        *rng.choices(["speech", "text", "barge"], k=rng.randint(1, 3)),
+    ]
+    rng.shuffle(kinds)
+    for n, kind in enumerate(kinds):
+        word = f"{rng.choice(WORDS)} {seed} {n}"
+        if kind == "tools":
+            plan.steps.append(
+                (
+                    kind,
+                    f'call lookup {{"item": "a{seed}-{n}"}}'
+                    f' and call lookup {{"item": "b{seed}-{n}"}}',
+                )
+            )
+        else:
+            plan.steps.append((kind, word))
+    for connection in (1, 2, 3):
+        if rng.random() < 0.7:
+            plan.faults[connection] = _random_fault(rng, connection)
+    if rng.random() < 0.25:
+        plan.restart_after = rng.uniform(0.2, 2.0)
+    return plan
+
+
+def _random_fault(rng: random.Random, connection: int) -> Fault:
+    choices = ["close", "abort", "mid_turn", "mid_tool_call", "after_seconds"]
+    if connection > 1:
+        choices += ["during_reconnect", "refuse_resume"]
+    choice = rng.choice(choices)
+    code = rng.choice(RETRYABLE)
+    if choice == "close":
+        return Fault.close(code, after_client_messages=rng.randint(5, 80))
+    if choice == "abort":
+        return Fault.abort(after_client_messages=rng.randint(5, 80))
+    if choice == "mid_turn":
+        return (
+            Fault.abort(mid_turn=True) if rng.random() < 0.5 else Fault.close(code, mid_turn=True)
+        )
+    if choice == "mid_tool_call":
+        return Fault.close(code, mid_tool_call=True)
+    if choice == "after_seconds":
+        return Fault.abort(after_seconds=rng.uniform(0.1, 1.5))
+    if choice == "during_reconnect":
+        return Fault.close(code, after_setup=True)
+    return Fault.refuse_resume()
+
+
+class Microphone:
+    """Streams 40 ms chunks the whole time: silence, or the clip being spoken."""
+
+    def __init__(self, live: LiveDriver) -> None:
+        self.live = live
+        self._clips: asyncio.Queue[tuple[bytes, asyncio.Future[None]]] = asyncio.Queue()
+        self._task = asyncio.create_task(self._run(), name="voice chaos microphone")
+
+    async def speak(self, text: str) -> None:
+        """Say ``text`` (then the microphone goes back to silence); returns once it was sent."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pcm = speech_pcm(text) + silence_pcm(0.6)
+        await self._clips.put((pcm, done))
+        await done
+
+    async def _run(self) -> None:
+        size = RATE * 2 * CHUNK_MS // 1000
+        silence = silence_pcm(CHUNK_MS / 1000)
+        while True:
+            if self._clips.empty():
+                if not self.live.ended:
+                    self.live.send_audio(silence)
+                await asyncio.sleep(CHUNK_MS / 1000 / PACE)
+                continue
+            pcm, done = await self._clips.get()
+            for start in range(0, len(pcm), size):
+                if not self.live.ended:
+                    self.live.send_audio(pcm[start : start + size])
+                await asyncio.sleep(CHUNK_MS / 1000 / PACE)
+            done.set_result(None)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+def _items(text: str) -> list[str]:
+    return [part.split('"item": "')[1].split('"')[0] for part in text.split(" and ")]
+
+
+async def run_plan(plan: VoicePlan) -> None:
+    tool_runs: list[str] = []
+
+    def lookup(item: str) -> dict[str, str]:
+        """Look an item up."""
+        tool_runs.append(item)
+        return {"item": item, "found": "yes"}
+
+    async with FakeLiveServer(
+        chunk_delay=0.004,
+        time_scale=1.0,
+        connection_lifetime=plan.lifetime,
+        go_away_lead=min(1.0, plan.lifetime / 2),
+        handle_schedule=HandleSchedule(every_audio_ms=plan.every_audio_ms),
+    ) as server:
+        for connection, fault in plan.faults.items():
+            server.script(fault, connection=connection)
+        adk_live_resume.install(ResumePolicy(go_away_margin=0.2, max_reconnects_per_minute=60))
+        model = server.gemini(GEMINI_3 if plan.gemini3 else "gemini-live-fake", vertex=plan.vertex)
+        agent = LlmAgent(name="assistant", model=model, tools=[lookup])
+        config = RunConfig(
+            response_modalities=[types.Modality.TEXT],
+            session_resumption=types.SessionResumptionConfig(),
+            context_window_compression=types.ContextWindowCompressionConfig(
+                sliding_window=types.SlidingWindow()
+            ),
+        )
+        restarter: asyncio.Task[None] | None = None
+        if plan.restart_after is not None:
+            delay = plan.restart_after
+
+            async def restart_later() -> None:
+                await asyncio.sleep(delay)
+                await server.restart()
+
+            restarter = asyncio.create_task(restart_later())
+        maybe_cut: list[str] = []
+        try:
+            async with await LiveDriver.start(agent, run_config=config) as live:
+                mic = Microphone(live)
+                try:
+                    for kind, text in plan.steps:
+                        if kind == "speech":
+                            mark = len(live.events)
+                            await mic.speak(text)
+                            answer = await live.answer_after(mark, timeout=20)
+                            assert answer == f"echo: {text}", (kind, text, answer)
+                        elif kind == "tools":
+                            answer = await live.say(text, timeout=20)
+                            for item in _items(text):
+                                assert f'"item":"{item}"' in answer, (text, answer)
+                        elif kind == "barge":
+                            story = f"story {text}"
+                            maybe_cut.append(story)
+                            live.send_text(story)
+                            await live.wait_for_event(
+                                lambda e: bool(e.content and e.content.parts and e.partial),
+                                after=len(live.events),
+                                timeout=20,
+                            )
+                            mark = len(live.events)
+                            await mic.speak(text)
+                            answer = await live.answer_after(mark, timeout=20)
+                            if answer == f"echo: {story}":  # the story finished first
+                                answer = await live.answer_after(
+                                    live.events.index(_last_turn(live)) + 1, timeout=20
+                                )
+                            assert answer == f"echo: {text}", (kind, text, answer)
+                        else:
+                            assert await live.say(text, timeout=20) == f"echo: {text}"
+                    recall = await live.say("recall", timeout=20)
+                finally:
+                    await mic.stop()
+                assert await live.close(timeout=10) is None
+        finally:
+            if restarter is not None:
+                restarter.cancel()
+                await asyncio.gather(restarter, return_exceptions=True)
+        said = [text for _, text in plan.steps]
+        remembered = recall.removeprefix("you said: ").split(" | ")
+        # Every turn is remembered once, in order; a turn the user talked over at most once.
+        assert [t for t in remembered if t not in maybe_cut] == said, f"memory {remembered}"
+        assert all(remembered.count(story) <= 1 for story in maybe_cut), f"memory {remembered}"
+        answered = server.user_turns_answered()
+        for text in said:
+            assert answered.count(text) == 1, (
+                f"{text!r} answered {answered.count(text)}x: {answered}"
+            )
+        for story in maybe_cut:
+            assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
+        expected_items = sorted(
+            i for kind, text in plan.steps if kind == "tools" for i in _items(text)
+        )
+        assert sorted(tool_runs) == expected_items, f"tool ran for {tool_runs}"
+        for record in server.connections:
+            assert not record.unknown_tool_response_ids, record
+            assert not record.stale_tool_response_ids, record
+            assert not record.errors, record.errors
+        assert server.duplicate_history_sends() == 0
+        if plan.vertex:
+            assert server.resent_consumed() == [], server.resent_consumed()
+    await asyncio.sleep(0)
+    assert our_tasks() == []
+
+
+def _last_turn(live: LiveDriver) -> object:
+    return [e for e in live.events if getattr(e, "turn_complete", False)][-1]
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed_{s}" for s in SEEDS])
+async def test_voice_chaos(seed: int) -> None:
+    plan = make_plan(seed)
+    try:
+        async with asyncio.timeout(100):
+            await run_plan(plan)
+    except BaseException as error:
+        raise AssertionError(
+            f"voice chaos seed {seed} failed: {plan.describe()}\n"
+            f"replay it alone: ADK_LIVE_RESUME_VOICE_CHAOS_SEED={seed} "
+            "python3 scripts/dev.py test tests/test_voice_chaos.py"
+        ) from error
