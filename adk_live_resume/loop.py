@@ -164,13 +164,16 @@ class _ConnectionWatch:
             self.rotate_on_next_handle = True
 
     def at_safe_point(self) -> bool:
-        """The newest handle holds everything: no turn in flight, the user is not speaking."""
+        """The newest handle holds everything: no turn in flight, the user is not speaking
+        and has no utterance waiting for its answer."""
         run = self.run
+        activity = run.outbox.activity
         return bool(
             run.handles.handle
             and run.handles.resumable_now
             and not self.turn_sent_since_handle
-            and not run.outbox.activity.speaking
+            and not activity.speaking
+            and not activity.unanswered
         )
 
     def on_resumption_update(

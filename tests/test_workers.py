@@ -93,10 +93,11 @@ def _handles_in_events(events: list[Any]) -> list[str]:
 
 
 def _adk_yields_handle_events() -> bool:
-    """ADK 2.x turns resumption updates into events; 1.27 drops them in its postprocessing."""
-    from google.adk.version import __version__
+    """ADK turns resumption updates into events from 1.29 on (matrix: 1.33.0 and 2.x do);
+    1.27 and 1.28 drop them in their postprocessing."""
+    from adk_live_resume.adk_compat import adk_version, parse_version
 
-    return int(__version__.split(".")[0]) >= 2
+    return parse_version(adk_version()) >= (1, 29, 0)
 
 
 # ---- handles stay server-side ---------------------------------------------------------------
