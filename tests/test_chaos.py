@@ -34,6 +34,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_p
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
+from .faultplans import random_fault
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
 FIRST = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_FIRST_SEED", "0"))
@@ -41,8 +42,6 @@ ONLY = os.environ.get("ADK_LIVE_RESUME_CHAOS_SEED")
 SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(90)]
-
-RETRYABLE = [1000, 1001, 1011, 1012, 1013, 1014]
 
 
 @dataclass
@@ -81,33 +80,10 @@ def make_plan(seed: int) -> Plan:
             plan.steps.append((kind, f"{kind} {seed} {n}"))
     for connection in (1, 2, 3):
         if rng.random() < 0.75:
-            plan.faults[connection] = _random_fault(rng, connection)
+            plan.faults[connection] = random_fault(rng, connection)
     if rng.random() < 0.3:
         plan.restart_after = rng.uniform(0.05, 0.6)
     return plan
-
-
-def _random_fault(rng: random.Random, connection: int) -> Fault:
-    choices = ["close", "abort", "mid_turn", "mid_tool_call", "after_seconds"]
-    if connection > 1:
-        choices += ["during_reconnect", "refuse_resume"]
-    choice = rng.choice(choices)
-    code = rng.choice(RETRYABLE)
-    if choice == "close":
-        return Fault.close(code, after_client_messages=rng.randint(1, 12))
-    if choice == "abort":
-        return Fault.abort(after_client_messages=rng.randint(1, 12))
-    if choice == "mid_turn":
-        return (
-            Fault.abort(mid_turn=True) if rng.random() < 0.5 else Fault.close(code, mid_turn=True)
-        )
-    if choice == "mid_tool_call":
-        return Fault.close(code, mid_tool_call=True)
-    if choice == "after_seconds":
-        return Fault.abort(after_seconds=rng.uniform(0.02, 0.4))
-    if choice == "during_reconnect":
-        return Fault.close(code, after_setup=True)
-    return Fault.refuse_resume()
 
 
 async def run_plan(plan: Plan) -> None:

@@ -40,6 +40,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silen
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
+from .faultplans import random_fault
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_RUNS", "200"))
 FIRST = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED", "0"))
@@ -48,7 +49,6 @@ SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(120)]
 
-RETRYABLE = [1000, 1001, 1011, 1012, 1013, 1014]
 GEMINI_3 = "gemini-3.1-flash-live-preview"
 RATE = 16000
 CHUNK_MS = 40
@@ -104,33 +104,12 @@ def make_plan(seed: int) -> VoicePlan:
             plan.steps.append((kind, word))
     for connection in (1, 2, 3):
         if rng.random() < 0.7:
-            plan.faults[connection] = _random_fault(rng, connection)
+            plan.faults[connection] = random_fault(
+                rng, connection, messages=(5, 80), seconds=(0.1, 1.5)
+            )
     if rng.random() < 0.25:
         plan.restart_after = rng.uniform(0.2, 2.0)
     return plan
-
-
-def _random_fault(rng: random.Random, connection: int) -> Fault:
-    choices = ["close", "abort", "mid_turn", "mid_tool_call", "after_seconds"]
-    if connection > 1:
-        choices += ["during_reconnect", "refuse_resume"]
-    choice = rng.choice(choices)
-    code = rng.choice(RETRYABLE)
-    if choice == "close":
-        return Fault.close(code, after_client_messages=rng.randint(5, 80))
-    if choice == "abort":
-        return Fault.abort(after_client_messages=rng.randint(5, 80))
-    if choice == "mid_turn":
-        return (
-            Fault.abort(mid_turn=True) if rng.random() < 0.5 else Fault.close(code, mid_turn=True)
-        )
-    if choice == "mid_tool_call":
-        return Fault.close(code, mid_tool_call=True)
-    if choice == "after_seconds":
-        return Fault.abort(after_seconds=rng.uniform(0.1, 1.5))
-    if choice == "during_reconnect":
-        return Fault.close(code, after_setup=True)
-    return Fault.refuse_resume()
 
 
 class Microphone:
