@@ -337,6 +337,22 @@ class _ConnectionWatch:
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
 
 
+def _history_text(request: Any) -> str:
+    """The user text of a request's history, for "does the history hold this?" checks."""
+    texts = [
+        part.text
+        for content in request.contents or []
+        if content.role == "user"
+        for part in content.parts or []
+        if part.text
+    ]
+    return " ".join(" ".join(texts).split())
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split()).lower()
+
+
 def _abort_transport(session: Any) -> None:
     websocket = adk_compat.websocket_of(session)
     transport = getattr(websocket, "transport", None)
@@ -701,7 +717,14 @@ class _LiveRun:
                     replay = self.outbox.take_replay(self.tool_calls.unknown_ids())
                 else:
                     self.tool_calls.on_fresh_session()
-                    replay = self.outbox.take_audio()
+                    heard = self.outbox.utterance_transcript()
+                    logger.debug(
+                        "fresh session: the unanswered utterance was heard as %r", heard[:40]
+                    )
+                    replay = self.outbox.take_audio(
+                        utterance_in_history=bool(heard)
+                        and _squeeze(heard) in _squeeze(_history_text(self.request))
+                    )
                 if not handle and self.request.contents:
                     self.history_sends += 1
                     await connection.send_history(self.request.contents)

@@ -106,6 +106,8 @@ class Outbox:
         #: Total audio (ms) that left the outbox without being covered, over the run.
         self.dropped_audio_ms_total = 0.0
         self._dropped_since_replay = 0.0
+        #: ``(utterance number, what the server transcribed of it)``.
+        self._heard: tuple[int, str] = (0, "")
 
     def __len__(self) -> int:
         return sum(isinstance(item, ClientMessage) for item in self._items)
@@ -162,6 +164,10 @@ class Outbox:
     def input_text(self, text: str) -> None:
         if text:
             self.activity.on_input_transcription()
+            current = self._current_utterance()
+            if current:  # the pieces carry their own spacing
+                before = self._heard[1] if self._heard[0] == current else ""
+                self._heard = (current, before + text)
             self._items.append(_Fact("input_text", text))
 
     def tool_call(self, ids: Iterable[str]) -> None:
@@ -297,11 +303,22 @@ class Outbox:
         self._dropped_since_replay = 0.0
         return replay
 
-    def take_audio(self) -> Replay:
-        """For a fresh session: only the user's audio (text is in the rebuilt history)."""
+    def utterance_transcript(self) -> str:
+        """What the server transcribed of the unanswered utterance so far ("" if nothing)."""
+        number, text = self._heard
+        return text.strip() if number and number == self._current_utterance() else ""
+
+    def take_audio(self, *, utterance_in_history: bool) -> Replay:
+        """For a fresh session, whose rebuilt history holds every finished exchange: only the
+        audio of the utterance the model has not answered, unless the history has it too."""
+        current = self._current_utterance()
         replay = self.take_replay()
         replay.context = []
-        replay.messages = [m for m in replay.messages if m.audio_ms > 0]
+        replay.messages = [
+            m
+            for m in replay.messages
+            if m.audio_ms > 0 and current and m.utterance == current and not utterance_in_history
+        ]
         return replay
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import string
 from dataclasses import dataclass, field
 
 import pytest
@@ -90,8 +91,14 @@ def make_plan(seed: int) -> VoicePlan:
         *rng.choices(["speech", "text", "barge"], k=rng.randint(1, 3)),
     ]
     rng.shuffle(kinds)
+    # Spoken texts use letters no other utterance of the seed uses, none twice: the fake's
+    # "sent again" check knows audio only by its bytes, so two clips must never share a chunk.
+    letters = iter(rng.sample(string.ascii_lowercase, 26))
     for n, kind in enumerate(kinds):
-        word = f"{rng.choice(WORDS)} {seed} {n}"
+        if kind in ("speech", "barge"):
+            word = "".join(next(letters) for _ in range(5))
+        else:
+            word = f"{rng.choice(WORDS)} {seed} {n}"
         if kind == "tools":
             plan.steps.append(
                 (
