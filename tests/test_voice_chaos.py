@@ -18,8 +18,9 @@ answer). Invariants, for every seed:
   again;
 * the run ends in bounded time and no task of ours is left behind.
 
-``ADK_LIVE_RESUME_VOICE_CHAOS_RUNS`` seeds (none by default, see ``RUNS``) from ``ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED``
-(0); ``ADK_LIVE_RESUME_VOICE_CHAOS_SEED=N`` replays one.
+``ADK_LIVE_RESUME_VOICE_CHAOS_RUNS`` seeds (none by default, see ``RUNS``) from
+``ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED`` (0); ``ADK_LIVE_RESUME_VOICE_CHAOS_SEED=N`` replays
+one.
 """
 
 from __future__ import annotations
