@@ -9,8 +9,9 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 * explicit ``activityStart`` / ``activityEnd`` (manual activity detection): speaking from
   start to end, whatever the audio says;
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
-* the server: ``inputTranscription`` means it hears speech; model output after the user
-  went quiet means the utterance was answered; a model turn that completes without the user
+* the server: ``inputTranscription`` means it hears speech; a model turn that completes
+  after the user went quiet means the utterance was answered (an answer cut off by a drop
+  did not answer it); a model turn that completes without the user
   making a sound since its output began means the server's own voice activity detection
   ended the utterance (a client may stop sending audio without ``activityEnd``).
 
@@ -19,9 +20,9 @@ Guarantees:
 * :attr:`UserActivity.speaking` is true from the first voiced chunk until ``hangover_ms`` of
   unvoiced audio followed it (or an explicit end), and from ``activityStart`` to
   ``activityEnd``;
-* :attr:`UserActivity.unanswered` is true from the start of an utterance until model output
-  arrives while the user is not speaking: an utterance is never taken as answered while it
-  is still going on (barge-in), and never forgotten before an answer followed it.
+* :attr:`UserActivity.unanswered` is true from the start of an utterance until a model turn
+  with output completes while the user is not speaking: an utterance is never taken as
+  answered while it is still going on (barge-in), nor by an answer that was cut off.
 
 Pure: no I/O, no clock.
 """
@@ -118,14 +119,14 @@ class UserActivity:
         if not self._output_in_turn:
             self._output_in_turn = True
             self._voiced_after_output = False
-        if not self.speaking:
-            self.unanswered = False
 
     def on_turn_complete(self) -> None:
         """The model finished a turn: with no voice since its output began, the user is quiet."""
-        if self._output_in_turn and not self._voiced_after_output and not self.manual_activity:
-            self._voiced_recently = False
-            self.unanswered = False
+        if self._output_in_turn and not self.manual_activity:
+            if not self._voiced_after_output:
+                self._voiced_recently = False
+            if not self.speaking:
+                self.unanswered = False
         self._output_in_turn = False
 
     def _begin(self) -> None:

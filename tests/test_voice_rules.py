@@ -58,6 +58,8 @@ def test_speaking_lasts_until_the_hangover_of_quiet_audio() -> None:
     activity.on_audio(QUIET, 20)
     assert not activity.speaking and activity.unanswered  # quiet, not answered yet
     activity.on_model_output()
+    assert activity.unanswered, "an answer that may still be cut off does not count yet"
+    activity.on_turn_complete()
     assert not activity.unanswered
 
 
