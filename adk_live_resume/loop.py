@@ -52,7 +52,6 @@ from .observe import ReconnectReason
 from .outbox import (
     Outbox,
     Replay,
-    describe,
     responses_of,
     without_responses,
 )
@@ -217,9 +216,6 @@ class _ConnectionWatch:
             await self.tap.replay("send_tool_response", {"function_responses": responses})
         return [call for call in calls if not call.id or str(call.id) not in held]
 
-    def on_message_passed(self, message: types.LiveServerMessage) -> None:
-        pass  # every decision is taken when the message arrives
-
     def on_receive_error(self, error: BaseException) -> None:
         self.mark_lost()
 
@@ -228,10 +224,12 @@ class _ConnectionWatch:
     ) -> tuple[str, dict[str, Any]] | None:
         run = self.run
         book = run.tool_calls
+        unknown: set[str] = set()
         for response in responses_of(method, kwargs):
             if response.id:
                 book.on_result(str(response.id), dict(response.response or {}))
-        unknown = {i for i in describe(method, kwargs)[2] if book.is_unknown(i)}
+                if book.is_unknown(str(response.id)):
+                    unknown.add(str(response.id))
         if unknown:
             # The resumed session never saw these calls: a response would confuse it. The
             # replayed user turn makes the model ask again; the result is reused then.
@@ -346,10 +344,11 @@ def _history_text(request: Any) -> str:
         for part in content.parts or []
         if part.text
     ]
-    return " ".join(" ".join(texts).split())
+    return " ".join(texts)
 
 
 def _squeeze(text: str) -> str:
+    """``text`` without white space, lower case: transcription pieces carry odd spacing."""
     return "".join(text.split()).lower()
 
 
@@ -717,13 +716,10 @@ class _LiveRun:
                     replay = self.outbox.take_replay(self.tool_calls.unknown_ids())
                 else:
                     self.tool_calls.on_fresh_session()
-                    heard = self.outbox.utterance_transcript()
-                    logger.debug(
-                        "fresh session: the unanswered utterance was heard as %r", heard[:40]
-                    )
+                    heard = _squeeze(self.outbox.utterance_transcript())
                     replay = self.outbox.take_audio(
                         utterance_in_history=bool(heard)
-                        and _squeeze(heard) in _squeeze(_history_text(self.request))
+                        and heard in _squeeze(_history_text(self.request))
                     )
                 if not handle and self.request.contents:
                     self.history_sends += 1

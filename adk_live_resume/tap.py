@@ -51,9 +51,6 @@ class TapListener(Protocol):
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         """Tool calls arrived; return those ADK should run (the rest were answered)."""
 
-    def on_message_passed(self, message: types.LiveServerMessage) -> None:
-        """A message was handed to ADK (after the other callbacks)."""
-
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
@@ -111,7 +108,6 @@ class SessionTap:
                     raise
                 passed = await self._filter(message)
                 if passed is not None:
-                    self._listener.on_message_passed(passed)
                     yield passed
 
     async def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
+from collections.abc import AsyncIterator
 
-from adk_live_resume.testing import Fault
+from adk_live_resume.testing import FakeLiveServer, Fault
 
 #: Close codes a resume is worth a try after (1006 comes from aborts).
 RETRYABLE = [1000, 1001, 1011, 1012, 1013, 1014]
@@ -40,3 +43,20 @@ def random_fault(
     if choice == "during_reconnect":
         return Fault.close(code, after_setup=True)
     return Fault.refuse_resume()
+
+
+@contextlib.asynccontextmanager
+async def restart_after(server: FakeLiveServer, delay: float | None) -> AsyncIterator[None]:
+    """Restart ``server`` (every socket dropped) ``delay`` s into the block; None: never."""
+
+    async def restart_later(seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        await server.restart()
+
+    task = asyncio.create_task(restart_later(delay)) if delay is not None else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

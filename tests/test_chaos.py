@@ -34,7 +34,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_p
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
-from .faultplans import random_fault
+from .faultplans import random_fault, restart_after
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
 FIRST = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_FIRST_SEED", "0"))
@@ -99,41 +99,27 @@ async def run_plan(plan: Plan) -> None:
             server.script(fault, connection=connection)
         adk_live_resume.install()
         agent = LlmAgent(name="assistant", model=server.gemini(), tools=[lookup])
-        restarter: asyncio.Task[None] | None = None
-        if plan.restart_after is not None:
-            delay = plan.restart_after
-
-            async def restart_later() -> None:
-                await asyncio.sleep(delay)
-                await server.restart()
-
-            restarter = asyncio.create_task(restart_later())
-        try:
-            async with await LiveDriver.start(agent) as live:
-                for kind, text in plan.steps:
-                    if kind == "audio":
-                        pcm = speech_pcm(text, seconds=0.25) + silence_pcm(0.6)
-                        mark = len(live.events)
-                        for start in range(0, len(pcm), 2400):
-                            live.send_audio(pcm[start : start + 2400])
-                        answer = await live.answer_after(mark, timeout=15)
-                        assert answer == f"echo: {text}", (kind, text, answer)
-                    elif kind == "tool":
-                        answer = await live.say(text, timeout=15)
-                        item = text.split('"item": "')[1].rstrip('"}')
-                        assert answer == f'lookup returned {{"found":"yes","item":"{item}"}}' or (
-                            answer == f'lookup returned {{"item":"{item}","found":"yes"}}'
-                        ), answer
-                    else:
-                        assert await live.say(text, timeout=15) == f"echo: {text}"
-                # The model's memory holds every user turn exactly once, in order.
-                said = " | ".join(text for _, text in plan.steps)
-                assert await live.say("recall", timeout=15) == f"you said: {said}"
-                assert await live.close(timeout=10) is None
-        finally:
-            if restarter is not None:
-                restarter.cancel()
-                await asyncio.gather(restarter, return_exceptions=True)
+        async with restart_after(server, plan.restart_after), await LiveDriver.start(agent) as live:
+            for kind, text in plan.steps:
+                if kind == "audio":
+                    pcm = speech_pcm(text, seconds=0.25) + silence_pcm(0.6)
+                    mark = len(live.events)
+                    for start in range(0, len(pcm), 2400):
+                        live.send_audio(pcm[start : start + 2400])
+                    answer = await live.answer_after(mark, timeout=15)
+                    assert answer == f"echo: {text}", (kind, text, answer)
+                elif kind == "tool":
+                    answer = await live.say(text, timeout=15)
+                    item = text.split('"item": "')[1].rstrip('"}')
+                    assert answer == f'lookup returned {{"found":"yes","item":"{item}"}}' or (
+                        answer == f'lookup returned {{"item":"{item}","found":"yes"}}'
+                    ), answer
+                else:
+                    assert await live.say(text, timeout=15) == f"echo: {text}"
+            # The model's memory holds every user turn exactly once, in order.
+            said = " | ".join(text for _, text in plan.steps)
+            assert await live.say("recall", timeout=15) == f"you said: {said}"
+            assert await live.close(timeout=10) is None
         expected = [text for kind, text in plan.steps] + ["recall"]
         answered = server.user_turns_answered()
         assert sorted(answered) == sorted(expected), f"answered {answered}, said {expected}"

@@ -42,7 +42,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silen
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
-from .faultplans import random_fault
+from .faultplans import random_fault, restart_after
 
 # Not yet on every CI run: 182 of 200 seeds pass; the failing classes are listed in the
 # project notes (3.x placeholder text after a fresh start, a parallel tool call run twice,
@@ -190,59 +190,48 @@ async def run_plan(plan: VoicePlan) -> None:
                 sliding_window=types.SlidingWindow()
             ),
         )
-        restarter: asyncio.Task[None] | None = None
-        if plan.restart_after is not None:
-            delay = plan.restart_after
-
-            async def restart_later() -> None:
-                await asyncio.sleep(delay)
-                await server.restart()
-
-            restarter = asyncio.create_task(restart_later())
         maybe_cut: list[str] = []
-        try:
-            async with await LiveDriver.start(agent, run_config=config) as live:
-                mic = Microphone(live)
-                try:
-                    for kind, text in plan.steps:
-                        if kind == "speech":
-                            mark = len(live.events)
-                            await mic.speak(text)
-                            answer = await live.answer_after(mark, timeout=20)
-                            assert answer == f"echo: {text}", (kind, text, answer)
-                        elif kind == "tools":
-                            answer = await live.say(text, timeout=20)
-                            for item in _items(text):
-                                assert f'"item":"{item}"' in answer, (text, answer)
-                        elif kind == "barge":
-                            story = f"story {text}"
-                            maybe_cut.append(story)
-                            live.send_text(story)
-                            await live.wait_for_event(
-                                lambda e: bool(e.content and e.content.parts and e.partial),
-                                after=len(live.events),
-                                timeout=20,
-                            )
-                            mark = len(live.events)
-                            await mic.speak(text)
-                            # The story may finish first or be cut: wait for this answer.
-                            await server.wait_for(
-                                lambda t=text: t in server.user_turns_answered(),
-                                20,  # type: ignore[misc]
-                            )
-                            await live.wait_for_event(
-                                lambda e, t=text: _says(e, f"echo: {t}"), after=mark, timeout=20
-                            )
-                        else:
-                            assert await live.say(text, timeout=20) == f"echo: {text}"
-                    recall = await live.say("recall", timeout=20)
-                finally:
-                    await mic.stop()
-                assert await live.close(timeout=10) is None
-        finally:
-            if restarter is not None:
-                restarter.cancel()
-                await asyncio.gather(restarter, return_exceptions=True)
+        async with (
+            restart_after(server, plan.restart_after),
+            await LiveDriver.start(agent, run_config=config) as live,
+        ):
+            mic = Microphone(live)
+            try:
+                for kind, text in plan.steps:
+                    if kind == "speech":
+                        mark = len(live.events)
+                        await mic.speak(text)
+                        answer = await live.answer_after(mark, timeout=20)
+                        assert answer == f"echo: {text}", (kind, text, answer)
+                    elif kind == "tools":
+                        answer = await live.say(text, timeout=20)
+                        for item in _items(text):
+                            assert f'"item":"{item}"' in answer, (text, answer)
+                    elif kind == "barge":
+                        story = f"story {text}"
+                        maybe_cut.append(story)
+                        live.send_text(story)
+                        await live.wait_for_event(
+                            lambda e: bool(e.content and e.content.parts and e.partial),
+                            after=len(live.events),
+                            timeout=20,
+                        )
+                        mark = len(live.events)
+                        await mic.speak(text)
+                        # The story may finish first or be cut: wait for this answer.
+                        await server.wait_for(
+                            lambda t=text: t in server.user_turns_answered(),
+                            20,  # type: ignore[misc]
+                        )
+                        await live.wait_for_event(
+                            lambda e, t=text: _says(e, f"echo: {t}"), after=mark, timeout=20
+                        )
+                    else:
+                        assert await live.say(text, timeout=20) == f"echo: {text}"
+                recall = await live.say("recall", timeout=20)
+            finally:
+                await mic.stop()
+            assert await live.close(timeout=10) is None
         said = [text for _, text in plan.steps]
         remembered = recall.removeprefix("you said: ").split(" | ")
         # Every turn is remembered once, in order; a turn the user talked over at most once.

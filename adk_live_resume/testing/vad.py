@@ -254,12 +254,7 @@ class SpeechTracker:
         loud = self._loud_message(samples, origins)
         self._candidate.append((samples, loud if loud is not None else message))
         if len(self._candidate) * self.config.frame_ms >= self.config.prefix_padding_ms:
-            frames, first = self._candidate, self._candidate[0][1]
-            self._candidate = []
-            self._begin(first)
-            events.append(SpeechStarted(first))
-            for frame, _ in frames:
-                self._extend(frame, True, events)
+            self._start_from_candidate(events)
 
     def _extend(self, samples: array.array[int], voiced: bool, events: list[SpeechEvent]) -> None:
         piece = self._decoder.feed(samples)
@@ -286,6 +281,15 @@ class SpeechTracker:
 
     # ---- utterances --------------------------------------------------------------------
 
+    def _start_from_candidate(self, events: list[SpeechEvent]) -> None:
+        """The voiced frames held as a candidate are speech: start the utterance with them."""
+        frames, first = self._candidate, self._candidate[0][1]
+        self._candidate = []
+        self._begin(first)
+        events.append(SpeechStarted(first))
+        for frame, _ in frames:
+            self._extend(frame, True, events)
+
     def _begin(self, first_message: int) -> None:
         self._speaking = True
         self._first_message = first_message
@@ -299,12 +303,7 @@ class SpeechTracker:
             size = len(self._pending)
             self._frame(size, message, events)
             if not self._speaking and self._candidate:
-                frames, first = self._candidate, self._candidate[0][1]
-                self._candidate = []
-                self._begin(first)
-                events.append(SpeechStarted(first))
-                for frame, _ in frames:
-                    self._extend(frame, True, events)
+                self._start_from_candidate(events)
         self._candidate.clear()
         self._stream.reset()
         if self._speaking:
