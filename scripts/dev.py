@@ -8,6 +8,8 @@ Needs nothing but the standard library of Python 3.11+, so it works on a fresh c
     python3 scripts/dev.py test            # the whole test suite
     python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
     python3 scripts/dev.py lint            # ruff + mypy
+    python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
+    python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
 
 The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``). It is created
 when missing and re-installed only when ``pyproject.toml`` or the requested pins change, so
@@ -26,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STAMP_NAME = ".adk-live-resume-stamp"
+#: One set of extras for every job, so switching between them never re-installs.
+DEV_EXTRAS = "test,bench,lint"
 
 
 def _venv_python(env_dir: Path) -> Path:
@@ -92,6 +96,30 @@ def _run(cmd: list[str]) -> int:
     return subprocess.call(cmd, cwd=ROOT)
 
 
+def benchmark_names() -> list[str]:
+    """The benchmarks: every ``benchmarks/*.py`` that is not a helper module (``_*.py``,
+    ``common.py``)."""
+    return sorted(
+        p.stem
+        for p in (ROOT / "benchmarks").glob("*.py")
+        if not p.name.startswith("_") and p.stem != "common"
+    )
+
+
+def run_benchmarks(python: Path, name: str, rest: list[str]) -> int:
+    """Run one benchmark, or all of them one after the other (the exit status is the worst)."""
+    names = benchmark_names()
+    chosen = names if name == "all" else [name]
+    unknown = [n for n in chosen if n not in names]
+    if unknown:
+        print(f"[dev] no benchmark named {unknown[0]!r}; choose one of: all, {', '.join(names)}")
+        return 2
+    code = 0
+    for each in chosen:
+        code = max(code, _run([str(python), str(ROOT / "benchmarks" / f"{each}.py"), *rest]))
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -107,21 +135,31 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--adk", help="google-adk version to use (default: newest on the index)")
     test = sub.add_parser("test", help="run the whole test suite (other options go to pytest)")
     test.add_argument("--adk", help="google-adk version to test against (default: newest)")
+    bench = sub.add_parser(
+        "bench",
+        help="run benchmarks/<name>.py, or every benchmark with 'all' (other options, "
+        "--quick included, go to the benchmark)",
+    )
+    bench.add_argument("name", help="a benchmark's name (a file in benchmarks/) or 'all'")
+    bench.add_argument("--adk", help="google-adk version to use (default: newest)")
     lint = sub.add_parser("lint", help="ruff and mypy")
     lint.add_argument("--adk", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args(argv)
 
     if args.job == "demo":
-        python = ensure_env("test", args.adk)
+        python = ensure_env(DEV_EXTRAS, args.adk)
         script = ROOT / "scripts" / "reproduce_timeout.py"
         if script.exists():
             return _run([str(python), str(script), *rest])
         return _run([str(python), "-m", "adk_live_resume.testing", *rest])
     if args.job == "test":
-        python = ensure_env("test", args.adk)
+        python = ensure_env(DEV_EXTRAS, args.adk)
         code = _run([str(python), "-m", "pytest", *rest])
         return code
-    python = ensure_env("test,lint", args.adk)
+    if args.job == "bench":
+        python = ensure_env(DEV_EXTRAS, args.adk)
+        return run_benchmarks(python, args.name, rest)
+    python = ensure_env(DEV_EXTRAS, args.adk)
     code = _run([str(python), "-m", "ruff", "check", "."])
     code |= _run([str(python), "-m", "ruff", "format", "--check", "."])
     code |= _run([str(python), "-m", "mypy"])

@@ -39,7 +39,7 @@ def test_demo_passes_every_flag_through(flags: list[str], monkeypatch: pytest.Mo
     )
     monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
     assert dev.main(["demo", "--adk", "1.27.2", *flags]) == 0
-    assert envs == [("test", "1.27.2")]
+    assert envs == [(dev.DEV_EXTRAS, "1.27.2")]
     assert commands == [[sys.executable, str(ROOT / "scripts" / "reproduce_timeout.py"), *flags]]
 
 
@@ -59,3 +59,19 @@ def test_matrix_reads_the_newest_release_from_pips_answer() -> None:
     assert matrix.parse_index_versions(answer) == "2.14.1"
     with pytest.raises(ValueError, match="no version of google-adk"):
         matrix.parse_index_versions("ERROR: No matching distribution found for google-adk")
+
+
+def test_bench_runs_one_benchmark_or_all_and_refuses_an_unknown_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dev = _load()
+    commands: list[list[str]] = []
+    monkeypatch.setattr(dev, "ensure_env", lambda extras, adk: Path(sys.executable))
+    monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
+    monkeypatch.setattr(dev, "benchmark_names", lambda: ["memory", "resume_gap"])
+    assert dev.main(["bench", "all", "--quick"]) == 0
+    assert [c[1:] for c in commands] == [
+        [str(ROOT / "benchmarks" / "memory.py"), "--quick"],
+        [str(ROOT / "benchmarks" / "resume_gap.py"), "--quick"],
+    ]
+    assert dev.main(["bench", "nope"]) == 2
