@@ -225,3 +225,169 @@ async def test_a_caller_set_compression_is_kept(make_agent: AgentFactory) -> Non
             assert await live.say("one") == "echo: one"
             await live.close()
     assert "20000" in str(server.connections[0].setup)
+
+
+async def _stream_until_speaking(
+    live: LiveDriver, server: FakeLiveServer, chunks: list[bytes]
+) -> int:
+    """Stream ``chunks`` until the fake issued a handle while hearing the user speak; return
+    how many chunks were sent."""
+    for sent, chunk in enumerate(chunks, start=1):
+        live.send_audio(chunk)
+        await asyncio.sleep(0.02 / 4)
+        if sent % 5 == 0:
+            issued = await server.issue_handles_now()
+            if any(i is not None and i.point == "idle_speaking" for i in issued.values()):
+                return sent
+    raise AssertionError("the fake never heard the user speaking")
+
+
+async def test_a_handle_issued_while_the_user_speaks_keeps_the_utterance(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 2: a handle that arrived mid-utterance cleared the outbox on the Gemini API,
+    so after a drop the resumed session heard only the end of the utterance."""
+    async with FakeLiveServer() as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            chunks = _chunks(speech_pcm("spoken across a handle", seconds=2.0) + silence_pcm(0.6))
+            mark = len(live.events)
+            sent = await _stream_until_speaking(live, server, chunks[: len(chunks) // 2])
+            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
+            await server.close_open(1011)
+            for chunk in chunks[sent:]:
+                live.send_audio(chunk)
+                await asyncio.sleep(0.02 / 4)
+            assert await live.answer_after(mark, timeout=15) == "echo: spoken across a handle"
+            assert await live.say("recall") == "you said: one | spoken across a handle"
+            await live.close()
+        second = server.connections[1]
+        assert second.resume_handle is not None, "resumed with the handle issued mid-utterance"
+        assert server.user_turns_answered() == ["one", "spoken across a handle", "recall"]
+
+
+async def test_a_utterance_cut_by_the_go_away_deadline_is_replayed_whole(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 1, second half: when the deadline forces a rotation mid-utterance, the part of
+    the utterance the old session never answered is replayed, so the model hears all of it."""
+    # goAway 0.5 s after accept with 1.5 s left; the margin leaves 1 s, less than the utterance.
+    async with FakeLiveServer(connection_lifetime=2.0, go_away_lead=1.5) as server:
+        agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.5))
+        async with await LiveDriver.start(agent) as live:
+            await server.wait_for_connections(1)
+            mark = len(live.events)
+            text = "a sentence longer than the time left"
+            await _stream(live, speech_pcm(text, seconds=3.0) + silence_pcm(0.6))
+            assert await live.answer_after(mark, timeout=15) == f"echo: {text}"
+            assert await live.say("recall") == f"you said: {text}"
+            await live.close()
+        first = server.connections[0]
+        assert first.go_away_sent and text not in first.user_turns, "the deadline cut it"
+        assert server.user_turns_answered() == [text, "recall"]
+
+
+async def test_a_request_recovered_from_the_sender_is_appended_to_the_session_once(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 5: with a session service that takes a moment to answer, the request taken
+    back from a dead connection's sender went through ADK's send step again, so the user
+    event was appended to the ADK session twice."""
+    from google.adk.sessions import InMemorySessionService
+
+    class SlowUserEvents(InMemorySessionService):  # type: ignore[misc]
+        """Stores user events at once but answers 0.3 s later, like a database a little
+        far away."""
+
+        slow = False
+        entered: asyncio.Event | None = None
+
+        async def append_event(self, session: object, event: object) -> object:
+            stored = await super().append_event(session, event)
+            if self.slow and getattr(event, "author", None) == "user":
+                if self.entered is not None:
+                    self.entered.set()
+                await asyncio.sleep(0.3)
+            return stored
+
+    service = SlowUserEvents()
+    async with FakeLiveServer() as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent, session_service=service) as live:
+            assert await live.say("one") == "echo: one"
+            service.entered = asyncio.Event()
+            service.slow = True
+            mark = live.send_text("two")
+            await asyncio.wait_for(service.entered.wait(), 5)
+            await server.close_open(1011)  # while ADK's sender is appending "two"
+            assert await live.answer_after(mark, timeout=15) == "echo: two"
+            service.slow = False
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+        session = await service.get_session(
+            app_name=live.session.app_name, user_id=live.session.user_id, session_id=live.session.id
+        )
+    user_texts = [
+        "".join(p.text or "" for p in e.content.parts or [])
+        for e in session.events
+        if e.author == "user" and e.content is not None
+    ]
+    assert user_texts.count("two") == 1, user_texts
+    assert server.user_turns_answered() == ["one", "two", "recall"]
+
+
+GEMINI_3 = "gemini-3.1-flash-live-preview"
+
+
+async def test_gemini_3_context_the_handle_lacks_goes_to_one_fresh_session(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 8: Gemini 3.x Live takes no clientContent mid-session, so a turn the handle
+    does not hold cannot be replayed as context; one fresh session with history gets it."""
+    from google.adk.agents import LlmAgent
+
+    from adk_live_resume import ResumableLlmAgent, adk_compat
+    from adk_live_resume.testing import HandleSchedule
+
+    if not adk_compat.speaks_gemini_3_live(GEMINI_3):
+        pytest.skip("this google-adk release does not speak the Gemini 3.x Live dialect")
+    async with FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False)) as server:
+        make_agent(server)  # installs the patch for the "install" entry point
+        cls = LlmAgent if make_agent.entry == "install" else ResumableLlmAgent
+        agent = cls(name="assistant", model=server.gemini(GEMINI_3))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            issued = await server.issue_handles_now()
+            assert issued[1] is not None and issued[1].turns == 2  # "one" and its answer
+            assert await live.say("two") == "echo: two"  # no handle holds this exchange
+            await server.close_open(1011)
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+    assert len(server.connections) == 2
+    fresh = server.connections[1]
+    assert fresh.resume_handle is None, "a fresh session, not a resume"
+    assert [t.text for t in fresh.heard if t.how == "history"] == ["one", "two"]
+    assert all(not c.rejected_client_content for c in server.connections)
+    assert server.duplicate_history_sends() == 0
+    assert server.user_turns_answered() == ["one", "two", "recall"]
+
+
+async def test_the_audio_session_limit_ends_the_run_with_a_clear_error(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 9: an audio session without compression ends at the limit; resuming it is
+    refused, and the run ends with SessionLimitError instead of retrying in a loop."""
+    from adk_live_resume import SessionLimitError
+
+    async with FakeLiveServer(session_limit=1.5) as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            mark = len(live.events)
+            await _stream(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=4)
+            assert await live.answer_after(mark) == "echo: hello"
+            error = await live.wait_ended(timeout=10)
+        assert isinstance(error, SessionLimitError), repr(error)
+        assert "sliding_window" in str(error) and "15 minutes" in str(error)
+    assert server.connections[0].ended_by == "session_limit"
+    assert len(server.connections) == 2, "one refused resume, no retry loop"

@@ -54,8 +54,12 @@ class LiveDriver:
         history: list[tuple[str, str]] | None = None,
         app_name: str = "adk_live_resume_tests",
         user_id: str = "user",
+        session_service: Any = None,
     ) -> LiveDriver:
-        """Create an in-memory runner and session for ``agent`` and start ``run_live``.
+        """Create a runner and session for ``agent`` and start ``run_live``.
+
+        The runner keeps sessions in memory unless ``session_service`` (any ADK
+        ``BaseSessionService``) is given.
 
         ``history`` is a list of ``(role, text)`` pairs ("user" or "model") stored in the ADK
         session before the live run starts, so the first connection has history to send.
@@ -64,9 +68,12 @@ class LiveDriver:
         from google.adk.agents.live_request_queue import LiveRequestQueue
         from google.adk.agents.run_config import RunConfig
         from google.adk.events.event import Event
-        from google.adk.runners import InMemoryRunner
+        from google.adk.runners import InMemoryRunner, Runner
 
-        runner = InMemoryRunner(agent=agent, app_name=app_name)
+        if session_service is None:
+            runner: Any = InMemoryRunner(agent=agent, app_name=app_name)
+        else:
+            runner = Runner(agent=agent, app_name=app_name, session_service=session_service)
         session = await runner.session_service.create_session(app_name=app_name, user_id=user_id)
         for role, text in history or []:
             await runner.session_service.append_event(
