@@ -52,6 +52,7 @@ from .observe import ReconnectReason
 from .outbox import (
     Outbox,
     Replay,
+    fresh_history,
     responses_of,
     without_responses,
 )
@@ -333,23 +334,6 @@ class _ConnectionWatch:
             _abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
-
-
-def _history_text(request: Any) -> str:
-    """The user text of a request's history, for "does the history hold this?" checks."""
-    texts = [
-        part.text
-        for content in request.contents or []
-        if content.role == "user"
-        for part in content.parts or []
-        if part.text
-    ]
-    return " ".join(texts)
-
-
-def _squeeze(text: str) -> str:
-    """``text`` without white space, lower case: transcription pieces carry odd spacing."""
-    return "".join(text.split()).lower()
 
 
 def _abort_transport(session: Any) -> None:
@@ -711,19 +695,21 @@ class _LiveRun:
                 adk_compat.set_genai_session(connection, watch.tap)
                 watch.watch_socket()
                 self.outbox.begin_connection()
+                history: list[Any] = []  # a resumed session has it already
                 if handle:
                     self.tool_calls.on_resumed()
                     replay = self.outbox.take_replay(self.tool_calls.unknown_ids())
                 else:
                     self.tool_calls.on_fresh_session()
-                    heard = _squeeze(self.outbox.utterance_transcript())
-                    replay = self.outbox.take_audio(
-                        utterance_in_history=bool(heard)
-                        and heard in _squeeze(_history_text(self.request))
+                    history, in_history = fresh_history(
+                        self.request.contents or [],
+                        self.outbox.utterance_transcript(),
+                        speaking=self.outbox.activity.speaking,
                     )
-                if not handle and self.request.contents:
+                    replay = self.outbox.take_audio(utterance_in_history=in_history)
+                if not handle and history:
                     self.history_sends += 1
-                    await connection.send_history(self.request.contents)
+                    await connection.send_history(history)
                 await self._replay(watch.tap, replay)
                 if self.unsent_request is not None:
                     unsent, self.unsent_request = self.unsent_request, None

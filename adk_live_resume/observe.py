@@ -82,6 +82,11 @@ class RunStats:
     tool_calls_reused: int
     #: User audio (ms) too old for the replay window, so not replayed.
     dropped_audio_ms: float
+    #: The most user audio (ms) held for replay at once: at most 1.25 x
+    #: (``replay_audio_seconds`` + ``max_utterance_seconds``) plus one chunk.
+    peak_replay_audio_ms: float = 0.0
+    #: The most client messages held for replay at once (audio chunks, turns, responses).
+    peak_replay_messages: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -230,6 +235,8 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         requests_recovered=guard.recovered if guard is not None else 0,
         tool_calls_reused=run.tool_calls.reused,
         dropped_audio_ms=run.outbox.dropped_audio_ms_total,
+        peak_replay_audio_ms=run.outbox.peak_audio_ms,
+        peak_replay_messages=run.outbox.peak_messages,
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,6 +108,11 @@ class Outbox:
         self._dropped_since_replay = 0.0
         #: ``(utterance number, what the server transcribed of it)``.
         self._heard: tuple[int, str] = (0, "")
+        #: The most audio (ms) and the most client messages held at once over the run. Audio
+        #: held never exceeds 1.25 x (``audio_window_ms`` + ``max_utterance_ms``) plus one
+        #: message: it is trimmed back to the budget once it passes that.
+        self.peak_audio_ms = 0.0
+        self.peak_messages = 0
 
     def __len__(self) -> int:
         return sum(isinstance(item, ClientMessage) for item in self._items)
@@ -152,8 +157,10 @@ class Outbox:
         self._items.append(message)
         if audio_ms > 0:
             self._audio_ms += audio_ms
+            self.peak_audio_ms = max(self.peak_audio_ms, self._audio_ms)
             if self._audio_ms > self._audio_budget() * 1.25:
                 self._trim_audio()
+        self.peak_messages = max(self.peak_messages, len(self._items))
         return message
 
     def model_text(self, text: str) -> None:
@@ -320,6 +327,46 @@ class Outbox:
             if m.audio_ms > 0 and current and m.utterance == current and not utterance_in_history
         ]
         return replay
+
+
+def fresh_history(
+    contents: Sequence[Any], transcript: str, *, speaking: bool
+) -> tuple[list[Any], bool]:
+    """The history for a fresh session, and whether it holds the unanswered utterance.
+
+    ``contents`` is the conversation ADK rebuilt from its session, ``transcript`` what the
+    server transcribed of the unanswered utterance (:meth:`Outbox.utterance_transcript`).
+    When the user has finished speaking and the history holds that transcription, the
+    history answers it and its audio is not replayed. While the user is still speaking, the
+    transcription ADK stored is only the start of the utterance: it is left out of the
+    history (as the last user turn) so that the utterance reaches the new session once,
+    whole, as its replayed audio followed by the rest of the speech.
+    """
+    heard = _squeeze(transcript)
+    history = list(contents)
+    if not heard or heard not in _squeeze(_user_text(history)):
+        return history, False
+    if not speaking:
+        return history, True
+    if history and history[-1].role == "user" and _squeeze(_user_text(history[-1:])) == heard:
+        history.pop()
+    return history, False
+
+
+def _user_text(contents: Sequence[Any]) -> str:
+    """The user text of ``contents``, for "does the history hold this?" checks."""
+    return " ".join(
+        part.text
+        for content in contents
+        if content.role == "user"
+        for part in content.parts or []
+        if part.text
+    )
+
+
+def _squeeze(text: str) -> str:
+    """``text`` without white space, lower case: transcription pieces carry odd spacing."""
+    return "".join(text.split()).lower()
 
 
 def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:

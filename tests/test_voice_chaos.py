@@ -58,6 +58,16 @@ GEMINI_3 = "gemini-3.1-flash-live-preview"
 RATE = 16000
 CHUNK_MS = 40
 PACE = 4.0  # the microphone runs at 4x real time (the fake's VAD counts audio, not clocks)
+# Small replay bounds, so that the memory invariant bites within a short conversation.
+POLICY = ResumePolicy(
+    go_away_margin=0.2,
+    max_reconnects_per_minute=60,
+    replay_audio_seconds=1.0,
+    max_utterance_seconds=3.0,
+)
+#: The outbox's documented bound (RunStats.peak_replay_audio_ms), plus one chunk.
+MAX_HELD_AUDIO_MS = 1.25 * 1000 * (POLICY.replay_audio_seconds + POLICY.max_utterance_seconds)
+MAX_HELD_MESSAGES = int(MAX_HELD_AUDIO_MS // CHUNK_MS) + 1 + 20  # audio, plus turns and responses
 WORDS = ["alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "indigo"]
 
 
@@ -165,6 +175,17 @@ def _items(text: str) -> list[str]:
 
 async def run_plan(plan: VoicePlan) -> None:
     tool_runs: list[str] = []
+    runs: list[adk_live_resume.RunStats] = []
+    remove = adk_live_resume.on_run_end(runs.append)
+    try:
+        await _run_plan(plan, tool_runs, runs)
+    finally:
+        remove()
+
+
+async def _run_plan(
+    plan: VoicePlan, tool_runs: list[str], runs: list[adk_live_resume.RunStats]
+) -> None:
 
     def lookup(item: str) -> dict[str, str]:
         """Look an item up."""
@@ -180,7 +201,7 @@ async def run_plan(plan: VoicePlan) -> None:
     ) as server:
         for connection, fault in plan.faults.items():
             server.script(fault, connection=connection)
-        adk_live_resume.install(ResumePolicy(go_away_margin=0.2, max_reconnects_per_minute=60))
+        adk_live_resume.install(POLICY)
         model = server.gemini(GEMINI_3 if plan.gemini3 else "gemini-live-fake", vertex=plan.vertex)
         agent = LlmAgent(name="assistant", model=model, tools=[lookup])
         config = RunConfig(
@@ -255,6 +276,11 @@ async def run_plan(plan: VoicePlan) -> None:
         assert server.duplicate_history_sends() == 0
         if plan.vertex:
             assert server.resent_consumed() == [], server.resent_consumed()
+        # Memory held by the run for replay stays within the policy's bounds.
+        assert len(runs) == 1, runs
+        assert runs[0].peak_replay_audio_ms <= MAX_HELD_AUDIO_MS + CHUNK_MS, runs[0]
+        assert runs[0].peak_replay_messages <= MAX_HELD_MESSAGES, runs[0]
+        assert runs[0].error is None, runs[0]
     await asyncio.sleep(0)
     assert our_tasks() == []
 

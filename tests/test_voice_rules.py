@@ -10,7 +10,7 @@ import tracemalloc
 from google.genai import types
 
 from adk_live_resume.activity import UserActivity, is_voiced, pcm_rms
-from adk_live_resume.outbox import Outbox, audio_pcm, signals
+from adk_live_resume.outbox import Outbox, audio_pcm, fresh_history, signals
 from adk_live_resume.tool_calls import ToolCallBook
 
 RATE = 16000
@@ -164,6 +164,9 @@ def test_ten_minutes_of_microphone_without_a_handle_stay_bounded() -> None:
         tracemalloc.stop()
     assert outbox.audio_ms <= 1.25 * (2000 + 5000)
     assert len(outbox) <= 1.25 * (2000 + 5000) / 20 + 60  # audio chunks + facts' turns
+    # The peaks (reported in RunStats) stay within the documented bound the whole time.
+    assert 5000 <= outbox.peak_audio_ms <= 1.25 * (2000 + 5000) + 20
+    assert outbox.peak_messages <= 1.25 * (2000 + 5000) / 20 + 60
     assert peak < 8 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
     assert outbox.dropped_audio_ms_total >= 10 * 60 * 1000 - 1.25 * 7000
 
@@ -255,3 +258,31 @@ def test_parallel_calls_are_decided_one_by_one() -> None:
     book.on_resumed()
     decision = book.on_calls([("a2", "a", {}), ("b2", "b", {})])
     assert decision.answer == (("a2", {"a": 1}),) and decision.run == ("b2",)
+
+
+# -- the history of a fresh session while the user speaks ------------------------------------
+
+
+def _turn(role: str, text: str) -> types.Content:
+    return types.Content(role=role, parts=[types.Part(text=text)])
+
+
+def test_a_finished_utterance_in_the_history_is_answered_from_it() -> None:
+    contents = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "o e b c n")]
+    history, in_history = fresh_history(contents, "oebcn", speaking=False)
+    assert history == contents and in_history
+
+
+def test_an_utterance_still_spoken_leaves_the_history_and_is_replayed_as_audio() -> None:
+    """ADK stored the partial transcription "oebc" as a user turn; the user is still
+    speaking, so the history must not answer that fragment: the audio carries it whole."""
+    contents = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "oebc")]
+    history, in_history = fresh_history(contents, "o e b c", speaking=True)
+    assert history == contents[:2] and not in_history
+
+
+def test_an_utterance_the_history_lacks_is_replayed_and_the_history_kept() -> None:
+    contents = [_turn("user", "one"), _turn("model", "echo: one")]
+    for speaking in (False, True):
+        assert fresh_history(contents, "oebc", speaking=speaking) == (contents, False)
+    assert fresh_history(contents, "", speaking=True) == (contents, False)

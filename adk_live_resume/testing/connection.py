@@ -147,6 +147,7 @@ class LiveConnection:
         self._history_in_client_content = False
         self._realtime_seen = False
         self._awaiting_trigger = False
+        self._trigger_tool_results: list[tuple[str, Any]] = []
         self._session = SessionInfo(secrets.token_hex(8), self._loop.time(), audio=False)
         self._session_audio = False
         self._compression = False
@@ -557,6 +558,9 @@ class LiveConnection:
             return
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
         is_history = is_history or any(turn.role == "model" for turn in turns)
+        # Gemini 3.x Live takes clientContent only as the initial history (see dialect), so
+        # even a single user turn there is history, answered at the next realtime input.
+        is_history = is_history or self._gemini3
         if not is_history:
             await self._user_turn(turns[0].text, "typed", index, index)
             return
@@ -576,8 +580,10 @@ class LiveConnection:
                 self._heard(t.text, "history", index, index)
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
         if answer and self._gemini3:
-            # Gemini 3.x Live answers history only at the next realtime input (ADK sends ".").
+            # Gemini 3.x Live answers history only at the next realtime input (ADK sends "."),
+            # with the tool results the history ends with, if any.
             self._awaiting_trigger = True
+            self._trigger_tool_results = tool_results
         elif answer and tool_results:
             # History ending with a tool's result: answer with it, as after a toolResponse,
             # for the user turn that asked for the tool.
@@ -600,7 +606,8 @@ class LiveConnection:
                 self._awaiting_trigger = False
                 await self._interrupt()
                 asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
-                self._start_generation(asked)
+                results, self._trigger_tool_results = self._trigger_tool_results, []
+                self._start_generation(asked, tool_results=results)
             else:
                 self._awaiting_trigger = False
                 await self._user_turn(text, "typed", index, index)
