@@ -54,19 +54,25 @@ class LiveDriver:
         history: list[tuple[str, str]] | None = None,
         app_name: str = "adk_live_resume_tests",
         user_id: str = "user",
+        runner: Any = None,
     ) -> LiveDriver:
         """Create an in-memory runner and session for ``agent`` and start ``run_live``.
 
         ``history`` is a list of ``(role, text)`` pairs ("user" or "model") stored in the ADK
         session before the live run starts, so the first connection has history to send.
-        ``run_config`` defaults to text responses with session resumption on.
+        ``run_config`` defaults to text responses with session resumption on. ``runner``:
+        an existing runner to share (many sessions in one process, as an app serves them);
+        ``agent`` and ``app_name`` are then the runner's.
         """
         from google.adk.agents.live_request_queue import LiveRequestQueue
         from google.adk.agents.run_config import RunConfig
         from google.adk.events.event import Event
         from google.adk.runners import InMemoryRunner
 
-        runner = InMemoryRunner(agent=agent, app_name=app_name)
+        if runner is None:
+            runner = InMemoryRunner(agent=agent, app_name=app_name)
+        else:
+            agent, app_name = runner.agent, runner.app_name
         session = await runner.session_service.create_session(app_name=app_name, user_id=user_id)
         for role, text in history or []:
             await runner.session_service.append_event(
