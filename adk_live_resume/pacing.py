@@ -45,6 +45,7 @@ import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .policy import ResumePolicy, is_testing
 
@@ -79,9 +80,7 @@ class PacerSchedule:
     #: Attempts that had to wait (a herd, as opposed to lone drops).
     paced: int = 0
 
-    def arrive(
-        self, now: float, rate: float, burst: int, *, latest: float | None = None
-    ) -> Ticket:
+    def arrive(self, now: float, rate: float, burst: int, *, latest: float | None = None) -> Ticket:
         """A ticket for an attempt wanted at ``now``; ``ticket.started`` is set if it may
         start at once, else it waits for :meth:`let_through`."""
         if rate < 0 or burst < 1:
@@ -220,7 +219,8 @@ async def take_turn(
     remove = on_close(closed.set) if on_close is not None else None
     closing = asyncio.ensure_future(closed.wait())
     try:
-        await asyncio.wait({turn, closing}, return_when=asyncio.FIRST_COMPLETED)
+        either: set[asyncio.Future[Any]] = {turn, closing}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
     finally:
         turn.cancel()  # gives the place up unless it came
         closing.cancel()

@@ -11,7 +11,9 @@ With ``jitter=False`` the upper bound itself is used (``first_attempt_jitter`` i
 jittered: a fixed delay would move a herd, not spread it). After its wait, every attempt
 also takes its turn at the process-wide reconnect pacer (:mod:`adk_live_resume.pacing`:
 ``process_reconnect_rate`` and ``process_reconnect_burst``), which adds nothing while the
-process is quiet and spreads a herd of reconnects when a server drops many sockets at once. An outage ends in an error when
+process is quiet and spreads a herd of reconnects when a server drops many sockets at once.
+
+An outage ends in an error when
 ``max_attempts`` connection attempts have failed or ``outage_timeout`` seconds have passed
 since the drop, whichever comes first. The attempt counter resets only once a resumed
 connection has proved healthy (a server message was received on it).

@@ -7,6 +7,7 @@ at all; the asyncio glue is checked on a real event loop with waits of a few mil
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 
 import pytest
@@ -64,7 +65,7 @@ def test_a_herd_is_let_through_in_order_at_the_rate(pacing_on: None) -> None:
     assert [t.started for t in tickets] == sorted(t.started for t in tickets)  # FIFO
     assert schedule.paced == 50
     # once the burst is used up, one start per 1/rate = 10 ms
-    gaps = {round(b - a, 3) for a, b in zip(starts[:-1], starts[1:], strict=True)}
+    gaps = {round(b - a, 3) for a, b in itertools.pairwise(starts)}
     assert gaps == {0.01}
 
 
