@@ -7,6 +7,7 @@ at all; the asyncio glue is checked on a real event loop with waits of a few mil
 from __future__ import annotations
 
 import asyncio
+import bisect
 import itertools
 import random
 
@@ -33,13 +34,9 @@ def drain(schedule: PacerSchedule, until: float, step: float = 0.001) -> list[fl
 
 
 def most_in_any_window(times: list[float], width: float) -> int:
+    """The most ``times`` in any window ``[t, t + width)`` that starts at one of them."""
     ordered = sorted(times)
-    best = first = 0
-    for last, t in enumerate(ordered):
-        while t - ordered[first] >= width:
-            first += 1
-        best = max(best, last - first + 1)
-    return best
+    return max(bisect.bisect_left(ordered, t + width) - i for i, t in enumerate(ordered))
 
 
 def test_a_lone_attempt_in_a_quiet_process_starts_at_once(pacing_on: None) -> None:
