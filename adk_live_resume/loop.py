@@ -38,7 +38,7 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat, log_redaction, observe
+from . import adk_compat, log_redaction, observe, pacing
 from .errors import (
     Drop,
     ReconnectFailedError,
@@ -101,6 +101,8 @@ class _ConnectionWatch:
         self.client_closed = False
         self.rotating: str | None = None  # why we closed the socket on purpose
         self.go_away_seen = False
+        #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
+        self.rotate_by: float | None = None
         self.rotate_on_next_handle = False
         self.turn_sent_since_handle = False
         self.send_error: BaseException | None = None
@@ -157,6 +159,7 @@ class _ConnectionWatch:
             time_left,
             delay,
         )
+        self.rotate_by = asyncio.get_running_loop().time() + delay
         self._timer = asyncio.get_running_loop().call_later(delay, self.rotate, "goAway deadline")
         if self.at_safe_point():
             self.rotate("goAway at a safe point")
@@ -571,7 +574,14 @@ class _LiveRun:
                 ) from outcome.error
             if wait:
                 logger.debug("waiting %.3f s before reconnecting", wait)
-            if self.queue_guard is not None and await self.queue_guard.wait_closed(wait):
+            guard = self.queue_guard
+            if guard is not None and await guard.wait_closed(wait):
+                logger.debug("the request queue was closed during the outage; ending the run")
+                return
+            # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
+            latest = watch.rotate_by if end is _End.ROTATE else None
+            on_close = guard.on_close if guard is not None else None
+            if not await pacing.take_turn(self.policy, latest=latest, on_close=on_close):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
 

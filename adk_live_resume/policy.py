@@ -4,10 +4,16 @@ Everything here is pure: no I/O, no clocks except the ones passed in.
 
 Backoff formula (full jitter, as in the AWS architecture blog and ``stamina``)::
 
-    wait(1) = 0                                   # the first retry after a drop is immediate
+    wait(1) = uniform(0, first_attempt_jitter)    # 0 by default: the first retry is immediate
     wait(n) = uniform(0, min(max_wait, initial_wait * 2 ** (n - 2)))   for n >= 2
 
-With ``jitter=False`` the upper bound itself is used. An outage ends in an error when
+With ``jitter=False`` the upper bound itself is used (``first_attempt_jitter`` is always
+jittered: a fixed delay would move a herd, not spread it). After its wait, every attempt
+also takes its turn at the process-wide reconnect pacer (:mod:`adk_live_resume.pacing`:
+``process_reconnect_rate`` and ``process_reconnect_burst``), which adds nothing while the
+process is quiet and spreads a herd of reconnects when a server drops many sockets at once.
+
+An outage ends in an error when
 ``max_attempts`` connection attempts have failed or ``outage_timeout`` seconds have passed
 since the drop, whichever comes first. The attempt counter resets only once a resumed
 connection has proved healthy (a server message was received on it).
@@ -40,7 +46,8 @@ _testing = False
 
 
 def set_testing(on: bool) -> None:
-    """Turn backoff waits off (``True``) or back on, for tests.
+    """Turn backoff waits, first-attempt jitter and reconnect pacing off (``True``) or back
+    on, for tests.
 
     Caps on attempts and on the reconnect rate stay in force; only the sleeping goes.
     """
@@ -123,6 +130,18 @@ class ResumePolicy:
     #: session's state (through the runner's session service), so the next ``run_live`` of
     #: that session, in this process or another worker, resumes with it while it is valid.
     store_handle_in_session: bool = False
+    #: The first attempt after a drop waits ``uniform(0, first_attempt_jitter)`` seconds. Off
+    #: (0) by default, so a lone drop reconnects at once; the process-wide pacer spreads a herd
+    #: within one process. Set it (e.g. 1 s) when many processes serve sessions from one server
+    #: and may all lose them at once: the pacers of separate processes do not see each other.
+    first_attempt_jitter: float = 0.0
+    #: Reconnect attempts per second across every live run of the process (one pacer per
+    #: event loop, see :mod:`adk_live_resume.pacing`), once ``process_reconnect_burst`` is used
+    #: up; goAway rotations count too, but never wait past their deadline. 0 turns pacing off.
+    process_reconnect_rate: float = 250.0
+    #: Reconnect attempts the process may start at once before ``process_reconnect_rate``
+    #: applies: a lone drop (or up to this many at once) never waits for the pacer.
+    process_reconnect_burst: int = 20
 
     def __post_init__(self) -> None:
         if not isinstance(self.retryable_close_codes, frozenset) and isinstance(
@@ -141,6 +160,8 @@ class ResumePolicy:
             "replay_audio_seconds",
             "max_utterance_seconds",
             "handle_ttl",
+            "first_attempt_jitter",
+            "process_reconnect_rate",
         ):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
@@ -150,6 +171,8 @@ class ResumePolicy:
             problems.append("go_away_margin must be >= 0")
         if self.max_reconnects_per_minute < 1:
             problems.append("max_reconnects_per_minute must be >= 1")
+        if self.process_reconnect_burst < 1:
+            problems.append("process_reconnect_burst must be >= 1")
         if self.initial_wait > self.max_wait:
             problems.append(
                 f"initial_wait ({self.initial_wait}) must be <= max_wait ({self.max_wait})"
@@ -173,13 +196,19 @@ class ResumePolicy:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def wait_before(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait before connection attempt ``attempt`` (1-based) of an outage."""
-        if attempt <= 1 or _testing:
+        """Seconds to wait before connection attempt ``attempt`` (1-based) of an outage.
+
+        Pacing (:mod:`adk_live_resume.pacing`) comes on top, when the wait is over.
+        """
+        if _testing:
             return 0.0
+        uniform = rng.uniform if rng is not None else random.uniform
+        if attempt <= 1:
+            return uniform(0.0, self.first_attempt_jitter) if self.first_attempt_jitter else 0.0
         cap = min(self.max_wait, self.initial_wait * 2.0 ** (attempt - 2))
         if not self.jitter:
             return cap
-        return rng.uniform(0.0, cap) if rng is not None else random.uniform(0.0, cap)
+        return uniform(0.0, cap)
 
     def is_retryable_code(self, code: int | None) -> bool:
         """Whether a websocket close ``code`` is worth resuming after."""

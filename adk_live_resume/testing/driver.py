@@ -55,6 +55,7 @@ class LiveDriver:
         app_name: str = "adk_live_resume_tests",
         user_id: str = "user",
         session_service: Any = None,
+        runner: Any = None,
     ) -> LiveDriver:
         """Create a runner and session for ``agent`` and start ``run_live``.
 
@@ -63,15 +64,21 @@ class LiveDriver:
 
         ``history`` is a list of ``(role, text)`` pairs ("user" or "model") stored in the ADK
         session before the live run starts, so the first connection has history to send.
-        ``run_config`` defaults to text responses with session resumption on.
+        ``run_config`` defaults to text responses with session resumption on. ``runner``:
+        an existing runner to share (many sessions in one process, as an app serves them);
+        ``agent`` and ``app_name`` are then the runner's.
         """
         from google.adk.agents.live_request_queue import LiveRequestQueue
         from google.adk.agents.run_config import RunConfig
         from google.adk.events.event import Event
         from google.adk.runners import InMemoryRunner, Runner
 
-        if session_service is None:
-            runner: Any = InMemoryRunner(agent=agent, app_name=app_name)
+        if runner is not None:
+            if session_service is not None:
+                raise ValueError("give runner or session_service, not both")
+            agent, app_name = runner.agent, runner.app_name
+        elif session_service is None:
+            runner = InMemoryRunner(agent=agent, app_name=app_name)
         else:
             runner = Runner(agent=agent, app_name=app_name, session_service=session_service)
         session = await runner.session_service.create_session(app_name=app_name, user_id=user_id)

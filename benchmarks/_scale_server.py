@@ -1,0 +1,98 @@
+"""The fake Gemini Live server of ``benchmarks/scale.py``, in a process of its own.
+
+Run by ``scale.py`` (not a benchmark itself: helper modules start with ``_``)::
+
+    python benchmarks/_scale_server.py
+
+It starts a :class:`~adk_live_resume.testing.FakeLiveServer` (no goAway within the run, handles
+after every turn) and a control channel: a plain TCP line protocol on 127.0.0.1. Its first
+line on stdout is JSON: ``{"base_url", "cert_path", "control_port", "pid"}``. Commands, one
+JSON reply line each:
+
+* ``drop``: drop every open socket at once, without a close frame (a server restart:
+  ``FakeLiveServer.restart``); replies ``{"dropped": n, "at": t, "done": t}`` (``at`` and
+  ``done`` are ``time.monotonic()``, which on Linux is one clock for every process);
+* ``count``: ``{"connections": n, "open": n}``;
+* ``quit``: stop the server and exit.
+
+It also exits when its stdin closes (the benchmark ended or died).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import sys
+import time
+
+from adk_live_resume.testing import FakeLiveServer
+
+
+def raise_fd_limit() -> int:
+    """Raise this process's open-file limit to its hard limit; return the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+async def _control(
+    server: FakeLiveServer,
+    stop: asyncio.Event,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+) -> None:
+    while line := await reader.readline():
+        reply: dict[str, object]
+        command = line.decode().strip()
+        if command == "drop":
+            at = time.monotonic()
+            dropped = server.open_connections()
+            await server.restart(timeout=120.0)
+            reply = {"dropped": dropped, "at": at, "done": time.monotonic()}
+        elif command == "count":
+            reply = {"connections": len(server.connections), "open": server.open_connections()}
+        elif command == "quit":
+            stop.set()
+            reply = {"quit": True}
+        else:
+            reply = {"error": f"unknown command {command!r}: drop, count or quit"}
+        writer.write((json.dumps(reply) + "\n").encode())
+        await writer.drain()
+    writer.close()
+
+
+async def _main() -> None:
+    fd_limit = raise_fd_limit()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    async with FakeLiveServer(chunk_delay=0.005) as server:
+        control = await asyncio.start_server(
+            lambda r, w: _control(server, stop, r, w), "127.0.0.1", 0
+        )
+        port = control.sockets[0].getsockname()[1]
+        hello = {
+            "base_url": server.base_url,
+            "cert_path": server.cert_path,
+            "control_port": port,
+            "pid": os.getpid(),
+            "fd_limit": fd_limit,
+        }
+        print(json.dumps(hello), flush=True)
+        stdin = sys.stdin.fileno()
+
+        def on_stdin() -> None:
+            if not os.read(stdin, 4096):
+                stop.set()
+
+        loop.add_reader(stdin, on_stdin)
+        await stop.wait()
+        loop.remove_reader(stdin)
+        control.close()
+        await control.wait_closed()
+
+
+if __name__ == "__main__":
+    asyncio.run(_main())

@@ -1,0 +1,257 @@
+"""One round of ``benchmarks/scale.py``: N live sessions in this process, all dropped at once.
+
+Run by ``scale.py`` (a helper, not a benchmark)::
+
+    python benchmarks/_scale_sessions.py --sessions 500 --pacing on --server '<hello JSON>'
+
+Every session is a real ``Runner.run_live`` (one runner, one agent, one session each, the
+patch installed) on the real google-genai SDK, talking TLS to the fake server of
+``_scale_server.py`` in another process. Each session says ``before <i>`` and checks the
+answer, waits for its resumption handle; then the server drops every socket at once; each
+session at once asks ``recall`` and checks that the answer is ``you said: before <i>`` (its
+turn from before the drop, kept by the resumed session or rebuilt in a fresh one: the turn
+sent during the outage was not lost). Prints one JSON line: every connection attempt's time
+(``Gemini.connect`` calls, client side) and every resume's time, relative to the drop, and
+the memory and CPU the sessions took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+from _scale_server import raise_fd_limit
+
+#: Sessions started (connected and through their first turn) at the same time.
+STARTING_AT_ONCE = 25
+#: Seconds any single wait of the round may take before the session counts as failed.
+TIMEOUT = 180.0
+
+
+class Address:
+    """Where the fake server is (what ``fake_gemini`` needs)."""
+
+    def __init__(self, base_url: str, cert_path: str) -> None:
+        self.base_url = base_url
+        self.cert_path = cert_path
+
+
+def rss_bytes() -> int:
+    """This process's resident set size (Linux ``/proc/self/statm``)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class LoopLag:
+    """How late the event loop runs a 10 ms ticker (the process is busy), and the time the
+    garbage collector's full collections took."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self.gc_seconds = 0.0
+        self.gc_full = 0
+        self._gc_started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc_seconds += time.perf_counter() - self._gc_started
+            self.gc_full += 1
+
+    async def tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            self.worst = max(self.worst, loop.time() - before - 0.01)
+
+
+def counting_model(address: Address, attempts: list[float]) -> Any:
+    """An ADK model bound to the fake server that notes the time of every connect call."""
+    from adk_live_resume.testing.client_config import fake_gemini
+
+    base: Any = type(fake_gemini(address))
+
+    class CountingGemini(base):  # type: ignore[misc]
+        def connect(self, llm_request: Any) -> Any:
+            attempts.append(time.monotonic())
+            return super().connect(llm_request)
+
+    return CountingGemini(
+        model="gemini-live-fake", fake_base_url=address.base_url, fake_cert_path=address.cert_path
+    )
+
+
+async def wait_for_handle(driver: Any) -> None:
+    """Wait until the session has a resumption handle (it follows the turn's end)."""
+    import adk_live_resume
+
+    async with asyncio.timeout(TIMEOUT):
+        # the handle arrives with no event to wait on: poll
+        while adk_live_resume.current_handle(driver.queue) is None:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
+async def _control(port: int, command: str) -> dict[str, Any]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"{command}\n".encode())
+    await writer.drain()
+    reply: dict[str, Any] = json.loads(await reader.readline())
+    writer.close()
+    await writer.wait_closed()
+    return reply
+
+
+def _brief(error: BaseException) -> str:
+    cause = error.__cause__ or error.__context__
+    text = f"{type(error).__name__}: {error}"[:200]
+    return text + (f" <- {type(cause).__name__}: {cause}"[:200] if cause else "")
+
+
+async def run_round(sessions: int, pacing: bool, hello: dict[str, Any]) -> dict[str, Any]:
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import InMemoryRunner
+
+    import adk_live_resume
+    from adk_live_resume import ResumePolicy
+    from adk_live_resume.testing import LiveDriver
+
+    policy = ResumePolicy() if pacing else ResumePolicy(process_reconnect_rate=0)
+    adk_live_resume.install(policy)
+    attempts: list[float] = []
+    resumes: list[tuple[float, str, bool, int]] = []
+
+    def on_reconnect(info: adk_live_resume.ReconnectInfo) -> None:
+        resumes.append((time.monotonic(), info.session_id, info.state_restored, info.attempt))
+
+    adk_live_resume.on_reconnect(on_reconnect)
+    model = counting_model(Address(hello["base_url"], hello["cert_path"]), attempts)
+    agent = LlmAgent(name="scale", model=model, instruction="Answer briefly.")
+    runner = InMemoryRunner(agent=agent, app_name="scale")
+    errors: list[str] = []
+
+    gc.collect()
+    rss_before = rss_bytes()
+    gate = asyncio.Semaphore(STARTING_AT_ONCE)
+    started_at = time.monotonic()
+
+    async def start(i: int) -> LiveDriver | None:
+        async with gate:
+            driver = await LiveDriver.start(agent, runner=runner, user_id=f"user-{i}")
+            try:
+                answer = await driver.say(f"before {i}", timeout=TIMEOUT)
+                if answer != f"echo: before {i}":
+                    raise AssertionError(f"session {i} answered {answer!r}")
+                await wait_for_handle(driver)
+            except Exception as error:
+                errors.append(f"start {i}: {_brief(error)}")
+                await driver.cancel()
+                return None
+            return driver
+
+    started = await asyncio.gather(*(start(i) for i in range(sessions)))
+    drivers = {i: d for i, d in enumerate(started) if d is not None}
+    start_seconds = time.monotonic() - started_at
+    gc.collect()
+    rss_after = rss_bytes()
+
+    resumes.clear()
+    connects_before = len(attempts)
+    profile = os.environ.get("SCALE_PROFILE")  # a path: profile the recovery into it
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    cpu_before = cpu_seconds()
+    lag = LoopLag()
+    ticker = asyncio.create_task(lag.tick())
+    drop = await _control(hello["control_port"], "drop")
+    marks = {i: driver.send_text("recall") for i, driver in drivers.items()}
+
+    async def after(i: int, driver: LiveDriver) -> bool:
+        try:
+            answer = await driver.answer_after(marks[i], timeout=TIMEOUT)
+        except Exception as error:
+            errors.append(f"after {i}: {_brief(error)}")
+            return False
+        if answer != f"you said: before {i}":
+            errors.append(f"after {i}: answered {answer!r}")
+            return False
+        return True
+
+    answered = await asyncio.gather(*(after(i, d) for i, d in drivers.items()))
+    cpu_recovery = cpu_seconds() - cpu_before
+    ticker.cancel()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(str(profile))
+    at = float(drop["at"])
+    recovery = {
+        "attempts": [t - at for t in attempts[connects_before:]],
+        "resumed": [t - at for t, _, _, _ in resumes],
+        "sessions_reconnected": len({s for _, s, _, _ in resumes}),
+        "state_restored": len({s for _, s, restored, _ in resumes if restored}),
+        "turns_ok": sum(answered),
+    }
+
+    async def close(driver: LiveDriver) -> None:
+        with contextlib.suppress(Exception):
+            error = await driver.close(timeout=TIMEOUT)
+            if error is not None:
+                errors.append(f"close: {_brief(error)}")
+
+    await asyncio.gather(*(close(d) for d in drivers.values()))
+    adk_live_resume.uninstall()
+    return {
+        "sessions": sessions,
+        "pacing": pacing,
+        "started": len(drivers),
+        "start_seconds": start_seconds,
+        "rss_before": rss_before,
+        "rss_after": rss_after,
+        "memory_per_session": (rss_after - rss_before) / max(1, len(drivers)),
+        "dropped": drop["dropped"],
+        "drop_seconds": float(drop["done"]) - at,
+        "cpu_recovery": cpu_recovery,
+        "loop_lag_worst": lag.worst,
+        "gc_full_seconds": lag.gc_seconds,
+        "gc_full_collections": lag.gc_full,
+        "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        "errors": errors[:20],
+        "error_count": len(errors),
+        **recovery,
+    }
+
+
+def main() -> None:
+    parsed = argparse.ArgumentParser(description=__doc__)
+    parsed.add_argument("--sessions", type=int, required=True)
+    parsed.add_argument("--pacing", choices=("on", "off"), required=True)
+    parsed.add_argument("--server", required=True, help="the server's hello line (JSON)")
+    args = parsed.parse_args()
+    raise_fd_limit()
+    result = asyncio.run(run_round(args.sessions, args.pacing == "on", json.loads(args.server)))
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()
