@@ -138,6 +138,8 @@ class _ConnectionWatch:
             self.model_turn_open = self.output_in_turn = True
         if content.input_transcription and content.input_transcription.text:
             outbox.input_text(content.input_transcription.text)
+        if content.interrupted:
+            outbox.interrupted()
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
         if content.turn_complete:
@@ -715,6 +717,7 @@ class _LiveRun:
                         self.request.contents or [],
                         self.outbox.utterance_transcript(),
                         speaking=self.outbox.activity.speaking,
+                        fragments=self.outbox.transcript_fragments,
                     )
                     replay = self.outbox.take_audio(utterance_in_history=in_history)
                 if not handle and history:

@@ -6,10 +6,11 @@ turn completions). When a resumable handle arrives, it covers every server messa
 before it, and these client messages:
 
 * Vertex AI ``transparent``: exactly those up to ``lastConsumedClientMessageIndex``;
-* the Gemini API, where nothing says what the state holds: those that model output followed,
-  except the user's current utterance. Input the model has not answered yet (a text turn sent
-  while the handle was on its way, the utterance the user is speaking) stays until model
-  output follows it, so a handle that crosses it never makes it forgotten.
+* the Gemini API, where nothing says what the state holds: those that model output (or an
+  ``interrupted`` generation, which the server only starts for input it took in) followed,
+  except the user's current utterance. Input the model has not answered yet (a text turn
+  sent while the handle was on its way, the utterance the user is speaking) stays until
+  model output follows it, so a handle that crosses it never makes it forgotten.
 
 Memory is bounded: user audio is kept only while it may still be needed, i.e. the newest
 ``audio_window_ms`` of audio plus the current unanswered utterance (at most
@@ -61,11 +62,13 @@ class ClientMessage:
     voiced: bool = False
     #: Number of the unanswered utterance it belonged to when recorded (0: none).
     utterance: int = 0
+    #: The first message of its utterance.
+    starts_utterance: bool = False
 
 
 @dataclass(frozen=True)
 class _Fact:
-    kind: Literal["model_text", "input_text", "tool_call", "turn_complete"]
+    kind: Literal["model_text", "input_text", "tool_call", "turn_complete", "interrupted"]
     text: str = ""
     ids: tuple[str, ...] = ()
 
@@ -113,6 +116,11 @@ class Outbox:
         #: message: it is trimmed back to the budget once it passes that.
         self.peak_audio_ms = 0.0
         self.peak_messages = 0
+        self._last_utterance = 0
+        #: Transcriptions of utterance starts that a connection heard before it died and that
+        #: were replayed whole: ADK keeps their pieces, so its history reads "start" + "whole
+        #: utterance" (see :func:`fresh_history`). The newest :data:`MAX_FRAGMENTS` are kept.
+        self.transcript_fragments: list[str] = []
 
     def __len__(self) -> int:
         return sum(isinstance(item, ClientMessage) for item in self._items)
@@ -144,6 +152,9 @@ class Outbox:
         if audio_ms > 0:
             pcm = audio_pcm(method, kwargs)
             voiced = activity.on_audio(pcm, audio_ms) if pcm else False
+        utterance = activity.utterances if activity.unanswered else 0
+        starts = utterance > self._last_utterance
+        self._last_utterance = max(self._last_utterance, utterance)
         message = ClientMessage(
             self._index,
             method,
@@ -152,7 +163,8 @@ class Outbox:
             text,
             ids,
             voiced=voiced,
-            utterance=activity.utterances if activity.unanswered else 0,
+            utterance=utterance,
+            starts_utterance=starts,
         )
         self._items.append(message)
         if audio_ms > 0:
@@ -185,6 +197,11 @@ class Outbox:
         self.activity.on_turn_complete()
         self._items.append(_Fact("turn_complete"))
 
+    def interrupted(self) -> None:
+        """The server cut off a generation: it had taken in the input that started it, so a
+        later handle holds that input, though nothing answered it (not a turn's end)."""
+        self._items.append(_Fact("interrupted"))
+
     def covered(self, last_consumed_index: int | None) -> None:
         """A resumable handle arrived: forget what its state includes (see module doc)."""
         if last_consumed_index is not None:
@@ -194,11 +211,12 @@ class Outbox:
                 )
             )
             return
-        # Gemini API: model output answers what came before it, except the utterance the
-        # user is still speaking or has not been answered for.
+        # Gemini API: model output (or an interrupted generation) shows the server took in
+        # what came before it, except the utterance the user is still speaking or has not
+        # been answered for.
         answered_until = -1
         for position, item in enumerate(self._items):
-            if isinstance(item, _Fact) and item.kind in ("model_text", "tool_call"):
+            if isinstance(item, _Fact) and item.kind in ("model_text", "tool_call", "interrupted"):
                 answered_until = position
         current = self._current_utterance()
         self._keep(
@@ -288,6 +306,22 @@ class Outbox:
 
     def take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         """Return what a resumed session needs and empty the outbox (see module doc)."""
+        replay = self._take_replay(unknown_call_ids)
+        self._note_replayed_start(replay)
+        return replay
+
+    def _note_replayed_start(self, replay: Replay) -> None:
+        """When ``replay`` sends the unanswered utterance again from its start, the next
+        connection transcribes it from the start: what was heard so far becomes a fragment."""
+        current = self._current_utterance()
+        number, heard = self._heard
+        if not current or number != current or not heard.strip():
+            return
+        if any(m.starts_utterance and m.utterance == current for m in replay.messages):
+            self.transcript_fragments = [*self.transcript_fragments, heard][-MAX_FRAGMENTS:]
+            self._heard = (current, "")
+
+    def _take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         unknown = set(unknown_call_ids)
         self._trim_audio()
         items, self._items = self._items, []
@@ -319,18 +353,23 @@ class Outbox:
         """For a fresh session, whose rebuilt history holds every finished exchange: only the
         audio of the utterance the model has not answered, unless the history has it too."""
         current = self._current_utterance()
-        replay = self.take_replay()
+        replay = self._take_replay()
         replay.context = []
         replay.messages = [
             m
             for m in replay.messages
             if m.audio_ms > 0 and current and m.utterance == current and not utterance_in_history
         ]
+        self._note_replayed_start(replay)
         return replay
 
 
 def fresh_history(
-    contents: Sequence[Any], transcript: str, *, speaking: bool
+    contents: Sequence[Any],
+    transcript: str,
+    *,
+    speaking: bool,
+    fragments: Sequence[str] = (),
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -341,9 +380,14 @@ def fresh_history(
     transcription ADK stored is only the start of the utterance: it is left out of the
     history (as the last user turn) so that the utterance reaches the new session once,
     whole, as its replayed audio followed by the rest of the speech.
+
+    ``fragments`` (:attr:`Outbox.transcript_fragments`) are starts of utterances that were
+    replayed whole: ADK joined their transcription pieces with the whole utterance's, so a
+    user turn reads "fhtfhtgv" for "fhtgv"; each is taken out once where it is followed by
+    itself. The contents are copied, never changed in place (they are ADK's session).
     """
     heard = _squeeze(transcript)
-    history = list(contents)
+    history = _without_fragments(contents, fragments)
     if not heard or heard not in _squeeze(_user_text(history)):
         return history, False
     if not speaking:
@@ -351,6 +395,29 @@ def fresh_history(
     if history and history[-1].role == "user" and _squeeze(_user_text(history[-1:])) == heard:
         history.pop()
     return history, False
+
+
+def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:
+    history = list(contents)
+    for fragment in fragments:
+        if not fragment.strip():
+            continue
+        for position, content in enumerate(history):
+            if content.role != "user":
+                continue
+            parts = list(content.parts or [])
+            for number, part in enumerate(parts):
+                text = part.text or ""
+                at = text.find(fragment)
+                if at < 0 or not text[at + len(fragment) :].startswith(fragment):
+                    continue
+                parts[number] = types.Part(text=text[:at] + text[at + len(fragment) :])
+                history[position] = types.Content(role=content.role, parts=parts)
+                break
+            else:
+                continue
+            break
+    return history
 
 
 def _user_text(contents: Sequence[Any]) -> str:
@@ -367,6 +434,10 @@ def _user_text(contents: Sequence[Any]) -> str:
 def _squeeze(text: str) -> str:
     """``text`` without white space, lower case: transcription pieces carry odd spacing."""
     return "".join(text.split()).lower()
+
+
+#: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).
+MAX_FRAGMENTS = 64
 
 
 def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:

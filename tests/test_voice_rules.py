@@ -286,3 +286,36 @@ def test_an_utterance_the_history_lacks_is_replayed_and_the_history_kept() -> No
     for speaking in (False, True):
         assert fresh_history(contents, "oebc", speaking=speaking) == (contents, False)
     assert fresh_history(contents, "", speaking=True) == (contents, False)
+
+
+def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it() -> None:
+    """A typed turn talked over before any answer came: the server's ``interrupted`` says
+    it had started answering, so a handle after it holds the turn (no replay, no twice)."""
+    outbox = Outbox()
+    outbox.record("send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True})
+    outbox.interrupted()
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+
+
+def test_a_turn_with_no_sign_of_the_server_stays_for_replay() -> None:
+    outbox = Outbox()
+    outbox.record("send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True})
+    outbox.covered(None)
+    assert [m.user_text for m in outbox.take_replay().messages] == ["story"]
+
+
+def test_an_utterance_replayed_from_its_start_turns_its_transcription_into_a_fragment() -> None:
+    outbox = Outbox()
+    for _ in range(10):
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    outbox.input_text("fh")
+    outbox.input_text("t")
+    replay = outbox.take_replay()
+    assert replay.messages and replay.messages[0].starts_utterance
+    assert outbox.transcript_fragments == ["fht"]
+    assert outbox.utterance_transcript() == "", "the next connection transcribes from the start"
+    joined = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "fhtfhtgv")]
+    history, _ = fresh_history(joined, "", speaking=False, fragments=outbox.transcript_fragments)
+    assert [c.parts[0].text for c in history] == ["one", "echo: one", "fhtgv"]
+    assert joined[2].parts[0].text == "fhtfhtgv", "ADK's contents are not changed in place"
