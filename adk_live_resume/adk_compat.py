@@ -346,6 +346,25 @@ def is_vertex(llm: Any) -> bool:
     return bool(getattr(llm, "_api_backend", None) == GoogleLLMVariant.VERTEX_AI)
 
 
+@functools.cache
+def sdk_accepts_history_config(vertex: bool) -> bool:
+    """Whether the installed google-genai sends ``LiveConnectConfig.history_config``.
+
+    Older releases (1.75, with google-adk 1.27) refuse it for Vertex AI with a ValueError
+    ("history_config parameter is not supported in Gemini Enterprise Agent Platform");
+    told by the presence of that refusal in the SDK's converters, not by a version number.
+    """
+    if not vertex:
+        return True
+    try:
+        from google.genai import _live_converters
+
+        source = inspect.getsource(_live_converters)
+    except (ImportError, OSError, TypeError):
+        return True
+    return "history_config parameter is not supported" not in source
+
+
 def genai_session(connection: Any) -> Any:
     """The google-genai ``AsyncSession`` under an ADK ``GeminiLlmConnection``."""
     return connection._gemini_session

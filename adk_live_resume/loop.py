@@ -424,7 +424,11 @@ class _LiveRun:
             if history is not None and history.initial_history_in_client_content is not None:
                 trimmed = history.model_copy(update={"initial_history_in_client_content": None})
                 config.history_config = trimmed if trimmed.model_dump(exclude_none=True) else None
-        elif request.contents:
+        elif request.contents and adk_compat.sdk_accepts_history_config(
+            adk_compat.is_vertex(self.llm)
+        ):
+            # (An older google-genai refuses history_config for Vertex AI: the history then
+            # goes as plain clientContent, as google-adk 1.x sends it.)
             if history is None:
                 config.history_config = types.HistoryConfig(initial_history_in_client_content=True)
             elif history.initial_history_in_client_content is None:

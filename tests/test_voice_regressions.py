@@ -391,3 +391,22 @@ async def test_the_audio_session_limit_ends_the_run_with_a_clear_error(
         assert "sliding_window" in str(error) and "15 minutes" in str(error)
     assert server.connections[0].ended_by == "session_limit"
     assert len(server.connections) == 2, "one refused resume, no retry loop"
+
+
+async def test_a_dead_handle_on_vertex_starts_a_fresh_session_with_history(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice chaos on google-adk 1.27.2: the fresh session's setup asked for history_config,
+    which google-genai 1.75 refuses for Vertex AI, so every dead handle ended the run."""
+    async with FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        make_agent(server)  # installs the patch for the "install" entry point
+        agent = _vertex_agent(server, make_agent.entry)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            await server.close_open(1011)
+            assert await live.say("recall") == "you said: one"
+            error = await live.close()
+        assert error is None
+    assert server.connections[2].resume_handle is None
+    assert server.history_sends() == 1 and server.duplicate_history_sends() == 0
