@@ -13,20 +13,60 @@ See the README for the guarantees and :class:`ResumePolicy` for the knobs;
 for what happened.
 """
 
-from .errors import (
-    InstallConflictError,
-    LiveResumeError,
-    ReconnectFailedError,
-    SessionLimitError,
-    SessionNotResumableError,
-    UnsupportedAdkVersionError,
-)
-from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
-from .handle_store import current_handle, run_config_resuming
-from .observe import ReconnectInfo, RunStats, on_reconnect, on_run_end
-from .patch import install, installed_policy, is_installed, uninstall
-from .policy import ResumePolicy, set_testing, testing_backoff
-from .stored_handle import HandleKeyError, ResumeHandle
+from typing import TYPE_CHECKING
+
+from . import lazy_exports
+
+# Every name is imported on first use (see lazy_exports), so `import adk_live_resume` costs
+# next to nothing: apps import it at start-up, and pytest imports it in every run through the
+# plugin (adk_live_resume.testing.pytest_plugin). The flows pull in ADK's llm-flow internals,
+# the handle store pulls in cryptography; install() imports what it needs when called.
+if TYPE_CHECKING:
+    from .errors import (
+        InstallConflictError,
+        LiveResumeError,
+        ReconnectFailedError,
+        SessionLimitError,
+        SessionNotResumableError,
+        UnsupportedAdkVersionError,
+    )
+    from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
+    from .handle_store import current_handle, run_config_resuming
+    from .observe import ReconnectInfo, RunStats, on_reconnect, on_run_end
+    from .patch import install, installed_policy, is_installed, uninstall
+    from .policy import ResumePolicy, set_testing, testing_backoff
+    from .stored_handle import HandleKeyError, ResumeHandle
+else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports.attach(
+        __name__,
+        globals(),
+        {
+            "InstallConflictError": ".errors",
+            "LiveResumeError": ".errors",
+            "ReconnectFailedError": ".errors",
+            "SessionLimitError": ".errors",
+            "SessionNotResumableError": ".errors",
+            "UnsupportedAdkVersionError": ".errors",
+            "ResumableAutoFlow": ".flows",
+            "ResumableLlmAgent": ".flows",
+            "ResumableSingleFlow": ".flows",
+            "current_handle": ".handle_store",
+            "run_config_resuming": ".handle_store",
+            "ReconnectInfo": ".observe",
+            "RunStats": ".observe",
+            "on_reconnect": ".observe",
+            "on_run_end": ".observe",
+            "install": ".patch",
+            "installed_policy": ".patch",
+            "is_installed": ".patch",
+            "uninstall": ".patch",
+            "ResumePolicy": ".policy",
+            "set_testing": ".policy",
+            "testing_backoff": ".policy",
+            "HandleKeyError": ".stored_handle",
+            "ResumeHandle": ".stored_handle",
+        },
+    )
 
 __version__ = "0.1.0"
 

@@ -16,11 +16,6 @@ from typing import Literal
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-try:  # google-genai >= 1.62 wraps every close of ``receive`` in APIError
-    from google.genai.errors import APIError
-except ImportError:  # pragma: no cover - google-genai is a dependency
-    APIError = None  # type: ignore[assignment,misc]
-
 DropKind = Literal["closed", "connect_failed", "rejected"]
 
 
@@ -105,7 +100,11 @@ def classify(exc: BaseException) -> Drop | None:
     if isinstance(exc, ConnectionClosed):
         code, reason = _close_code(exc)
         return Drop("closed", code, reason)
-    if APIError is not None and isinstance(exc, APIError):
+    # google-genai >= 1.62 wraps every close of ``receive`` in APIError. Imported here, not
+    # at the top: `import adk_live_resume` (and the pytest plugin) must not load google-genai.
+    from google.genai.errors import APIError
+
+    if isinstance(exc, APIError):
         code = exc.code if isinstance(exc.code, int) else None
         if code is not None and 1000 <= code <= 4999:
             details = exc.details if isinstance(exc.details, str) else ""

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from . import adk_compat, config, loop
+from . import adk_compat, config
 from .errors import UnsupportedAdkVersionError
 from .policy import ResumePolicy
 
@@ -89,6 +89,8 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
             _warn_untested_release()
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
+
+        from . import loop  # here, not at the top: `import adk_live_resume` stays light
 
         original = BaseLlmFlow.__dict__["run_live"]
 

@@ -17,6 +17,9 @@ Rules:
   used; :attr:`SealedHandle.agent_name` says which agent may resume with it.
 * Keys come from ``ADK_LIVE_RESUME_HANDLE_KEY``: one or more Fernet keys separated by commas.
   The first seals; every one opens, so keys can be rotated without losing stored handles.
+
+``cryptography`` is imported by the first :class:`HandleSealer`, not with this module: the
+live loop imports this module, and only runs that store handles in the session seal them.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from typing import TYPE_CHECKING
 
 from .errors import LiveResumeError
 from .handles import redact
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 #: The environment variable that holds the sealing key(s).
 HANDLE_KEY_ENV = "ADK_LIVE_RESUME_HANDLE_KEY"
@@ -94,6 +99,8 @@ class HandleSealer:
     """Seals handles for storage in places clients can read, and opens them again."""
 
     def __init__(self, keys: Sequence[bytes | str]) -> None:
+        from cryptography.fernet import Fernet, MultiFernet
+
         if not keys:
             raise HandleKeyError(_missing_key_message())
         fernets = []
@@ -105,7 +112,7 @@ class HandleSealer:
                     f"{HANDLE_KEY_ENV}: key {position} is not a Fernet key (32 bytes, URL-safe"
                     f" base64). {_how_to_make_a_key()}"
                 ) from None
-        self._fernet = MultiFernet(fernets)
+        self._fernet: MultiFernet = MultiFernet(fernets)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> HandleSealer:
@@ -137,6 +144,8 @@ class HandleSealer:
         """
         if not isinstance(token, str) or not token:
             raise StoredHandleError(f"not a sealed handle: a {type(token).__name__}")
+        from cryptography.fernet import InvalidToken
+
         try:
             payload = json.loads(self._fernet.decrypt(token.encode("ascii")))
         except (InvalidToken, UnicodeEncodeError):

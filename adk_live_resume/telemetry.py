@@ -22,14 +22,14 @@ Metrics (meter ``adk_live_resume``):
 * ``adk_live_resume.gave_up`` (counter, ``{run}``), attribute ``adk_live_resume.error``.
 
 A failure inside OpenTelemetry is logged at DEBUG and never reaches the conversation.
+OpenTelemetry is imported at the first signal, not with this module, so that
+``import adk_live_resume`` stays light.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
-
-from opentelemetry import metrics, trace
 
 logger = logging.getLogger("adk_live_resume")
 
@@ -39,6 +39,8 @@ _instruments: dict[int, tuple[Any, Any, Any]] = {}
 
 def _meter_instruments() -> tuple[Any, Any, Any]:
     """(reconnects counter, gap histogram, gave-up counter) of the current meter provider."""
+    from opentelemetry import metrics
+
     provider = metrics.get_meter_provider()
     found = _instruments.get(id(provider))
     if found is None:
@@ -68,6 +70,8 @@ def _meter_instruments() -> tuple[Any, Any, Any]:
 def record_reconnect(attributes: dict[str, Any]) -> None:
     """A span event and the reconnect metrics for one completed reconnect."""
     try:
+        from opentelemetry import trace
+
         trace.get_current_span().add_event("adk_live_resume.reconnect", attributes)
         reconnects, gap, _ = _meter_instruments()
         labels = {"adk_live_resume.reason": attributes["adk_live_resume.reason"]}
@@ -80,6 +84,8 @@ def record_reconnect(attributes: dict[str, Any]) -> None:
 def record_gave_up(error: BaseException, cause: str) -> None:
     """A span event and the gave-up counter for a run that ended without its connection."""
     try:
+        from opentelemetry import trace
+
         name = type(error).__name__
         trace.get_current_span().add_event(
             "adk_live_resume.gave_up",

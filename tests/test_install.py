@@ -15,6 +15,7 @@ from adk_live_resume import (
     ResumePolicy,
     UnsupportedAdkVersionError,
     adk_compat,
+    config,
 )
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
@@ -172,7 +173,7 @@ def test_a_misspelt_variable_is_warned_about_with_the_right_name(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("ADK_LIVE_RESUME_MAX_ATEMPTS", "5")
-    monkeypatch.setattr(adk_live_resume.config, "_reported", set())
+    monkeypatch.setattr(config, "_reported", set())
     with caplog.at_level("WARNING", logger="adk_live_resume"):
         adk_live_resume.install()
         adk_live_resume.uninstall()

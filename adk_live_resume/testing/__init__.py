@@ -24,17 +24,55 @@ turn; :func:`patch_installed` installs the patch for one block.
 Needs the ``testing`` extra: ``pip install 'adk-live-resume[testing]'``.
 """
 
-from .client_config import FAKE_API_KEY, environment, environment_variables
-from .driver import LiveDriver, LiveRunEnded, answer_text
-from .faults import Fault
-from .handles import HandleIssue, HandleSchedule
-from .model import ScriptedModel
-from .patching import patch_installed, patch_removed
-from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
-from .server import FakeLiveServer
-from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
-from .speech import decode_speech, silence_pcm, speech_pcm, tone_pcm
-from .vad import VadConfig
+from typing import TYPE_CHECKING
+
+from .. import lazy_exports
+
+# Every name is imported on first use (see adk_live_resume.lazy_exports): the pytest plugin
+# lives in this package and loads in every pytest run, most of which never start a server.
+if TYPE_CHECKING:
+    from .client_config import FAKE_API_KEY, environment, environment_variables
+    from .driver import LiveDriver, LiveRunEnded, answer_text
+    from .faults import Fault
+    from .handles import HandleIssue, HandleSchedule
+    from .model import ScriptedModel
+    from .patching import patch_installed, patch_removed
+    from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
+    from .server import FakeLiveServer
+    from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
+    from .speech import decode_speech, silence_pcm, speech_pcm, tone_pcm
+    from .vad import VadConfig
+else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports.attach(
+        __name__,
+        globals(),
+        {
+            "FAKE_API_KEY": ".client_config",
+            "environment": ".client_config",
+            "environment_variables": ".client_config",
+            "LiveDriver": ".driver",
+            "LiveRunEnded": ".driver",
+            "answer_text": ".driver",
+            "Fault": ".faults",
+            "HandleIssue": ".handles",
+            "HandleSchedule": ".handles",
+            "ScriptedModel": ".model",
+            "patch_installed": ".patching",
+            "patch_removed": ".patching",
+            "ConnectionRecord": ".records",
+            "HeardTurn": ".records",
+            "ResentMessage": ".records",
+            "ToolCallRecord": ".records",
+            "FakeLiveServer": ".server",
+            "AUDIO_SESSION_LIMIT": ".settings",
+            "DEFAULT_DEADLINE_REASON": ".settings",
+            "decode_speech": ".speech",
+            "silence_pcm": ".speech",
+            "speech_pcm": ".speech",
+            "tone_pcm": ".speech",
+            "VadConfig": ".vad",
+        },
+    )
 
 __all__ = [
     "AUDIO_SESSION_LIMIT",

@@ -20,22 +20,26 @@ Fixtures (function scope, async, work in pytest-asyncio's strict and auto modes)
 
 The async fixtures need pytest-asyncio. Without it this plugin still loads (pytest keeps
 working), and using either of them fails with a message saying what to install.
+
+Loading this plugin is cheap (pytest loads it in every run of a project that installed the
+``testing`` extra): the fake server, google-adk, google-genai and cryptography are imported
+only when a test uses one of these fixtures.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..policy import ResumePolicy
-from .patching import patch_installed
-from .server import FakeLiveServer
+if TYPE_CHECKING:
+    from ..policy import ResumePolicy
+    from .server import FakeLiveServer
 
 __all__ = ["fake_live_server", "fake_live_server_factory", "live_resume_patch"]
 
-ServerFactory = Callable[..., Awaitable[FakeLiveServer]]
+ServerFactory = Callable[..., Awaitable["FakeLiveServer"]]
 
 try:
     import pytest_asyncio
@@ -48,6 +52,8 @@ except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
 @pytest.fixture
 def live_resume_patch() -> Iterator[ResumePolicy]:
     """adk_live_resume installed (default policy, no backoff waits) for this test only."""
+    from .patching import patch_installed
+
     with patch_installed() as policy:
         yield policy
 
@@ -57,6 +63,8 @@ if _HAVE_PYTEST_ASYNCIO:
     @pytest_asyncio.fixture
     async def fake_live_server() -> AsyncIterator[FakeLiveServer]:
         """A started fake server, with its environment applied for the test's duration."""
+        from .server import FakeLiveServer
+
         async with FakeLiveServer() as server:
             with server.environment():
                 yield server
@@ -64,6 +72,8 @@ if _HAVE_PYTEST_ASYNCIO:
     @pytest_asyncio.fixture
     async def fake_live_server_factory() -> AsyncIterator[ServerFactory]:
         """``await fake_live_server_factory(**kwargs)`` -> a started server; all stopped after."""
+        from .server import FakeLiveServer
+
         servers: list[FakeLiveServer] = []
 
         async def make(**kwargs: Any) -> FakeLiveServer:
