@@ -520,8 +520,7 @@ class LiveConnection:
         """Gemini 3.x Live: only initial history; False (and closed) when strict."""
         if not self._gemini3:
             return True
-        initial = self._history_in_client_content and not self.record.resumed
-        if initial and not self._realtime_seen:
+        if self._initial_history_open():
             return True
         self.record.rejected_client_content.append(body)
         if self._settings.lenient_client_content:
@@ -533,6 +532,11 @@ class LiveConnection:
             return True
         self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         return False
+
+    def _initial_history_open(self) -> bool:
+        """Gemini 3.x: the setup asked for initial history and no realtime input came yet."""
+        initial = self._history_in_client_content and not self.record.resumed
+        return initial and not self._realtime_seen
 
     async def _client_content(self, body: JsonDict) -> None:
         turn_complete = bool(pick(body, "turnComplete", False))
@@ -558,9 +562,9 @@ class LiveConnection:
             return
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
         is_history = is_history or any(turn.role == "model" for turn in turns)
-        # Gemini 3.x Live takes clientContent only as the initial history (see dialect), so
-        # even a single user turn there is history, answered at the next realtime input.
-        is_history = is_history or self._gemini3
+        # Gemini 3.x Live takes clientContent as the initial history (see dialect): there even
+        # a single user turn is history, answered at the next realtime input.
+        is_history = is_history or (self._gemini3 and self._initial_history_open())
         if not is_history:
             await self._user_turn(turns[0].text, "typed", index, index)
             return
