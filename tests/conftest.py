@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -75,3 +76,15 @@ def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
 def our_tasks() -> list[asyncio.Task[object]]:
     """Tasks this package started (the send task is named ``adk_live_resume send #N``)."""
     return [t for t in asyncio.all_tasks() if t.get_name().startswith("adk_live_resume")]
+
+
+@pytest.fixture
+def launcher_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let a test call ``launcher.main`` in this process: the launcher's environment
+    variables, ``sys.argv`` and ``sys.path`` are restored after the test."""
+    from adk_live_resume import launcher
+
+    for key in ("PYTHONPATH", launcher.BOOTSTRAP_POLICY_ENV, launcher.STRICT_ENV):
+        monkeypatch.setenv(key, "")
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))

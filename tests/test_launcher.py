@@ -144,12 +144,9 @@ def test_main_reports_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_main_runs_a_module_in_process_after_installing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, launcher_sandbox: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for key in ("PYTHONPATH", launcher.BOOTSTRAP_POLICY_ENV, launcher.STRICT_ENV):
-        monkeypatch.setenv(key, "")  # restored after the test
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    sys.path.insert(0, str(tmp_path))  # launcher_sandbox restores sys.path
     (tmp_path / "launched_mod.py").write_text(
         "import sys, adk_live_resume\n"
         "print('ran', __name__, sys.argv[1:], adk_live_resume.installed_policy().max_attempts)\n"
@@ -277,11 +274,8 @@ def test_a_child_python_installs_on_import_of_adk_and_its_conversation_survives_
 
 
 def test_a_console_script_runs_in_the_same_process(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    launcher_sandbox: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for key in ("PYTHONPATH", launcher.BOOTSTRAP_POLICY_ENV, launcher.STRICT_ENV):
-        monkeypatch.setenv(key, "")
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
     with pytest.raises(SystemExit) as exit_info:  # click's standalone mode exits itself
         launcher.main(["-v", "adk", "--version"])
     assert exit_info.value.code in (0, None)
@@ -292,12 +286,8 @@ def test_a_console_script_runs_in_the_same_process(
 
 
 def test_a_script_file_runs_in_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, launcher_sandbox: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for key in ("PYTHONPATH", launcher.BOOTSTRAP_POLICY_ENV, launcher.STRICT_ENV):
-        monkeypatch.setenv(key, "")
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    monkeypatch.setattr(sys, "path", list(sys.path))
     script = tmp_path / "app.py"
     script.write_text(
         "import sys, adk_live_resume\n"

@@ -62,13 +62,9 @@ def test_every_flag_has_help_and_its_default() -> None:
 
 
 def test_an_app_that_installs_its_own_policy_runs_under_the_launcher(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, launcher_sandbox: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One rule: the first install (the launcher's) wins; the app's call warns, never crashes."""
-    for key in ("PYTHONPATH", launcher.BOOTSTRAP_POLICY_ENV, launcher.STRICT_ENV):
-        monkeypatch.setenv(key, "")
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    monkeypatch.setattr(sys, "path", list(sys.path))
     script = tmp_path / "app.py"
     script.write_text(
         "import logging, adk_live_resume\n"
