@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 from adk_live_resume.testing import FakeLiveServer, Fault
 
@@ -60,3 +60,17 @@ async def restart_after(server: FakeLiveServer, delay: float | None) -> AsyncIte
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def run_seed(
+    name: str, seed: int, description: str, run: Awaitable[None], *, timeout: float, replay: str
+) -> None:
+    """Run one chaos seed under a hard ``timeout``; a failure names the seed, its plan and
+    how to replay it alone (``replay``: the environment variable and test file)."""
+    try:
+        async with asyncio.timeout(timeout):
+            await run
+    except BaseException as error:
+        raise AssertionError(
+            f"{name} seed {seed} failed: {description}\nreplay it alone: {replay.format(seed=seed)}"
+        ) from error

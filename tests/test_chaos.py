@@ -34,7 +34,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_p
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
-from .faultplans import random_fault, restart_after
+from .faultplans import random_fault, restart_after, run_seed
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
 FIRST = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_FIRST_SEED", "0"))
@@ -137,12 +137,11 @@ async def run_plan(plan: Plan) -> None:
 @pytest.mark.parametrize("seed", SEEDS, ids=[f"seed_{s}" for s in SEEDS])
 async def test_chaos(seed: int) -> None:
     plan = make_plan(seed)
-    try:
-        async with asyncio.timeout(60):
-            await run_plan(plan)
-    except BaseException as error:
-        raise AssertionError(
-            f"chaos seed {seed} failed: {plan.describe()}\n"
-            f"replay it alone: ADK_LIVE_RESUME_CHAOS_SEED={seed} "
-            "python3 scripts/dev.py test tests/test_chaos.py"
-        ) from error
+    await run_seed(
+        "chaos",
+        seed,
+        plan.describe(),
+        run_plan(plan),
+        timeout=60,
+        replay="ADK_LIVE_RESUME_CHAOS_SEED={seed} python3 scripts/dev.py test tests/test_chaos.py",
+    )

@@ -42,7 +42,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silen
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
-from .faultplans import random_fault, restart_after
+from .faultplans import random_fault, restart_after, run_seed
 
 # Not yet on every CI run, so that CI stays a signal: 198 of seeds 0-199 pass on google-adk
 # 2.13 (seed 116, a barge-in cut by drops, fails about one run in three since its last fix).
@@ -298,12 +298,12 @@ def _says(event: object, text: str) -> bool:
 @pytest.mark.parametrize("seed", SEEDS or [0], ids=[f"seed_{s}" for s in SEEDS or [0]])
 async def test_voice_chaos(seed: int) -> None:
     plan = make_plan(seed)
-    try:
-        async with asyncio.timeout(100):
-            await run_plan(plan)
-    except BaseException as error:
-        raise AssertionError(
-            f"voice chaos seed {seed} failed: {plan.describe()}\n"
-            f"replay it alone: ADK_LIVE_RESUME_VOICE_CHAOS_SEED={seed} "
-            "python3 scripts/dev.py test tests/test_voice_chaos.py"
-        ) from error
+    await run_seed(
+        "voice chaos",
+        seed,
+        plan.describe(),
+        run_plan(plan),
+        timeout=100,
+        replay="ADK_LIVE_RESUME_VOICE_CHAOS_SEED={seed}"
+        " python3 scripts/dev.py test tests/test_voice_chaos.py",
+    )
