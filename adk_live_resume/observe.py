@@ -85,7 +85,8 @@ class RunStats:
     #: The most user audio (ms) held for replay at once: at most 1.25 x
     #: (``replay_audio_seconds`` + ``max_utterance_seconds``) plus one chunk.
     peak_replay_audio_ms: float = 0.0
-    #: The most client messages held for replay at once (audio chunks, turns, responses).
+    #: The most entries held for replay at once: client messages (audio chunks, turns,
+    #: responses) and the server facts kept beside them (model text, transcriptions).
     peak_replay_messages: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer

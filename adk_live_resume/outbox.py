@@ -111,7 +111,8 @@ class Outbox:
         self._dropped_since_replay = 0.0
         #: ``(utterance number, what the server transcribed of it)``.
         self._heard: tuple[int, str] = (0, "")
-        #: The most audio (ms) and the most client messages held at once over the run. Audio
+        #: The most audio (ms) and the most entries (client messages and the server facts
+        #: kept beside them) held at once over the run. Audio
         #: held never exceeds 1.25 x (``audio_window_ms`` + ``max_utterance_ms``) plus one
         #: message: it is trimmed back to the budget once it passes that.
         self.peak_audio_ms = 0.0
@@ -400,24 +401,26 @@ def fresh_history(
 def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:
     history = list(contents)
     for fragment in fragments:
-        if not fragment.strip():
+        if fragment.strip():
+            _take_out_once(history, fragment)
+    return history
+
+
+def _take_out_once(history: list[Any], fragment: str) -> None:
+    """Take ``fragment`` out of the first user part where it is followed by itself (a copy
+    of that content replaces it in ``history``)."""
+    doubled = fragment + fragment
+    for position, content in enumerate(history):
+        if content.role != "user":
             continue
-        for position, content in enumerate(history):
-            if content.role != "user":
-                continue
-            parts = list(content.parts or [])
-            for number, part in enumerate(parts):
-                text = part.text or ""
-                at = text.find(fragment)
-                if at < 0 or not text[at + len(fragment) :].startswith(fragment):
-                    continue
+        parts = list(content.parts or [])
+        for number, part in enumerate(parts):
+            text = part.text or ""
+            at = text.find(doubled)
+            if at >= 0:
                 parts[number] = types.Part(text=text[:at] + text[at + len(fragment) :])
                 history[position] = types.Content(role=content.role, parts=parts)
-                break
-            else:
-                continue
-            break
-    return history
+                return
 
 
 def _user_text(contents: Sequence[Any]) -> str:
