@@ -128,10 +128,11 @@ class Outbox:
         """Record a client message about to be sent; return its description."""
         self._index += 1
         activity = self.activity
+        text: str | None = None
+        ids: tuple[str, ...] = ()
         chunk = _plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
-            text, ids = None, ()
         else:
             audio_ms, text, ids = describe(method, kwargs)
             for signal in signals(method, kwargs):
