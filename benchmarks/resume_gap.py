@@ -39,7 +39,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import Stats, check, finite, machine, markdown_table, output_dirs, parser, write_result
+from common import (
+    Stats,
+    check,
+    finite,
+    markdown_table,
+    output_dirs,
+    parser,
+    print_report,
+    pyplot,
+    save_figure,
+    write_result,
+)
 
 NAME = "resume_gap"
 STYLES = ("close_1000", "close_1011", "abort", "goaway_idle", "goaway_mid_answer")
@@ -66,6 +77,8 @@ LONG_TURN = "please repeat this sentence back to me slowly, word for word, so th
 CHUNK_DELAY = 0.01
 MAX_REDOS = 20
 STEP_TIMEOUT = 3.0
+#: How long to wait for the mid-answer turn's answer after the resume (it takes ~70 ms).
+ANSWER_TIMEOUT = 1.0
 
 logger = logging.getLogger("bench.resume_gap")
 
@@ -76,6 +89,8 @@ class Outcome:
 
     gap: float | None = None
     no_reconnect: bool = False
+    #: The client reconnected, but without a handle the server accepted (a fresh session).
+    not_resumed: bool = False
     turn_cut: bool = False
     turn_lost: bool = False
     misplaced: bool = False  # goAway did not land where the style wants it: redo
@@ -85,6 +100,7 @@ class Outcome:
 class Series:
     gaps: list[float] = field(default_factory=list)
     no_reconnect: int = 0
+    not_resumed: int = 0
     turns_cut: int = 0
     turns_lost: int = 0
     redone: int = 0
@@ -93,6 +109,7 @@ class Series:
         if outcome.gap is not None:
             self.gaps.append(outcome.gap)
         self.no_reconnect += outcome.no_reconnect
+        self.not_resumed += outcome.not_resumed
         self.turns_cut += outcome.turn_cut
         self.turns_lost += outcome.turn_lost
 
@@ -206,13 +223,13 @@ async def _through_fault(server: Any, live: Any, style: str, first: int) -> Outc
     except TimeoutError:
         return Outcome(no_reconnect=True)
     new = server.connections[first + 1]
-    if new.first_sent_at is None or not new.resumed:
+    if new.first_sent_at is None:
         return Outcome(no_reconnect=True)
-    outcome = Outcome(gap=new.first_sent_at - started)
+    outcome = Outcome(gap=new.first_sent_at - started, not_resumed=not new.resumed)
     if mark is not None:
         outcome.turn_cut = LONG_TURN not in old.answered_user_turns
         try:
-            answer = await live.answer_after(mark, timeout=STEP_TIMEOUT)
+            answer = await live.answer_after(mark, timeout=ANSWER_TIMEOUT)
             outcome.turn_lost = answer != f"echo: {LONG_TURN}"
         except (TimeoutError, AssertionError):
             outcome.turn_lost = True
@@ -285,7 +302,8 @@ async def measure(drops: int) -> dict[str, dict[str, Series]]:
                         entry.redone += 1
                         await _settle(drop_server, goaway_server)
                     entry.add(outcome)
-            print(f"[bench] round {round_number + 1}/{drops} done", flush=True)
+            redone = sum(series[s][v].redone for s in STYLES for v in VARIANTS)
+            print(f"[bench] round {round_number + 1}/{drops} done ({redone} redone)", flush=True)
     return series
 
 
@@ -303,6 +321,7 @@ def report(series: dict[str, dict[str, Series]]) -> tuple[str, list[str], dict[s
             entry = series[style][variant]
             body: dict[str, Any] = {
                 "no_reconnect": entry.no_reconnect,
+                "not_resumed": entry.not_resumed,
                 "turns_cut": entry.turns_cut,
                 "turns_lost": entry.turns_lost,
                 "redone": entry.redone,
@@ -353,6 +372,8 @@ def _faults(style: str, entry: Series) -> str:
         notes.append(f"{entry.turns_lost} turns lost")
     if entry.no_reconnect:
         notes.append(f"{entry.no_reconnect} no reconnect")
+    if entry.not_resumed:
+        notes.append(f"{entry.not_resumed} reconnected without resuming")
     return ", ".join(notes) or "-"
 
 
@@ -380,11 +401,7 @@ def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
 
 
 def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axes = plt.subplots(1, len(STYLES), figsize=(3.2 * len(STYLES), 4.2), sharey=True)
     for axis, style in zip(axes, STYLES, strict=True):
         data = [[g * 1000 for g in series[style][v].gaps] or [float("nan")] for v in VARIANTS]
@@ -398,10 +415,7 @@ def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
                 axis.text(position, 1, "no\nreconnect", ha="center", fontsize=7)
     axes[0].set_ylabel("gap, fault to first message on the new connection (ms)")
     figure.suptitle("Resume gap (whiskers p1-p99)", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(target, dpi=110)
-    plt.close(figure)
-    print(f"[bench] wrote {target}")
+    save_figure(figure, target)
 
 
 def main() -> int:
@@ -411,13 +425,7 @@ def main() -> int:
     results, plots = output_dirs(args.quick)
     series = asyncio.run(measure(drops))
     table, verdicts, payload = report(series)
-    info = machine()
-    print(f"\n## Resume gap ({drops} drops per style and client)\n")
-    print(table)
-    print()
-    for line in verdicts:
-        print(f"- {line}")
-    print(f"\nMachine: {info}")
+    print_report(f"Resume gap ({drops} drops per style and client)", table, verdicts)
     write_result(results, NAME, {"drops": drops, "styles": payload, "verdicts": verdicts})
     plot(series, plots / f"{NAME}.png")
     for style in STYLES:
@@ -426,6 +434,7 @@ def main() -> int:
         check(len(floor.gaps) == drops, f"{style}: the floor did not connect every time")
         check(len(patched.gaps) == drops, f"{style}: the patched loop did not always resume")
         check(patched.turns_lost == 0, f"{style}: the patched loop lost a turn")
+        check(patched.not_resumed == 0, f"{style}: the patched loop did not resume")
         gaps = patched.gaps + floor.gaps + series[style]["stock"].gaps
         check(finite(*gaps) and all(0 < g < 10 for g in gaps), f"{style}: implausible gaps")
     return 0

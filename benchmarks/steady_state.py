@@ -29,7 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from _fake_process import FakeServerProcess
-from common import Stats, check, finite, machine, markdown_table, output_dirs, parser, write_result
+from common import (
+    Stats,
+    check,
+    finite,
+    markdown_table,
+    output_dirs,
+    parser,
+    print_report,
+    pyplot,
+    save_figure,
+    write_result,
+)
 
 NAME = "steady_state"
 VARIANTS = ("patched", "stock")
@@ -198,11 +209,7 @@ def report(sides: dict[str, Side]) -> tuple[str, list[str], dict[str, Any]]:
 
 
 def plot(sides: dict[str, Side], target: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axes = plt.subplots(1, len(FIGURES), figsize=(3.3 * len(FIGURES), 3.8))
     for axis, (attribute, label, _) in zip(axes, FIGURES, strict=True):
         data = [getattr(sides[v], attribute) for v in VARIANTS]
@@ -212,10 +219,7 @@ def plot(sides: dict[str, Side], target: Path) -> None:
         axis.set_ylim(bottom=0)
         axis.grid(axis="y", alpha=0.3)
     figure.suptitle("Steady state, per block (patched and stock alternating)", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(target, dpi=110)
-    plt.close(figure)
-    print(f"[bench] wrote {target}")
+    save_figure(figure, target)
 
 
 def main() -> int:
@@ -225,15 +229,11 @@ def main() -> int:
     results, plots = output_dirs(args.quick)
     sides = asyncio.run(measure(size))
     table, verdicts, payload = report(sides)
-    print(
-        f"\n## Steady state ({size.blocks} blocks per side: {size.blocks * size.turns} text "
-        f"turns, {size.blocks * size.chunks} audio chunks)\n"
+    title = (
+        f"Steady state ({size.blocks} blocks per side: {size.blocks * size.turns} text turns, "
+        f"{size.blocks * size.chunks} audio chunks)"
     )
-    print(table)
-    print()
-    for line in verdicts:
-        print(f"- {line}")
-    print(f"\nMachine: {machine()}")
+    print_report(title, table, verdicts)
     write_result(
         results,
         NAME,
