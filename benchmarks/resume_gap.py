@@ -402,6 +402,7 @@ def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
 
 def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
     plt = pyplot()
+    from matplotlib import ticker
     figure, axes = plt.subplots(1, len(STYLES), figsize=(3.2 * len(STYLES), 4.2), sharey=True)
     for axis, style in zip(axes, STYLES, strict=True):
         data = [[g * 1000 for g in series[style][v].gaps] or [float("nan")] for v in VARIANTS]
@@ -409,6 +410,8 @@ def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
         axis.set_xticks(range(1, len(VARIANTS) + 1), list(VARIANTS))
         axis.set_title(LABELS[style], fontsize=9)
         axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
         axis.grid(axis="y", alpha=0.3)
         for position, variant in enumerate(VARIANTS, start=1):
             if not series[style][variant].gaps:
