@@ -403,6 +403,7 @@ def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
 def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
     plt = pyplot()
     from matplotlib import ticker
+
     figure, axes = plt.subplots(1, len(STYLES), figsize=(3.2 * len(STYLES), 4.2), sharey=True)
     for axis, style in zip(axes, STYLES, strict=True):
         data = [[g * 1000 for g in series[style][v].gaps] or [float("nan")] for v in VARIANTS]
