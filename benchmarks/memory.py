@@ -52,7 +52,6 @@ RUNS = (
     ("stock", True),
 )
 BACKLOG = 50
-WARMUP_CHUNKS = 1_500  # one utterance cycle (30 s)
 
 
 @dataclass(frozen=True)
@@ -60,10 +59,12 @@ class Size:
     chunks: int
     sample_every: int  # chunks
     warmup: int  # chunks
+    #: Chunks of the untraced run of each kind that comes first (lazy imports, caches).
+    first_run: int = 1_500  # one utterance cycle (30 s)
 
 
 FULL = Size(chunks=180_000, sample_every=1_000, warmup=15_000)  # 1 h, every 20 s, 5 min
-QUICK = Size(chunks=3_000, sample_every=250, warmup=500)  # 1 min
+QUICK = Size(chunks=2_000, sample_every=250, warmup=500, first_run=300)  # 40 s
 
 
 @dataclass
@@ -276,7 +277,7 @@ def plot(traces: list[Trace], size: Size, target: Path) -> None:
 async def measure(size: Size) -> list[Trace]:
     # A short untraced run of each kind first: what the first run in a process allocates
     # once (lazy imports, schema and client caches) is no run's memory.
-    warmup = Size(chunks=WARMUP_CHUNKS, sample_every=WARMUP_CHUNKS, warmup=0)
+    warmup = Size(chunks=size.first_run, sample_every=size.first_run, warmup=0)
     for variant, handles in RUNS:
         await one_run(warmup, variant, handles, traced=False)
     return [await one_run(size, variant, handles) for variant, handles in RUNS]
