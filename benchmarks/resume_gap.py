@@ -425,6 +425,8 @@ def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
 def main() -> int:
     args = parser(__doc__.splitlines()[0]).parse_args()
     logging.basicConfig(level=logging.ERROR)
+    # stock google-adk 1.x logs every drop it does not survive with a traceback at ERROR
+    logging.getLogger("google_adk").setLevel(logging.CRITICAL)
     drops = QUICK_DROPS if args.quick else FULL_DROPS
     results, plots = output_dirs(args.quick)
     series = asyncio.run(measure(drops))
