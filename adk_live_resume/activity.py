@@ -30,7 +30,9 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import array
+import functools
 import math
+import operator
 import sys
 from dataclasses import dataclass
 
@@ -42,22 +44,67 @@ DEFAULT_THRESHOLD_RMS = 330.0
 DEFAULT_HANGOVER_MS = 400.0
 
 
-def pcm_rms(pcm: bytes) -> float:
-    """Root mean square of mono signed 16-bit little-endian PCM (0 for no samples)."""
-    usable = len(pcm) - len(pcm) % 2
-    if usable <= 0:
-        return 0.0
+#: Samples summed between two looks at the running energy in :func:`is_voiced`.
+_VOICED_STRIDE = 32
+
+
+def _samples(pcm: bytes) -> array.array[int]:
+    """The whole signed 16-bit little-endian samples of ``pcm`` (an odd last byte is ignored)."""
     samples = array.array("h")
-    samples.frombytes(pcm[:usable])
+    samples.frombytes(pcm[: len(pcm) - len(pcm) % 2])
     if sys.byteorder == "big":  # pragma: no cover - the wire format is little-endian
         samples.byteswap()
-    total = sum(s * s for s in samples)  # exact in ints; no float rounding to manage
-    return math.sqrt(total / len(samples))
+    return samples
+
+
+def _rms(total: int, count: int) -> float:
+    return math.sqrt(total / count)
+
+
+def pcm_rms(pcm: bytes) -> float:
+    """Root mean square of mono signed 16-bit little-endian PCM (0 for no samples)."""
+    samples = _samples(pcm)
+    if not samples:
+        return 0.0
+    total = sum(map(operator.mul, samples, samples))  # exact in ints: no rounding to manage
+    return _rms(total, len(samples))
+
+
+@functools.cache
+def _quiet_high_bytes(threshold_rms: float) -> bytes | None:
+    """High bytes of the samples whose magnitude is at most ``256 * (k + 1)``, with the
+    largest such bound below ``threshold_rms`` (None if there is none: a threshold <= 256).
+
+    A little-endian sample ``s`` has high byte ``s >> 8 & 0xFF``: 0..k for 0 <= s < 256 (k + 1)
+    and 255 - k..255 for -256 (k + 1) <= s < 0.
+    """
+    k = math.ceil(threshold_rms / 256) - 2
+    if k < 0:
+        return None
+    return bytes([*range(k + 1), *range(255 - k, 256)])
 
 
 def is_voiced(pcm: bytes, threshold_rms: float = DEFAULT_THRESHOLD_RMS) -> bool:
-    """Whether a chunk of 16-bit PCM is loud enough to be speech."""
-    return pcm_rms(pcm) >= threshold_rms
+    """Whether a chunk of 16-bit PCM is loud enough to be speech: exactly
+    ``pcm_rms(pcm) >= threshold_rms``, decided early where it can be, since it runs on every
+    chunk sent. A chunk whose every sample is quieter than the threshold is quiet (the RMS
+    never exceeds the peak): its high bytes tell, without reading the samples one by one. A
+    loud chunk is voiced as soon as the energy of its first samples is enough (the sum of
+    squares only grows)."""
+    usable = pcm[: len(pcm) - len(pcm) % 2]
+    if not usable:
+        return threshold_rms <= 0.0
+    quiet = _quiet_high_bytes(threshold_rms)
+    if quiet is not None and not usable[1::2].translate(None, quiet):
+        return False
+    samples = _samples(usable)
+    count, total = len(samples), 0
+    for start in range(0, count, _VOICED_STRIDE):
+        part = samples[start : start + _VOICED_STRIDE]
+        total += sum(map(operator.mul, part, part))
+        if _rms(total, count) >= threshold_rms:
+            return True
+    return False
 
 
 @dataclass

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -140,19 +141,23 @@ class Outbox:
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
         """Record a client message about to be sent; return its description."""
         self._index += 1
-        audio_ms, text, ids = describe(method, kwargs)
         activity = self.activity
-        for signal in signals(method, kwargs):
-            if signal == "activity_start":
-                activity.on_activity_start()
-            elif signal == "activity_end":
-                activity.on_activity_end()
-            else:
-                activity.on_audio_stream_end()
-        voiced = False
-        if audio_ms > 0:
-            pcm = audio_pcm(method, kwargs)
-            voiced = activity.on_audio(pcm, audio_ms) if pcm else False
+        text: str | None = None
+        ids: tuple[str, ...] = ()
+        chunk = _plain_audio(method, kwargs)
+        if chunk is not None:  # the microphone's common case, on every chunk: the short way
+            pcm, audio_ms = chunk
+        else:
+            audio_ms, text, ids = describe(method, kwargs)
+            for signal in signals(method, kwargs):
+                if signal == "activity_start":
+                    activity.on_activity_start()
+                elif signal == "activity_end":
+                    activity.on_activity_end()
+                else:
+                    activity.on_audio_stream_end()
+            pcm = audio_pcm(method, kwargs) if audio_ms > 0 else b""
+        voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
         utterance = activity.utterances if activity.unanswered else 0
         starts = utterance > self._last_utterance
         self._last_utterance = max(self._last_utterance, utterance)
@@ -472,18 +477,47 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def _blob_ms(blob: Any) -> float:
-    data = _get(blob, "data")
-    mime = str(_get(blob, "mime_type") or _get(blob, "mimeType") or "")
-    if not data or not mime.startswith("audio/"):
-        return 0.0
+@functools.lru_cache(maxsize=64)
+def _audio_rate(mime: str) -> int | None:
+    """The sample rate of an ``audio/...`` MIME type (16 kHz unless it says), else None."""
+    if not mime.startswith("audio/"):
+        return None
     rate = _RATE_DEFAULT
     for piece in mime.split(";"):
         key, _, value = piece.strip().partition("=")
         if key == "rate" and value.isdigit():
             rate = int(value)
+    return rate
+
+
+def _blob_ms(blob: Any) -> float:
+    data = _get(blob, "data")
+    rate = _audio_rate(str(_get(blob, "mime_type") or _get(blob, "mimeType") or ""))
+    if not data or rate is None:
+        return 0.0
     size = len(data) if isinstance(data, (bytes, bytearray)) else len(str(data)) * 3 // 4
     return size / 2 / rate * 1000.0
+
+
+def _plain_audio(method: str, kwargs: Mapping[str, Any]) -> tuple[bytes, float] | None:
+    """``(pcm, ms)`` of a send that carries one audio ``Blob`` of bytes (as ``media`` or
+    ``audio``) and nothing else, which is what ADK sends for every microphone chunk; None for
+    any other send. The same figures as :func:`describe` and :func:`audio_pcm` give, without
+    their general walk."""
+    if method != "send_realtime_input" or len(kwargs) != 1:
+        return None
+    ((key, blob),) = kwargs.items()
+    if (
+        key not in ("media", "audio")
+        or type(blob) is not types.Blob
+        or type(blob.data) is not bytes
+        or not blob.data
+    ):
+        return None
+    rate = _audio_rate(blob.mime_type or "")
+    if rate is None:
+        return None
+    return blob.data, len(blob.data) / 2 / rate * 1000.0
 
 
 def _content_text(turns: Any, turn_complete: Any) -> str | None:

@@ -158,3 +158,31 @@ def check(condition: bool, message: str) -> None:
 def finite(*values: float) -> bool:
     """Whether every value is a finite number."""
     return all(math.isfinite(v) for v in values)
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` drawing to files only (the Agg backend; no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(figure: Any, target: Path) -> None:
+    """Lay ``figure`` out, write it to ``target`` (PNG) and free it."""
+    figure.tight_layout()
+    figure.savefig(target, dpi=110)
+    pyplot().close(figure)
+    print(f"[bench] wrote {target}")
+
+
+def print_report(title: str, table: str, verdicts: Sequence[str]) -> None:
+    """Print a benchmark's Markdown table, its goal verdicts and the machine."""
+    print(f"\n## {title}\n")
+    print(table)
+    print()
+    for line in verdicts:
+        print(f"- {line}")
+    print(f"\nMachine: {machine()}")

@@ -164,6 +164,7 @@ class LiveConnection:
         """Serve the connection until it closes; never raises for connection errors."""
         request = self.ws.request
         self.record.path = request.path if request is not None else ""
+        self.record.accepted_at = self._loop.time()
         self._spawn(self._lifetime())
         try:
             await self._serve()
@@ -190,6 +191,7 @@ class LiveConnection:
             return
         abort = abort or code in _UNSENDABLE_CODES
         self.record.ended_by = ended_by
+        self.record.ended_at = self._loop.time()
         logger.info(
             "fake live server: connection %d ended by %s (%s)",
             self.record.index,
@@ -223,6 +225,7 @@ class LiveConnection:
     async def _finish(self) -> None:
         if not self.ending:
             self.record.ended_by = "client"
+            self.record.ended_at = self._loop.time()
             code = self.ws.close_code
             self.record.close_code = 1006 if code is None else code
             self.record.close_reason = self.ws.close_reason or ""
@@ -272,11 +275,15 @@ class LiveConnection:
                 if self.ending:
                     raise _Ended
                 self.record.server_messages.append(message)
+                handed_at = self._loop.time()
                 try:
                     await self.ws.send(wire.dumps(message))
                 except ConnectionClosed:
                     self.record.server_messages.pop()
                     raise _Ended from None
+                if self.record.first_sent_at is None:
+                    self.record.first_sent_at = handed_at
+                self.record.last_sent_at = handed_at
 
     # ---- faults and timers -----------------------------------------------------------------
 

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from .model import Turn
 from .protocol import JsonDict, b64decode_any, camel, compact_json, pick, pick_dict, pick_list
-from .speech import is_loud, samples_of
+from .speech import has_loud, samples_of
 
 __all__ = [
     "HandleIssue",
@@ -143,7 +143,7 @@ def fingerprint(message: JsonDict) -> str | None:
             data = pick(blob, "data")
             if isinstance(data, str) and data:
                 pcm = b64decode_any(data)
-                if any(is_loud(s) for s in samples_of(pcm)):
+                if has_loud(samples_of(pcm)):
                     return "audio:" + hashlib.sha256(pcm).hexdigest()
         return None
     for key in ("clientContent", "toolResponse"):

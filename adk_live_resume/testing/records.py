@@ -141,6 +141,13 @@ class ConnectionRecord:
         interrupted: number of generations cut off by ``serverContent.interrupted``.
         errors: internal errors of the fake itself (a non-empty list is a bug in the fake).
         finished: True once the connection handler has returned; the record is then final.
+        accepted_at: event loop time (``loop.time()``, real seconds) of the TCP accept; the
+            ``goAway`` and deadline timers count from it.
+        first_sent_at / last_sent_at: event loop time at which the first / the latest server
+            message was handed to the socket (None before any). On the client's clock when
+            the client runs in the same process: benchmarks time gaps with them.
+        ended_at: event loop time at which the connection was ended: the fault, deadline,
+            refusal... was acted on, or the client's close was seen (None while open).
     """
 
     index: int
@@ -177,6 +184,10 @@ class ConnectionRecord:
     interrupted: int = 0
     errors: list[str] = field(default_factory=list)
     finished: bool = False
+    accepted_at: float = 0.0
+    first_sent_at: float | None = None
+    last_sent_at: float | None = None
+    ended_at: float | None = None
 
     def server_keys(self) -> list[str]:
         """The top-level key of every server message, in order (handy for sequence asserts)."""

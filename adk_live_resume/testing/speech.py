@@ -42,6 +42,7 @@ __all__ = [
     "PcmStream",
     "SpeechDecoder",
     "decode_speech",
+    "has_loud",
     "is_loud",
     "pcm_duration_ms",
     "rms",
@@ -91,6 +92,14 @@ def rms(samples: array.array[int]) -> float:
 def is_loud(sample: int) -> bool:
     """True for a sample whose magnitude alone reaches the speech threshold."""
     return abs(sample) >= SPEECH_THRESHOLD_RMS
+
+
+def has_loud(samples: array.array[int]) -> bool:
+    """True when any of ``samples`` is loud (:func:`is_loud`); runs on every audio chunk, so
+    it looks at the extremes (C loops) instead of every sample in Python."""
+    return bool(samples) and (
+        max(samples) >= SPEECH_THRESHOLD_RMS or -min(samples) >= SPEECH_THRESHOLD_RMS
+    )
 
 
 def tone_pcm(

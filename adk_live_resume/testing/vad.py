@@ -35,7 +35,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .protocol import pick, pick_dict
-from .speech import SPEECH_THRESHOLD_RMS, PcmStream, SpeechDecoder, is_loud, rms, samples_of
+from .speech import (
+    SPEECH_THRESHOLD_RMS,
+    PcmStream,
+    SpeechDecoder,
+    has_loud,
+    is_loud,
+    rms,
+    samples_of,
+)
 
 __all__ = [
     "SpeechEvent",
@@ -223,9 +231,9 @@ class SpeechTracker:
 
     @staticmethod
     def _loud_message(samples: array.array[int], origins: list[tuple[int, int]]) -> int | None:
-        index = next((i for i, s in enumerate(samples) if is_loud(s)), None)
-        if index is None:
+        if not has_loud(samples):
             return None
+        index = next(i for i, s in enumerate(samples) if is_loud(s))
         offset = 2 * index
         for message, size in origins:
             if offset < size:

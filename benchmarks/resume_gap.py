@@ -1,0 +1,450 @@
+"""Resume gap: from a fault to the first server message on the next connection.
+
+Five drop styles (close 1000, close 1011, abort without a close frame, goAway between turns,
+goAway while an answer streams), each measured for three clients in interleaved rounds
+(patched, stock, floor, patched, stock, floor, ...) against the in-process fake server:
+
+* **patched**: a real ``Runner.run_live`` with ``adk_live_resume`` installed, the real
+  google-genai SDK, a real TLS websocket on 127.0.0.1;
+* **stock**: the same, with the patch uninstalled (stock ADK's own reconnect; google-adk 1.x
+  has none: reported as "no reconnect");
+* **floor**: a bare ``client.aio.live.connect`` with the handle in ``session_resumption``.
+
+Both ends of a gap are the fake's own timestamps (``ConnectionRecord``), on the event loop
+clock the client shares: a drop starts when the fake acts on the fault (``ended_at``), a goAway
+gap when the old connection sent its last message (the goAway itself between turns, the end
+of the answer in flight when the client waits for it), and every gap ends when the next
+connection sends its first message (``setupComplete``). The floor starts when the client
+calls ``connect``. Each patched or stock sample is a fresh run: one turn, the fault, the
+resume, one more turn (which must be answered), the run closed.
+
+goAway uses the fake's time scale (a 60 s connection lasts 0.6 s, ``timeLeft`` is 0.2 s) and a
+``go_away_margin`` scaled with it (0.05 s), so that a goAway comes every sample. For goAway
+mid-answer, a turn whose answer takes about 70 ms is sent 30 ms before the goAway is due;
+samples where the goAway did not land in the answer are redone (and counted).
+
+Goals (issue 10): patched median at most 1.10x the floor's, patched p99 at most 2x the floor's
+p99; for goAway, no turn cut. They are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common import (
+    Stats,
+    check,
+    finite,
+    markdown_table,
+    output_dirs,
+    parser,
+    print_report,
+    pyplot,
+    save_figure,
+    write_result,
+)
+
+NAME = "resume_gap"
+STYLES = ("close_1000", "close_1011", "abort", "goaway_idle", "goaway_mid_answer")
+VARIANTS = ("patched", "stock", "floor")
+LABELS = {
+    "close_1000": "close 1000",
+    "close_1011": "close 1011",
+    "abort": "abort (no close frame)",
+    "goaway_idle": "goAway between turns",
+    "goaway_mid_answer": "goAway mid-answer",
+}
+FULL_DROPS = 200
+QUICK_DROPS = 5
+#: goAway server: real seconds per service second; a connection lives 0.6 s, goAway at 0.4 s.
+GOAWAY_SCALE = 0.01
+GOAWAY_LIFETIME = 60.0
+GOAWAY_LEAD = 20.0
+#: The patched loop's go_away_margin, scaled like the fake's timeLeft (5 s at scale 0.01).
+GO_AWAY_MARGIN = 0.05
+#: How long before the goAway is due the mid-answer turn is sent (real seconds).
+MID_ANSWER_LEAD_IN = 0.03
+#: A user turn whose echo splits into 8 chunks, 10 ms apart: about 70 ms of answer.
+LONG_TURN = "please repeat this sentence back to me slowly, word for word, so that it streams"
+CHUNK_DELAY = 0.01
+MAX_REDOS = 20
+STEP_TIMEOUT = 3.0
+#: How long to wait for the mid-answer turn's answer after the resume (it takes ~70 ms).
+ANSWER_TIMEOUT = 1.0
+
+logger = logging.getLogger("bench.resume_gap")
+
+
+@dataclass
+class Outcome:
+    """One sample: a gap in seconds, or why there is none."""
+
+    gap: float | None = None
+    no_reconnect: bool = False
+    #: The client reconnected, but without a handle the server accepted (a fresh session).
+    not_resumed: bool = False
+    turn_cut: bool = False
+    turn_lost: bool = False
+    misplaced: bool = False  # goAway did not land where the style wants it: redo
+
+
+@dataclass
+class Series:
+    gaps: list[float] = field(default_factory=list)
+    no_reconnect: int = 0
+    not_resumed: int = 0
+    turns_cut: int = 0
+    turns_lost: int = 0
+    redone: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        if outcome.gap is not None:
+            self.gaps.append(outcome.gap)
+        self.no_reconnect += outcome.no_reconnect
+        self.not_resumed += outcome.not_resumed
+        self.turns_cut += outcome.turn_cut
+        self.turns_lost += outcome.turn_lost
+
+
+# ---- the fake's records --------------------------------------------------------------------
+
+
+def _first_message_of(server: Any, index: int) -> Callable[[], bool]:
+    """A predicate: connection ``index`` (0-based) exists and sent its first message, or ended."""
+
+    def ready() -> bool:
+        if len(server.connections) <= index:
+            return False
+        record = server.connections[index]
+        return record.first_sent_at is not None or record.finished
+
+    return ready
+
+
+def _answer_in_flight(messages: list[dict[str, Any]], position: int) -> bool:
+    """Whether an answer was being generated when message ``position`` (a goAway) was sent."""
+    for message in reversed(messages[:position]):
+        content = message.get("serverContent")
+        if content is not None:
+            # a chunk or generationComplete: the answer is under way
+            return not (content.get("turnComplete") or content.get("interrupted"))
+        update = message.get("sessionResumptionUpdate")
+        if update is not None and update.get("resumable") is False:
+            return True  # sent as a generation starts
+    return False
+
+
+def _go_away_position(messages: list[dict[str, Any]]) -> int | None:
+    return next((i for i, m in enumerate(messages) if "goAway" in m), None)
+
+
+# ---- one sample ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _variant(variant: str) -> Iterator[None]:
+    from adk_live_resume import ResumePolicy
+    from adk_live_resume.testing import patch_installed, patch_removed
+
+    if variant == "patched":
+        policy = ResumePolicy(go_away_margin=GO_AWAY_MARGIN)
+        with patch_installed(policy, fast_backoff=False):
+            yield
+    else:
+        with patch_removed():
+            yield
+
+
+async def _end_run(live: Any) -> None:
+    if live.ended:
+        return
+    try:
+        await live.close(timeout=1.0)
+    except TimeoutError:
+        await live.cancel()
+
+
+async def _client_sample(server: Any, style: str, variant: str) -> Outcome:
+    """One fresh run of the patched loop or stock ADK through one fault."""
+    from google.adk.agents import LlmAgent
+
+    from adk_live_resume.testing import LiveDriver
+
+    first = len(server.connections)
+    with _variant(variant):
+        agent = LlmAgent(name="bench", model=server.gemini())
+        live = await LiveDriver.start(agent)
+        try:
+            return await _through_fault(server, live, style, first)
+        finally:
+            await _end_run(live)
+
+
+async def _through_fault(server: Any, live: Any, style: str, first: int) -> Outcome:
+    loop = asyncio.get_running_loop()
+    await live.say("hello", timeout=STEP_TIMEOUT)
+    await asyncio.sleep(0.02)  # the handle that follows turnComplete reaches the client
+    old = server.connections[first]
+    mark: int | None = None
+    if style in ("close_1000", "close_1011", "abort"):
+        if style == "abort":
+            await server.restart()
+        else:
+            await server.close_open(1000 if style == "close_1000" else 1011)
+        assert old.ended_at is not None
+        started = old.ended_at
+    else:
+        due = old.accepted_at + (GOAWAY_LIFETIME - GOAWAY_LEAD) * GOAWAY_SCALE
+        if style == "goaway_mid_answer":
+            await asyncio.sleep(max(0.0, due - MID_ANSWER_LEAD_IN - loop.time()))
+            mark = live.send_text(LONG_TURN)
+        try:
+            await server.wait_for(lambda: old.finished, STEP_TIMEOUT, what="the old connection")
+        except TimeoutError:
+            return Outcome(no_reconnect=True)
+        position = _go_away_position(old.server_messages)
+        if position is None:
+            return Outcome(misplaced=True)
+        in_flight = _answer_in_flight(old.server_messages, position)
+        if in_flight != (style == "goaway_mid_answer"):
+            return Outcome(misplaced=True)
+        assert old.last_sent_at is not None
+        started = old.last_sent_at
+    try:
+        await server.wait_for(_first_message_of(server, first + 1), STEP_TIMEOUT, what="resume")
+    except TimeoutError:
+        return Outcome(no_reconnect=True)
+    new = server.connections[first + 1]
+    if new.first_sent_at is None:
+        return Outcome(no_reconnect=True)
+    outcome = Outcome(gap=new.first_sent_at - started, not_resumed=not new.resumed)
+    if mark is not None:
+        outcome.turn_cut = LONG_TURN not in old.answered_user_turns
+        try:
+            answer = await live.answer_after(mark, timeout=ANSWER_TIMEOUT)
+            outcome.turn_lost = answer != f"echo: {LONG_TURN}"
+        except (TimeoutError, AssertionError):
+            outcome.turn_lost = True
+    try:
+        outcome.turn_lost |= await live.say("after", timeout=STEP_TIMEOUT) != "echo: after"
+    except (TimeoutError, AssertionError):
+        outcome.turn_lost = True
+    return outcome
+
+
+async def _floor_sample(server: Any, client: Any) -> Outcome:
+    """A bare google-genai connect + setup with a valid handle of this server."""
+    from google.genai import types
+
+    handle = server.handles_issued()[-1]
+    config = types.LiveConnectConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(handle=handle),
+    )
+    index = len(server.connections)
+    started = asyncio.get_running_loop().time()
+    async with client.aio.live.connect(model="gemini-live-fake", config=config):
+        await server.wait_for(_first_message_of(server, index), STEP_TIMEOUT, what="floor")
+    record = server.connections[index]
+    if record.first_sent_at is None or not record.resumed:
+        return Outcome(no_reconnect=True)
+    return Outcome(gap=record.first_sent_at - started)
+
+
+# ---- the run -------------------------------------------------------------------------------
+
+
+async def _settle(*servers: Any) -> None:
+    """Before every sample, whatever the client: the previous sample's connections are over
+    and its garbage collected, so that no sample pays for the one before it."""
+    for server in servers:
+        await server.wait_for(lambda s=server: s.open_connections() == 0, 5.0, what="idle")
+    gc.collect()
+    await asyncio.sleep(0.005)
+
+
+async def measure(drops: int) -> dict[str, dict[str, Series]]:
+    from adk_live_resume.testing import FakeLiveServer
+
+    series = {style: {variant: Series() for variant in VARIANTS} for style in STYLES}
+    drop_server = FakeLiveServer(chunk_delay=CHUNK_DELAY)
+    goaway_server = FakeLiveServer(
+        time_scale=GOAWAY_SCALE,
+        connection_lifetime=GOAWAY_LIFETIME,
+        go_away_lead=GOAWAY_LEAD,
+        chunk_delay=CHUNK_DELAY,
+    )
+    async with drop_server, goaway_server:
+        clients = {id(s): s.genai_client() for s in (drop_server, goaway_server)}
+        for round_number in range(drops):
+            for style in STYLES:
+                server = goaway_server if style.startswith("goaway") else drop_server
+                for variant in VARIANTS:
+                    entry = series[style][variant]
+                    await _settle(drop_server, goaway_server)
+                    if variant == "floor":
+                        entry.add(await _floor_sample(server, clients[id(server)]))
+                        continue
+                    if entry.no_reconnect and not entry.gaps:
+                        continue  # this ADK does not reconnect from this fault: say so once
+                    for _ in range(MAX_REDOS):
+                        outcome = await _client_sample(server, style, variant)
+                        if not outcome.misplaced:
+                            break
+                        entry.redone += 1
+                        await _settle(drop_server, goaway_server)
+                    entry.add(outcome)
+            redone = sum(series[s][v].redone for s in STYLES for v in VARIANTS)
+            print(f"[bench] round {round_number + 1}/{drops} done ({redone} redone)", flush=True)
+    return series
+
+
+# ---- reporting -----------------------------------------------------------------------------
+
+
+def report(series: dict[str, dict[str, Series]]) -> tuple[str, list[str], dict[str, Any]]:
+    """Tables (ms), goal verdicts and the JSON payload."""
+    rows: list[list[object]] = []
+    verdicts: list[str] = []
+    payload: dict[str, Any] = {}
+    for style in STYLES:
+        payload[style] = {}
+        for variant in VARIANTS:
+            entry = series[style][variant]
+            body: dict[str, Any] = {
+                "no_reconnect": entry.no_reconnect,
+                "not_resumed": entry.not_resumed,
+                "turns_cut": entry.turns_cut,
+                "turns_lost": entry.turns_lost,
+                "redone": entry.redone,
+                "gaps_ms": [g * 1000 for g in entry.gaps],
+            }
+            if entry.gaps:
+                stats = Stats.of([g * 1000 for g in entry.gaps])
+                body["stats_ms"] = stats
+                rows.append(
+                    [
+                        LABELS[style],
+                        variant,
+                        stats.n,
+                        stats.median,
+                        stats.p90,
+                        stats.p99,
+                        stats.spread,
+                        stats.maximum,
+                        _faults(style, entry),
+                    ]
+                )
+            else:
+                rows.append([LABELS[style], variant, 0, "-", "-", "-", "-", "-", "no reconnect"])
+            payload[style][variant] = body
+        verdicts.extend(_verdicts(style, series[style]))
+    table = markdown_table(
+        [
+            "style",
+            "client",
+            "N",
+            "median ms",
+            "p90 ms",
+            "p99 ms",
+            "spread (IQR) ms",
+            "max ms",
+            "notes",
+        ],
+        rows,
+    )
+    return table, verdicts, payload
+
+
+def _faults(style: str, entry: Series) -> str:
+    notes = []
+    if style == "goaway_mid_answer":
+        notes.append(f"{entry.turns_cut} turns cut")
+    if entry.turns_lost:
+        notes.append(f"{entry.turns_lost} turns lost")
+    if entry.no_reconnect:
+        notes.append(f"{entry.no_reconnect} no reconnect")
+    if entry.not_resumed:
+        notes.append(f"{entry.not_resumed} reconnected without resuming")
+    return ", ".join(notes) or "-"
+
+
+def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
+    patched, floor = by_variant["patched"], by_variant["floor"]
+    if not patched.gaps or not floor.gaps:
+        return [f"{LABELS[style]}: no patched or floor samples"]
+    mine, base = Stats.of(patched.gaps), Stats.of(floor.gaps)
+    median = mine.median / base.median
+    p99 = mine.p99 / base.p99
+    lines = [
+        f"{LABELS[style]}: median {median:.2f}x the floor: goal <= 1.10x: "
+        f"{'met' if median <= 1.10 else 'MISSED'}",
+        f"{LABELS[style]}: p99 {p99:.2f}x the floor's p99: goal <= 2x: "
+        f"{'met' if p99 <= 2.0 else 'MISSED'}",
+    ]
+    if style.startswith("goaway"):
+        cut = patched.turns_cut + patched.turns_lost
+        lines.append(
+            f"{LABELS[style]}: {cut} turns cut or lost by the patched loop: goal 0: "
+            f"{'met' if cut == 0 else 'MISSED'} (stock: {by_variant['stock'].turns_cut} cut, "
+            f"{by_variant['stock'].turns_lost} lost)"
+        )
+    return lines
+
+
+def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
+    plt = pyplot()
+    from matplotlib import ticker
+
+    figure, axes = plt.subplots(1, len(STYLES), figsize=(3.2 * len(STYLES), 4.2), sharey=True)
+    for axis, style in zip(axes, STYLES, strict=True):
+        data = [[g * 1000 for g in series[style][v].gaps] or [float("nan")] for v in VARIANTS]
+        axis.boxplot(data, whis=(1, 99), showfliers=True, flierprops={"markersize": 2})
+        axis.set_xticks(range(1, len(VARIANTS) + 1), list(VARIANTS))
+        axis.set_title(LABELS[style], fontsize=9)
+        axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
+        axis.grid(axis="y", alpha=0.3)
+        for position, variant in enumerate(VARIANTS, start=1):
+            if not series[style][variant].gaps:
+                axis.text(position, 1, "no\nreconnect", ha="center", fontsize=7)
+    axes[0].set_ylabel("gap, fault to first message on the new connection (ms)")
+    figure.suptitle("Resume gap (whiskers p1-p99)", fontsize=10)
+    save_figure(figure, target)
+
+
+def main() -> int:
+    args = parser(__doc__.splitlines()[0]).parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    # stock google-adk 1.x logs every drop it does not survive with a traceback at ERROR
+    logging.getLogger("google_adk").setLevel(logging.CRITICAL)
+    drops = QUICK_DROPS if args.quick else FULL_DROPS
+    results, plots = output_dirs(args.quick)
+    series = asyncio.run(measure(drops))
+    table, verdicts, payload = report(series)
+    print_report(f"Resume gap ({drops} drops per style and client)", table, verdicts)
+    write_result(results, NAME, {"drops": drops, "styles": payload, "verdicts": verdicts})
+    plot(series, plots / f"{NAME}.png")
+    for style in STYLES:
+        patched = series[style]["patched"]
+        floor = series[style]["floor"]
+        check(len(floor.gaps) == drops, f"{style}: the floor did not connect every time")
+        check(len(patched.gaps) == drops, f"{style}: the patched loop did not always resume")
+        check(patched.turns_lost == 0, f"{style}: the patched loop lost a turn")
+        check(patched.not_resumed == 0, f"{style}: the patched loop did not resume")
+        gaps = patched.gaps + floor.gaps + series[style]["stock"].gaps
+        check(finite(*gaps) and all(0 < g < 10 for g in gaps), f"{style}: implausible gaps")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
