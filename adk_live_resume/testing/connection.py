@@ -16,7 +16,10 @@ Input and turns:
   through voice activity detection (:mod:`~adk_live_resume.testing.vad`): speech that starts
   while the model answers cuts the answer (``interrupted``, and ``toolCallCancellation`` for
   pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
-  pieces follow the speech as it is decoded, and the finished utterance is a user turn. Text,
+  pieces follow the speech as it is decoded, and the finished utterance is a user turn (on the
+  Vertex AI dialect, recognised by its websocket path, a transcription ends with
+  ``finished: true``, the input's at the end of the utterance and an audio answer's before
+  ``generationComplete``; the Gemini API sends no such end). Text,
   ``clientContent`` or ``activityEnd`` arriving mid-utterance end the utterance there (it
   becomes a turn first); ``audioStreamEnd`` too, with automatic detection;
 * handles are issued at resumable points per the :class:`~adk_live_resume.testing.handles.
@@ -154,6 +157,11 @@ class LiveConnection:
         self._over_limit = False
 
     # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def _vertex(self) -> bool:
+        """True when the client speaks the Vertex AI dialect (its websocket path)."""
+        return "aiplatform" in self.record.path
 
     @property
     def ending(self) -> bool:
@@ -669,8 +677,11 @@ class LiveConnection:
             elif isinstance(event, Transcribed):
                 await self._send(wire.server_content(input_transcription={"text": event.text}))
             elif isinstance(event, Utterance):
-                if not event.has_text:
-                    await self._send(wire.server_content(input_transcription={"text": event.text}))
+                ending: JsonDict = {} if event.has_text else {"text": event.text}
+                if self._vertex:  # Vertex AI marks the end of a transcription
+                    ending["finished"] = True
+                if ending:
+                    await self._send(wire.server_content(input_transcription=ending))
                 await self._user_turn(
                     event.text,
                     "spoken",
@@ -914,6 +925,8 @@ class LiveConnection:
                 await self._send_chunk(chunk)
                 if number == 0 and self._fire(lambda f: f.mid_turn):
                     return
+            if self._vertex and self._modality != "TEXT":
+                await self._send(wire.server_content(output_transcription={"finished": True}))
             await self._send(wire.server_content(generation_complete=True))
             self._finishing = True
             self._memory.append(Turn("model", reply.text))
