@@ -394,13 +394,28 @@ def fresh_history(
     """
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
-    if not heard or heard not in _squeeze(_user_text(history)):
+    at = _unanswered_user_turn(history, heard) if heard else None
+    if at is None:
         return history, False
     if not speaking:
         return history, True
-    if history and history[-1].role == "user" and _squeeze(_user_text(history[-1:])) == heard:
-        history.pop()
+    del history[at]
     return history, False
+
+
+def _unanswered_user_turn(history: Sequence[Any], heard: str) -> int | None:
+    """Position of the user turn that is exactly ``heard`` among the user turns after the
+    model's last turn (ADK stores a transcription as a user turn of its own), or None.
+
+    Only those count: the same words typed earlier, or inside a longer turn ("story nulvs"
+    for the spoken "nulvs"), are another turn, not this utterance."""
+    for position in range(len(history) - 1, -1, -1):
+        content = history[position]
+        if content.role != "user":
+            return None
+        if _squeeze(_user_text([content])) == heard:
+            return position
+    return None
 
 
 def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:

@@ -288,6 +288,18 @@ def test_an_utterance_the_history_lacks_is_replayed_and_the_history_kept() -> No
     assert fresh_history(contents, "", speaking=True) == (contents, False)
 
 
+def test_only_a_user_turn_of_its_own_after_the_last_answer_is_the_utterance() -> None:
+    """The spoken "nulvs" is not in a history whose typed turn reads "story nulvs" (the user
+    talked over that story, and google-adk 1.x had not stored the transcription yet), nor in
+    one where the same word was said and answered before: its audio is replayed."""
+    typed = [_turn("user", "story nulvs"), _turn("model", "echo: ")]
+    assert fresh_history(typed, "nulvs", speaking=False) == (typed, False)
+    earlier = [_turn("user", "yes"), _turn("model", "echo: yes")]
+    assert fresh_history(earlier, "yes", speaking=False) == (earlier, False)
+    stored = [*typed, _turn("user", "n u l v s")]
+    assert fresh_history(stored, "nulvs", speaking=False) == (stored, True)
+
+
 def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it() -> None:
     """A typed turn talked over before any answer came: the server's ``interrupted`` says
     it had started answering, so a handle after it holds the turn (no replay, no twice)."""
