@@ -14,7 +14,7 @@ from google.genai import types
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
+from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
@@ -265,6 +265,28 @@ async def test_a_handle_issued_while_the_user_speaks_keeps_the_utterance(
         second = server.connections[1]
         assert second.resume_handle is not None, "resumed with the handle issued mid-utterance"
         assert server.user_turns_answered() == ["one", "spoken across a handle", "recall"]
+
+
+async def test_a_typed_turn_crossing_the_last_answers_handle_is_answered(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 2, typed: a turn sent right after an answer, whose handle reached the client
+    only after the turn was sent, was taken as held by that handle (no index says otherwise
+    on the Gemini API); the socket died before the answer, and the turn was never answered."""
+    async with FakeLiveServer(handle_schedule=HandleSchedule(turn_handle_late=True)) as server:
+        # message 1 is "one"; "two" (message 2) makes the server send the answer's handle,
+        # and the socket dies right after, before any answer to "two".
+        server.script(Fault.abort(after_client_messages=2), connection=1)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            assert await live.say("two", timeout=15) == "echo: two"
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+        first, second = server.connections[:2]
+        assert first.handles_issued and second.resume_handle == first.handles_issued[-1]
+        assert first.answered_user_turns == ["one"], "the crossing handle predates 'two'"
+        assert server.user_turns_answered() == ["one", "two", "recall"]
 
 
 async def test_a_utterance_cut_by_the_go_away_deadline_is_replayed_whole(

@@ -155,6 +155,7 @@ class LiveConnection:
         self._session_audio = False
         self._compression = False
         self._over_limit = False
+        self._late_handle: tuple[JsonDict, HandleIssue] | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -417,6 +418,7 @@ class LiveConnection:
                 )
             if message is not None:
                 try:
+                    await self._send_late_handle()
                     await self._handle(message)
                 except _Ended:
                     continue
@@ -781,6 +783,13 @@ class LiveConnection:
         self.record.handle_issues.append(issue)
         self._audio_since_handle_ms = 0
 
+    async def _send_late_handle(self) -> None:
+        """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""
+        if self._late_handle is not None:
+            (update, issue), self._late_handle = self._late_handle, None
+            await self._send(update)
+            self._issued(issue)
+
     async def _issue_handle(self, point: IssuePoint, handled: int = 0) -> HandleIssue:
         message, issue = self._new_handle(point, handled)
         await self._send(message)
@@ -938,9 +947,13 @@ class LiveConnection:
                 }
             ]
             issue = None
-            if self.record.resumption_enabled and self._settings.handle_schedule.on_turn_complete:
+            schedule = self._settings.handle_schedule
+            if self.record.resumption_enabled and schedule.on_turn_complete:
                 update, issue = self._new_handle("turn_complete")
-                final.append(update)
+                if schedule.turn_handle_late:
+                    self._late_handle, issue = (update, issue), None
+                else:
+                    final.append(update)
             await self._send(*final)
             self.record.answers.append(reply.text)
             self.record.answered_user_turns.append(user_text)
