@@ -144,12 +144,15 @@ class Outbox:
         activity = self.activity
         text: str | None = None
         ids: tuple[str, ...] = ()
+        spoken = True  # audio or an activity signal: part of the utterance, if one is open
         chunk = _plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
         else:
             audio_ms, text, ids = describe(method, kwargs)
-            for signal in signals(method, kwargs):
+            sent_signals = signals(method, kwargs)
+            spoken = audio_ms > 0 or bool(sent_signals)
+            for signal in sent_signals:
                 if signal == "activity_start":
                     activity.on_activity_start()
                 elif signal == "activity_end":
@@ -158,7 +161,8 @@ class Outbox:
                     activity.on_audio_stream_end()
             pcm = audio_pcm(method, kwargs) if audio_ms > 0 else b""
         voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
-        utterance = activity.utterances if activity.unanswered else 0
+        # A typed turn or tool response sent while the user speaks is a turn of its own.
+        utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance
         self._last_utterance = max(self._last_utterance, utterance)
         message = ClientMessage(

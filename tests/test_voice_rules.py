@@ -310,6 +310,25 @@ def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it()
     assert outbox.take_replay().messages == []
 
 
+def test_a_typed_turn_sent_while_the_user_speaks_is_not_part_of_the_utterance() -> None:
+    """A typed turn sent in mid-utterance, then talked over (``interrupted``): the handle
+    after it holds it, while the utterance's audio stays for replay. It was tagged with the
+    utterance and kept with it, so the next resume sent it again (voice chaos seed 116)."""
+    outbox = Outbox()
+    for _ in range(5):
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    typed = outbox.record(
+        "send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True}
+    )
+    assert typed.utterance == 0
+    outbox.record("send_realtime_input", _audio(SPEECH))
+    outbox.interrupted()
+    outbox.covered(None)
+    replay = outbox.take_replay()
+    assert [m.user_text for m in replay.messages if m.user_text] == []
+    assert len(replay.messages) == 6 and all(m.audio_ms > 0 for m in replay.messages)
+
+
 def test_a_turn_with_no_sign_of_the_server_stays_for_replay() -> None:
     outbox = Outbox()
     outbox.record("send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True})
