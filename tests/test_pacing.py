@@ -173,7 +173,7 @@ def test_runs_with_different_policies_share_one_window(pacing_on: None) -> None:
 def test_bad_parameters_are_refused() -> None:
     with pytest.raises(ValueError, match="rate >= 0, burst >= 1 and 0 <= share <= 1"):
         PacerSchedule().arrive(0.0, 10.0, 0, 0.1)
-    with pytest.raises(ValueError, match="not 10.0, 1 and 1.5"):
+    with pytest.raises(ValueError, match=r"not 10\.0, 1 and 1\.5"):
         PacerSchedule().arrive(0.0, 10.0, 1, 1.5)
 
 
