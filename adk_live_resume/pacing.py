@@ -89,6 +89,8 @@ class PacerSchedule:
     _recent: collections.deque[float] = field(default_factory=collections.deque)
     _waiting: collections.deque[Ticket] = field(default_factory=collections.deque)
     _now: float = -math.inf
+    #: Waiting tickets with a deadline (most herds have none: no scan of the queue then).
+    _deadlines: int = 0
     #: Attempts that asked since the pacer was last calm (the current herd's size).
     herd: int = 0
     #: Attempts counted so far (let through at once or after a wait).
@@ -118,6 +120,7 @@ class PacerSchedule:
             self._start(ticket, self._now)
             return ticket
         self._waiting.append(ticket)
+        self._deadlines += latest is not None
         self.paced += 1
         return ticket
 
@@ -126,18 +129,22 @@ class PacerSchedule:
         if ticket.started is None and not ticket.cancelled:
             ticket.cancelled = True
             self._waiting.remove(ticket)
+            self._deadlines -= ticket.latest is not None
 
     def let_through(self, now: float) -> list[Ticket]:
         """Start every waiting ticket whose turn (or deadline) has come, in queue order."""
         self._advance(now)
         started: list[Ticket] = []
         now = self._now
-        for ticket in [t for t in self._waiting if t.latest is not None and t.latest <= now]:
-            self._waiting.remove(ticket)
-            self._start(ticket, now)
-            started.append(ticket)
+        if self._deadlines:
+            for ticket in [t for t in self._waiting if t.latest is not None and t.latest <= now]:
+                self._waiting.remove(ticket)
+                self._deadlines -= 1
+                self._start(ticket, now)
+                started.append(ticket)
         while self._waiting and len(self._recent) < self.limit(self._waiting[0]):
             ticket = self._waiting.popleft()
+            self._deadlines -= ticket.latest is not None
             self._start(ticket, now)
             started.append(ticket)
         return started
@@ -149,8 +156,9 @@ class PacerSchedule:
         # the head may start once all but limit - 1 of the recent starts have left the window
         leaving = len(self._recent) - self.limit(self._waiting[0])
         turn = self._recent[leaving] + WINDOW if leaving >= 0 else self._now
-        deadlines = [t.latest for t in self._waiting if t.latest is not None]
-        return min([turn, *deadlines])
+        if not self._deadlines:
+            return turn
+        return min([turn, *(t.latest for t in self._waiting if t.latest is not None)])
 
     def limit(self, ticket: Ticket) -> int:
         """How many starts the window may hold for ``ticket`` to start (see the module)."""
