@@ -13,7 +13,7 @@ import random
 import pytest
 
 from adk_live_resume import ResumePolicy, set_testing
-from adk_live_resume.pacing import WINDOW, PacerSchedule, pacer_for, take_turn
+from adk_live_resume.pacing import WINDOW, PacerSchedule, Ticket, pacer_for, take_turn
 
 
 @pytest.fixture
@@ -25,12 +25,20 @@ def pacing_on() -> None:
 def drain(
     schedule: PacerSchedule, until: float, step: float = 0.001, now: float = 0.0
 ) -> list[float]:
-    """Start times of everything let through, waking every ``step`` s from ``now`` to ``until``."""
+    """Start times of everything let through, waking every ``step`` s from ``now`` to ``until``
+    (each run goes on as soon as it is let through)."""
     starts: list[float] = []
     while now <= until:
-        starts += [t.started for t in schedule.let_through(now) if t.started is not None]
+        starts += go(schedule, schedule.let_through(now), now)
         now += step
     return starts
+
+
+def go(schedule: PacerSchedule, tickets: list[Ticket], now: float) -> list[float]:
+    """The runs of ``tickets`` go on at ``now``; their start times."""
+    for ticket in tickets:
+        schedule.go(ticket, now)
+    return [now for _ in tickets]
 
 
 def most_in_any_window(times: list[float], width: float) -> int:
@@ -70,9 +78,9 @@ def test_the_window_grows_with_the_herd_up_to_the_rate_ceiling(pacing_on: None) 
     tickets = [schedule.arrive(0.0, 1000.0, 20, 0.08) for _ in range(500)]
     assert schedule.limit(tickets[0]) == 40  # 8% of 500
     assert len([t for t in tickets if t.started is not None]) == 20  # the herd was not known yet
-    assert len(schedule.let_through(0.0)) == 20  # now it is: the window takes 40
+    assert len(go(schedule, schedule.let_through(0.0), 0.0)) == 20  # now the window takes 40
     assert schedule.let_through(0.05) == []
-    assert len(schedule.let_through(0.1)) == 40
+    assert len(go(schedule, schedule.let_through(0.1), 0.1)) == 40
     for _ in range(2000):
         schedule.arrive(0.1, 1000.0, 20, 0.08)
     assert schedule.limit(tickets[0]) == 100  # 8% of 2,500 is 200: the ceiling (1000/s) wins
@@ -84,10 +92,13 @@ def test_a_late_wake_lets_a_whole_window_through(pacing_on: None) -> None:
     schedule = PacerSchedule()
     for _ in range(200):
         schedule.arrive(0.0, 1000.0, 20, 0.25)
-    assert len(schedule.let_through(0.0)) == 30  # a window holds 25% of 200 = 50
-    assert len(schedule.let_through(0.5)) == 50  # 0.5 s late: one window's worth, not more
+    assert len(go(schedule, schedule.let_through(0.0), 0.0)) == 30  # 25% of 200 = 50
+    late = schedule.let_through(0.5)
+    assert len(late) == 50  # 0.5 s late: one window's worth, not more
     assert schedule.let_through(0.5) == []
-    assert schedule.next_turn() == pytest.approx(0.6)
+    assert schedule.next_turn() is None  # their runs have not gone on yet: ask again then
+    go(schedule, late, 0.55)  # a busy loop: they go a while after they were let through
+    assert schedule.next_turn() == pytest.approx(0.65)  # the window counts when they went
 
 
 @pytest.mark.parametrize(
@@ -103,7 +114,7 @@ def test_no_window_holds_more_than_the_limit(
     now = 0.0
     for arrival in arrivals:
         while now < arrival:  # a loop that wakes every 3 ms, now and then 150 ms late
-            starts += [t.started for t in schedule.let_through(now) if t.started is not None]
+            starts += go(schedule, schedule.let_through(now), now)
             now += 0.15 if rng.random() < 0.02 else 0.003
         ticket = schedule.arrive(now, rate, burst, share)
         if ticket.started is not None:
@@ -122,7 +133,7 @@ def test_the_herd_starts_over_once_the_process_is_calm(pacing_on: None) -> None:
     drain(schedule, until=0.12)
     assert schedule.herd == 100 and schedule.waiting == 0
     assert schedule.arrive(0.15, 1000.0, 5, 0.5).started is None  # the last 50 went at 0.1
-    assert schedule.herd == 101 and len(schedule.let_through(0.25)) == 1
+    assert schedule.herd == 101 and len(go(schedule, schedule.let_through(0.25), 0.25)) == 1
     assert schedule.arrive(1.0, 1000.0, 5, 0.5).started == 1.0  # calm for a window: new herd
     assert schedule.herd == 1
 
@@ -137,8 +148,26 @@ def test_a_deadline_lets_a_ticket_through_out_of_turn_and_it_still_counts(
     assert schedule.next_turn() == pytest.approx(0.05)  # before the window's 0.1
     started_at_deadline = schedule.let_through(0.05)
     assert started_at_deadline == [rotation] and rotation.started == 0.05
+    go(schedule, started_at_deadline, 0.05)
     assert schedule.let_through(0.1) == []  # the rotation still holds the window
     assert schedule.next_turn() == pytest.approx(0.15)
+
+
+def test_a_ticket_let_through_holds_its_place_until_its_run_goes_or_gives_up(
+    pacing_on: None,
+) -> None:
+    schedule = PacerSchedule()
+    assert schedule.arrive(0.0, 1000.0, 1, 0.0).started == 0.0  # went at once
+    second = schedule.arrive(0.0, 1000.0, 1, 0.0)
+    third = schedule.arrive(0.0, 1000.0, 1, 0.0)
+    assert schedule.let_through(0.1) == [second]
+    assert schedule.let_through(0.3) == [] and schedule.next_turn() is None  # not gone yet
+    schedule.cancel(second)  # its run ended before it went: the place is free
+    assert schedule.let_through(0.3) == [third]
+    schedule.go(third, 0.35)
+    schedule.go(third, 0.5)  # twice is harmless
+    assert schedule.arrive(0.4, 1000.0, 1, 0.0).started is None  # third's window: to 0.45
+    assert schedule.next_turn() == pytest.approx(0.45)
 
 
 def test_a_cancelled_ticket_leaves_the_queue(pacing_on: None) -> None:
