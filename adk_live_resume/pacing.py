@@ -3,30 +3,43 @@
 When a server drops every socket at once (a restart, a load balancer, a network blip), every
 run of the process reconnects in the same instant: 500 runs make about 1,400 attempts a second,
 a quarter of them inside one 100 ms window. One :class:`ReconnectPacer` per event loop, shared
-by every patched run on it, lets such a herd through a token bucket, in its virtual-scheduling
-form (GCRA, the generic cell rate algorithm). With ``rate`` (``ResumePolicy.
-process_reconnect_rate``, attempts per second), ``burst`` (``ResumePolicy.
-process_reconnect_burst``), ``T = 1 / rate`` and ``tau = (burst - 1) * T``, the attempt at the
-head of the queue may start at ``now`` when ``now >= tat - tau``, and then
-``tat = max(tat, now) + T`` (``tat``, the theoretical arrival time, starts in the past).
+by every patched run on it, lets such a herd through a sliding window whose size follows the
+herd. With ``W = WINDOW`` (0.1 s), ``burst`` (``ResumePolicy.process_reconnect_burst``),
+``share`` (``ResumePolicy.process_reconnect_share``), ``rate``
+(``ResumePolicy.process_reconnect_rate``, a ceiling in attempts per second) and ``herd`` (the
+attempts that asked since the pacer was last calm: nobody waiting and no attempt started in
+the last ``W`` seconds), the attempt at the head of the queue may start at ``now`` when fewer
+than ::
 
-The decision is taken when an attempt is let through, not when it asks: an event loop that
-falls behind (a busy process, a garbage collection) then lets at most ``burst`` waiting
-attempts through at once when it catches up, instead of every attempt whose time has come.
+    limit = max(burst, min(floor(share * herd), floor(rate * W)))
+
+attempts started in ``(now - W, now]``.
+
+Why a window that follows the herd and not a fixed rate: a process that recovers hundreds of
+sessions is CPU-bound, its event loop runs late, and a fixed-rate token bucket then lets only
+its burst through per loop iteration (at 1,000 sessions, 50 attempts a second instead of 250:
+recovery took twice as long as unpaced). Here a late wake lets the whole window's worth
+through, and that worth grows with the herd, so the pacer bounds how much of a herd lands at
+once (the share of the attempts in any 100 ms, what hurts a server) without bounding how fast
+a busy process may go.
 
 Guarantees:
 
 * **A quiet process adds no wait**: while fewer than ``burst`` attempts started in the last
-  ``burst / rate`` seconds and nobody waits, an attempt starts at once (its ticket is done
-  when it is made).
-* **A herd is spread**: any interval of ``L`` seconds holds at most
-  ``burst + floor(L * rate)`` attempt starts (deadline-bound ones aside), in the order they
-  asked, evenly spaced ``1 / rate`` apart once the burst is used up.
+  ``W`` seconds and nobody waits, an attempt starts at once (its ticket is done when it is
+  made).
+* **A herd is spread**: an attempt counts from the moment its run goes on after the wait
+  (``take_turn`` returns), not from the moment the pacer let it through (a busy event loop
+  may run it much later): any interval of ``W`` seconds holds at most
+  ``max(burst, min(share * H, rate * W))`` attempt starts (deadline-bound ones aside), ``H``
+  being the herd's size, in the order they asked; so a herd of ``H`` attempts takes at least
+  ``W * (ceil(H / limit) - 1)`` seconds (at least about ``W / share`` for a large herd) and
+  never more than that plus the event loop's own delays. ``limit`` only grows within a herd.
 * **Deadlines are kept**: an attempt with a ``latest`` start time (a goAway rotation, which
   must reconnect by ``timeLeft - go_away_margin``) is let through at that time even if it is
   not its turn; it still counts, so the attempts after it wait for it.
-* Runs with different policies share one schedule: each attempt is spaced by its own
-  ``rate`` and ``burst``.
+* Runs with different policies share one window: the head of the queue decides with its own
+  ``rate``, ``burst`` and ``share``.
 * ``rate == 0`` turns pacing off for that attempt (it neither waits nor counts), and so does
   :func:`adk_live_resume.set_testing` (``testing_backoff()``); pacer tests that need the waits
   turn the testing switch off, as backoff tests do.
@@ -49,11 +62,12 @@ from typing import Any
 
 from .policy import ResumePolicy, is_testing
 
-__all__ = ["PacerSchedule", "ReconnectPacer", "Ticket", "pacer_for", "take_turn"]
+__all__ = ["WINDOW", "PacerSchedule", "ReconnectPacer", "Ticket", "pacer_for", "take_turn"]
 
 logger = logging.getLogger("adk_live_resume.pacing")
 
-_EPSILON = 1e-9
+#: Seconds: the sliding window the pacer counts attempts in (the issue's "per 100 ms").
+WINDOW = 0.1
 
 
 @dataclass(eq=False)
@@ -62,79 +76,150 @@ class Ticket:
 
     rate: float
     burst: int
+    share: float
     #: The latest time the attempt may start (``None``: no deadline).
     latest: float | None = None
     #: When it was let through (``None``: still waiting, or cancelled).
     started: float | None = None
+    #: Its run went on (:meth:`PacerSchedule.go`): the attempt is counted at that time.
+    gone: bool = False
     cancelled: bool = False
 
 
 @dataclass
 class PacerSchedule:
-    """The token bucket (GCRA) and the queue of waiting attempts; pure, times in seconds."""
+    """The sliding window and the queue of waiting attempts; pure, times in seconds.
 
-    _tat: float = -math.inf
+    A ticket let through (:meth:`let_through`) holds a place in the window until its run
+    actually goes on (:meth:`go`, one event loop iteration later, which in a busy process may
+    be a long time): the window counts the times attempts went, not the times they were let
+    through, so the bound holds for the attempts themselves.
+    """
+
+    #: The times the attempts in the window went, oldest first.
+    _recent: collections.deque[float] = field(default_factory=collections.deque)
     _waiting: collections.deque[Ticket] = field(default_factory=collections.deque)
+    _now: float = -math.inf
+    #: Tickets let through whose runs have not gone on yet (each holds a place).
+    _pending: int = 0
+    #: Waiting tickets with a deadline (most herds have none: no scan of the queue then).
+    _deadlines: int = 0
+    #: Attempts that asked since the pacer was last calm (the current herd's size).
+    herd: int = 0
     #: Attempts counted so far (let through at once or after a wait).
     started: int = 0
     #: Attempts that had to wait (a herd, as opposed to lone drops).
     paced: int = 0
 
-    def arrive(self, now: float, rate: float, burst: int, *, latest: float | None = None) -> Ticket:
-        """A ticket for an attempt wanted at ``now``; ``ticket.started`` is set if it may
-        start at once, else it waits for :meth:`let_through`."""
-        if rate < 0 or burst < 1:
-            raise ValueError(f"a pacer needs rate >= 0 and burst >= 1, not {rate} and {burst}")
-        ticket = Ticket(rate, burst, latest)
+    def arrive(
+        self, now: float, rate: float, burst: int, share: float, *, latest: float | None = None
+    ) -> Ticket:
+        """A ticket for an attempt wanted at ``now``; if ``ticket.started`` is set, it went at
+        once (no :meth:`go` needed), else it waits for :meth:`let_through`."""
+        if rate < 0 or burst < 1 or not 0 <= share <= 1:
+            raise ValueError(
+                "a pacer needs rate >= 0, burst >= 1 and 0 <= share <= 1,"
+                f" not {rate}, {burst} and {share}"
+            )
+        ticket = Ticket(rate, burst, share, latest)
         if rate == 0 or is_testing():
             ticket.started = now
+            ticket.gone = True
             return ticket
-        if not self._waiting and self._conforms(ticket, now):
-            self._start(ticket, now)
+        self._advance(now)
+        if not self._waiting and not self._recent and not self._pending:
+            self.herd = 0  # calm: a new herd (or a lone drop) begins
+        self.herd += 1
+        if not self._waiting and self._room(ticket) > 0:
+            self._start(ticket, self._now)
+            self.go(ticket, self._now)
             return ticket
         self._waiting.append(ticket)
+        self._deadlines += latest is not None
         self.paced += 1
         return ticket
 
+    def go(self, ticket: Ticket, now: float) -> None:
+        """The run of a ticket let through goes on at ``now``: count its attempt then."""
+        if ticket.gone or ticket.cancelled or ticket.started is None:
+            return
+        ticket.gone = True
+        self._pending -= 1
+        self._advance(now)
+        self._recent.append(self._now)
+
     def cancel(self, ticket: Ticket) -> None:
-        """Take a waiting ticket out of the queue (its run ended); no-op once started."""
-        if ticket.started is None and not ticket.cancelled:
-            ticket.cancelled = True
+        """Take a ticket out (its run ended): a waiting one leaves the queue, one let through
+        but not gone gives its place in the window back; no-op once gone."""
+        if ticket.gone or ticket.cancelled:
+            return
+        ticket.cancelled = True
+        if ticket.started is None:
             self._waiting.remove(ticket)
+            self._deadlines -= ticket.latest is not None
+        else:
+            self._pending -= 1
 
     def let_through(self, now: float) -> list[Ticket]:
-        """Start every waiting ticket whose turn (or deadline) has come, in queue order."""
+        """Let every waiting ticket whose turn (or deadline) has come through, in queue
+        order; each holds its place until :meth:`go` (or :meth:`cancel`)."""
+        self._advance(now)
         started: list[Ticket] = []
-        for ticket in [t for t in self._waiting if t.latest is not None and t.latest <= now]:
-            self._waiting.remove(ticket)
-            self._start(ticket, now)
-            started.append(ticket)
-        while self._waiting and self._conforms(self._waiting[0], now):
+        now = self._now
+        if self._deadlines:
+            for ticket in [t for t in self._waiting if t.latest is not None and t.latest <= now]:
+                self._waiting.remove(ticket)
+                self._deadlines -= 1
+                self._start(ticket, now)
+                started.append(ticket)
+        while self._waiting and self._room(self._waiting[0]) > 0:
             ticket = self._waiting.popleft()
+            self._deadlines -= ticket.latest is not None
             self._start(ticket, now)
             started.append(ticket)
         return started
 
     def next_turn(self) -> float | None:
-        """When :meth:`let_through` may next start a ticket (``None``: nobody waits)."""
+        """When :meth:`let_through` may next let a ticket through (``None``: nobody waits,
+        or only tickets let through and not gone yet hold the window: ask after :meth:`go`)."""
         if not self._waiting:
             return None
-        head = self._waiting[0]
-        turn = self._tat - (head.burst - 1) / head.rate
+        # the head may go once all but limit - 1 of the places taken have left the window
+        leaving = len(self._recent) + self._pending - self.limit(self._waiting[0])
+        turn: float | None
+        if leaving < 0:
+            turn = self._now
+        elif leaving < len(self._recent):
+            turn = self._recent[leaving] + WINDOW
+        else:
+            turn = None
+        if not self._deadlines:
+            return turn
         deadlines = [t.latest for t in self._waiting if t.latest is not None]
-        return min([turn, *deadlines])
+        return min(deadlines if turn is None else [turn, *deadlines])
+
+    def limit(self, ticket: Ticket) -> int:
+        """How many attempts the window may hold for ``ticket`` to go (see the module)."""
+        grown = min(math.floor(ticket.share * self.herd), math.floor(ticket.rate * WINDOW))
+        return max(ticket.burst, grown)
 
     @property
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def _conforms(self, ticket: Ticket, now: float) -> bool:
-        # _EPSILON: sums of 1/rate are inexact; the burst-th ticket of an instant conforms.
-        return now + _EPSILON >= self._tat - (ticket.burst - 1) / ticket.rate
+    def _room(self, ticket: Ticket) -> int:
+        return self.limit(ticket) - len(self._recent) - self._pending
+
+    def _advance(self, now: float) -> None:
+        """Move the clock to ``now`` (never back): attempts older than the window stop
+        counting."""
+        self._now = max(self._now, now)
+        while self._recent and self._recent[0] + WINDOW <= self._now:
+            self._recent.popleft()
 
     def _start(self, ticket: Ticket, now: float) -> None:
         ticket.started = now
-        self._tat = max(self._tat, now) + 1.0 / ticket.rate
+        self._pending += 1
         self.started += 1
 
 
@@ -145,26 +230,42 @@ class ReconnectPacer:
         self.loop = loop
         self.schedule = PacerSchedule()
         self._timer: asyncio.TimerHandle | None = None
-        self._futures: dict[Ticket, asyncio.Future[None]] = {}
+        self._futures: dict[Ticket, asyncio.Future[Ticket]] = {}
 
-    def turn(self, rate: float, burst: int, *, latest: float | None = None) -> asyncio.Future[None]:
-        """A future done when the attempt may start (already done when it may start now).
+    def turn(
+        self, rate: float, burst: int, share: float, *, latest: float | None = None
+    ) -> asyncio.Future[Ticket]:
+        """A future done (with its ticket) when the attempt may go; already done, and the
+        attempt counted, when it may go now.
 
-        Cancelling the future gives the place in the queue up.
+        Cancelling the future gives the place in the queue up. Once it is done, call
+        :meth:`went` when the run goes on, or :meth:`give_up` if it does not.
         """
-        future: asyncio.Future[None] = self.loop.create_future()
-        ticket = self.schedule.arrive(self.loop.time(), rate, burst, latest=latest)
+        future: asyncio.Future[Ticket] = self.loop.create_future()
+        ticket = self.schedule.arrive(self.loop.time(), rate, burst, share, latest=latest)
         if ticket.started is not None:
-            future.set_result(None)
+            future.set_result(ticket)
             return future
         self._futures[ticket] = future
         future.add_done_callback(lambda _: self._forget(ticket))
         self._arm()
         return future
 
+    def went(self, ticket: Ticket) -> None:
+        """The run of ``ticket`` goes on now: its attempt counts from now."""
+        self.schedule.go(ticket, self.loop.time())
+        self._arm()
+
+    def give_up(self, ticket: Ticket) -> None:
+        """The run of ``ticket`` ended before it went: its place is free."""
+        self.schedule.cancel(ticket)
+        self._arm()
+
     def _forget(self, ticket: Ticket) -> None:
         self._futures.pop(ticket, None)
-        self.schedule.cancel(ticket)
+        if ticket.started is None:  # cancelled while it waited
+            self.schedule.cancel(ticket)
+            self._arm()
 
     def _arm(self) -> None:
         when = self.schedule.next_turn()
@@ -180,7 +281,9 @@ class ReconnectPacer:
         for ticket in self.schedule.let_through(max(self.loop.time(), when)):
             future = self._futures.pop(ticket, None)
             if future is not None and not future.done():
-                future.set_result(None)
+                future.set_result(ticket)
+            else:
+                self.schedule.cancel(ticket)
         self._arm()
 
 
@@ -209,21 +312,34 @@ async def take_turn(
     ``latest``: a loop time the attempt must start by (a goAway rotation's deadline).
     ``on_close(callback)`` registers a callback for the end of the run and returns a function
     that unregisters it (``QueueGuard.on_close``). Returns at once while the process is quiet.
+    The attempt counts in the pacer's window from the moment this returns ``True``.
     """
     pacer = pacer_for(asyncio.get_running_loop())
-    turn = pacer.turn(policy.process_reconnect_rate, policy.process_reconnect_burst, latest=latest)
+    turn = pacer.turn(
+        policy.process_reconnect_rate,
+        policy.process_reconnect_burst,
+        policy.process_reconnect_share,
+        latest=latest,
+    )
     if turn.done():
         return True
     logger.debug("waiting for this process's reconnect pacer (%d waiting)", pacer.schedule.waiting)
     closed = asyncio.Event()
     remove = on_close(closed.set) if on_close is not None else None
     closing = asyncio.ensure_future(closed.wait())
+    going = False
     try:
         either: set[asyncio.Future[Any]] = {turn, closing}
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        going = turn.done() and not closed.is_set()
     finally:
-        turn.cancel()  # gives the place up unless it came
+        if going:
+            pacer.went(turn.result())
+        elif turn.done():
+            pacer.give_up(turn.result())  # let through, but the run ended
+        else:
+            turn.cancel()  # gives the place in the queue up
         closing.cancel()
         if remove is not None:
             remove()
-    return not closed.is_set()
+    return going

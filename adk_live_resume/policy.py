@@ -10,8 +10,9 @@ Backoff formula (full jitter, as in the AWS architecture blog and ``stamina``)::
 With ``jitter=False`` the upper bound itself is used (``first_attempt_jitter`` is always
 jittered: a fixed delay would move a herd, not spread it). After its wait, every attempt
 also takes its turn at the process-wide reconnect pacer (:mod:`adk_live_resume.pacing`:
-``process_reconnect_rate`` and ``process_reconnect_burst``), which adds nothing while the
-process is quiet and spreads a herd of reconnects when a server drops many sockets at once.
+``process_reconnect_rate``, ``process_reconnect_burst`` and ``process_reconnect_share``),
+which adds nothing while the process is quiet and spreads a herd of reconnects when a server
+drops many sockets at once.
 
 An outage ends in an error when
 ``max_attempts`` connection attempts have failed or ``outage_timeout`` seconds have passed
@@ -135,13 +136,18 @@ class ResumePolicy:
     #: within one process. Set it (e.g. 1 s) when many processes serve sessions from one server
     #: and may all lose them at once: the pacers of separate processes do not see each other.
     first_attempt_jitter: float = 0.0
-    #: Reconnect attempts per second across every live run of the process (one pacer per
-    #: event loop, see :mod:`adk_live_resume.pacing`), once ``process_reconnect_burst`` is used
-    #: up; goAway rotations count too, but never wait past their deadline. 0 turns pacing off.
-    process_reconnect_rate: float = 250.0
-    #: Reconnect attempts the process may start at once before ``process_reconnect_rate``
-    #: applies: a lone drop (or up to this many at once) never waits for the pacer.
+    #: Ceiling of the process-wide reconnect pacer (one per event loop, shared by every live
+    #: run, see :mod:`adk_live_resume.pacing`), in attempts per second: no 100 ms window holds
+    #: more than ``rate / 10`` attempts (or ``process_reconnect_burst``, if more). goAway
+    #: rotations count too, but never wait past their deadline. 0 turns pacing off.
+    process_reconnect_rate: float = 1000.0
+    #: Reconnect attempts any 100 ms may hold however small the herd: a lone drop (or up to
+    #: this many at once) never waits for the pacer.
     process_reconnect_burst: int = 20
+    #: Share of a herd (the attempts that asked since the process was last calm) that any
+    #: 100 ms may hold, when that is more than ``process_reconnect_burst``: a herd is spread
+    #: over at least about ``0.1 / share`` seconds (1.25 s at 0.08), however busy the process.
+    process_reconnect_share: float = 0.08
 
     def __post_init__(self) -> None:
         if not isinstance(self.retryable_close_codes, frozenset) and isinstance(
@@ -173,6 +179,8 @@ class ResumePolicy:
             problems.append("max_reconnects_per_minute must be >= 1")
         if self.process_reconnect_burst < 1:
             problems.append("process_reconnect_burst must be >= 1")
+        if not 0 <= self.process_reconnect_share <= 1:
+            problems.append("process_reconnect_share must be between 0 and 1")
         if self.initial_wait > self.max_wait:
             problems.append(
                 f"initial_wait ({self.initial_wait}) must be <= max_wait ({self.max_wait})"

@@ -32,6 +32,8 @@ from _scale_server import raise_fd_limit
 
 #: Sessions started (connected and through their first turn) at the same time.
 STARTING_AT_ONCE = 25
+#: ``gc.set_threshold`` with ``--gc-tuning on``.
+GC_THRESHOLDS = (50_000, 20, 100)
 #: Seconds any single wait of the round may take before the session counts as failed.
 TIMEOUT = 180.0
 
@@ -125,7 +127,19 @@ def _brief(error: BaseException) -> str:
     return text + (f" <- {type(cause).__name__}: {cause}"[:200] if cause else "")
 
 
-async def run_round(sessions: int, pacing: bool, hello: dict[str, Any]) -> dict[str, Any]:
+def tune_gc() -> None:
+    """The garbage collector settings for a process that holds many long-lived sessions (a
+    user-side choice, see BENCHMARKS.md): what exists once they are up (modules, agents, the
+    sessions' state) leaves the collector's view (``gc.freeze()``), and the youngest
+    generation is collected every 50,000 allocations instead of 700, so a mass resume (tens of
+    thousands of short-lived pydantic models and frames) does not trigger full collections."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+async def run_round(
+    sessions: int, pacing: bool, hello: dict[str, Any], gc_tuning: bool
+) -> dict[str, Any]:
     from google.adk.agents import LlmAgent
     from google.adk.runners import InMemoryRunner
 
@@ -171,6 +185,8 @@ async def run_round(sessions: int, pacing: bool, hello: dict[str, Any]) -> dict[
     start_seconds = time.monotonic() - started_at
     gc.collect()
     rss_after = rss_bytes()
+    if gc_tuning:
+        tune_gc()
 
     resumes.clear()
     connects_before = len(attempts)
@@ -224,6 +240,7 @@ async def run_round(sessions: int, pacing: bool, hello: dict[str, Any]) -> dict[
     return {
         "sessions": sessions,
         "pacing": pacing,
+        "gc_tuning": gc_tuning,
         "started": len(drivers),
         "start_seconds": start_seconds,
         "rss_before": rss_before,
@@ -247,9 +264,18 @@ def main() -> None:
     parsed.add_argument("--sessions", type=int, required=True)
     parsed.add_argument("--pacing", choices=("on", "off"), required=True)
     parsed.add_argument("--server", required=True, help="the server's hello line (JSON)")
+    parsed.add_argument(
+        "--gc-tuning",
+        choices=("on", "off"),
+        default="on",
+        help="tune_gc() once the sessions are up (default on)",
+    )
     args = parsed.parse_args()
     raise_fd_limit()
-    result = asyncio.run(run_round(args.sessions, args.pacing == "on", json.loads(args.server)))
+    hello = json.loads(args.server)
+    result = asyncio.run(
+        run_round(args.sessions, args.pacing == "on", hello, args.gc_tuning == "on")
+    )
     sys.stdout.write(json.dumps(result) + "\n")
 
 

@@ -5,6 +5,9 @@ Each round starts the fake server in a process of its own (``_scale_server.py``)
 answers a turn and gets its handle, then the server drops every socket at once (no close
 frame), and each session at once asks a turn that checks the conversation survived. Rounds
 alternate pacing off (``process_reconnect_rate=0``: today's storm) and on (the defaults).
+The sessions' process tunes its garbage collector once they are up (``gc.freeze()`` and
+higher thresholds, ``_scale_sessions.tune_gc``; ``--gc-tuning off`` not to): a user-side
+setting for a process that holds many long-lived sessions.
 
 Reported per round: sessions resumed (state restored from the handle), turns lost, time from
 the drop until every session resumed, connection attempts (``Gemini.connect`` calls) per
@@ -15,7 +18,7 @@ attempts, all resumed within 3 s, no turn lost.
 
     python3 scripts/dev.py bench scale            # 500 and 1,000 sessions, each pacing twice
     python3 scripts/dev.py bench scale --quick    # 20 sessions, one round each way
-    python3 scripts/dev.py bench scale --sessions 200 --repeat 1
+    python3 scripts/dev.py bench scale --sessions 200 --repeat 1 --gc-tuning off
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ WINDOW = 0.1  # seconds: "attempts per 100 ms"
 GOAL_SESSIONS = 500
 
 
-def run_round(sessions: int, pacing: bool, timeout: float) -> dict[str, Any]:
+def run_round(sessions: int, pacing: bool, gc_tuning: bool, timeout: float) -> dict[str, Any]:
     """One round in fresh processes: the server's and the sessions'."""
     server = subprocess.Popen(
         [sys.executable, str(HERE / "_scale_server.py")],
@@ -55,6 +58,8 @@ def run_round(sessions: int, pacing: bool, timeout: float) -> dict[str, Any]:
                 str(sessions),
                 "--pacing",
                 "on" if pacing else "off",
+                "--gc-tuning",
+                "on" if gc_tuning else "off",
                 "--server",
                 hello.strip(),
             ],
@@ -98,6 +103,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "sessions": sessions,
         "pacing": result["pacing"],
+        "gc_tuning": result["gc_tuning"],
         "started": result["started"],
         "resumed": result["state_restored"],
         "turns_lost": sessions - result["turns_ok"],
@@ -118,6 +124,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
     header = [
         "sessions",
         "pacing",
+        "gc tuning",
         "resumed",
         "turns lost",
         "all resumed (s)",
@@ -133,6 +140,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
         [
             s["sessions"],
             "on" if s["pacing"] else "off",
+            "on" if s["gc_tuning"] else "off",
             f"{s['resumed']}/{s['sessions']}",
             s["turns_lost"],
             s["all_resumed_s"],
@@ -211,6 +219,12 @@ def main() -> None:
     options.add_argument(
         "--repeat", type=int, help="rounds per size and pacing (default 2, --quick 1)"
     )
+    options.add_argument(
+        "--gc-tuning",
+        choices=("on", "off"),
+        default="on",
+        help="gc.freeze() and higher gc thresholds in the sessions' process once they are up",
+    )
     args = options.parse_args()
     sizes = args.sessions or ([20] if args.quick else [GOAL_SESSIONS, 1000])
     repeat = args.repeat or (1 if args.quick else 2)
@@ -221,7 +235,7 @@ def main() -> None:
         order = [(i % 2 == 0) != pacing for i in range(repeat) for pacing in (True, False)]
         for pacing in order:
             began = time.monotonic()
-            result = run_round(size, pacing, timeout=120 + 0.5 * size)
+            result = run_round(size, pacing, args.gc_tuning == "on", timeout=120 + 0.5 * size)
             rounds.append(result)
             brief = summarize(result)
             print(

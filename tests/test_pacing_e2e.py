@@ -13,20 +13,20 @@ from google.adk.runners import InMemoryRunner
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.pacing import pacer_for
+from adk_live_resume.pacing import WINDOW, pacer_for
 from adk_live_resume.testing import FakeLiveServer, LiveDriver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 SESSIONS = 40
-BURST = 5
-RATE = 20.0
+BURST = 2
 
 
 async def test_a_mass_drop_is_spread_every_session_resumes_and_no_turn_is_lost() -> None:
     adk_live_resume.set_testing(False)  # the pacer's waits are what this test is about
-    # slow enough that the bucket barely refills while the drops are being noticed
-    policy = ResumePolicy(process_reconnect_rate=RATE, process_reconnect_burst=BURST)
+    # 2 attempts per 100 ms whatever the herd's size: 2 s for the herd, much longer than
+    # noticing the drops takes
+    policy = ResumePolicy(process_reconnect_burst=BURST, process_reconnect_share=0.0)
     reconnects: list[ReconnectInfo] = []
     remove = adk_live_resume.on_reconnect(reconnects.append)
     async with asyncio.timeout(100), FakeLiveServer() as server:
@@ -61,15 +61,15 @@ async def test_a_mass_drop_is_spread_every_session_resumes_and_no_turn_is_lost()
             assert all(info.state_restored and info.reason == "drop" for info in reconnects)
             resumed = server.connections[SESSIONS:]
             assert len(resumed) == SESSIONS and all(c.resumed for c in resumed)
-            # every reconnect asked the pacer; all but the burst (and the few tokens that came
-            # back while the drops were being noticed) had to wait their turn
+            # every reconnect asked the pacer; most had to wait their turn (those that asked
+            # while the window had room, as the drops were being noticed, did not)
             assert schedule.started - started == SESSIONS
-            assert schedule.paced - paced >= SESSIONS - 2 * BURST
+            assert schedule.paced - paced >= SESSIONS // 2
 
             # a lone drop in a quiet process (the bucket refilled): no wait
             for live in drivers[1:]:
                 assert await live.close() is None
-            await asyncio.sleep(BURST / RATE)  # the bucket is full again: the process is quiet
+            await asyncio.sleep(2 * WINDOW)  # no attempt in the window: the process is quiet
             started, paced = schedule.started, schedule.paced
             await server.close_open(1011)
             assert await drivers[0].say("lone", timeout=30) == "echo: lone"
