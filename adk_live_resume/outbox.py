@@ -141,7 +141,11 @@ class Outbox:
         self._index = 0
 
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
-        """Record a client message about to be sent; return its description."""
+        """Record a client message about to be sent; return its description.
+
+        ``kwargs`` is handed over, not copied (this runs for every microphone chunk): the
+        caller passes a dict made for this send (as :class:`SessionTap` does) and never
+        changes it afterwards. A mapping of another type is copied."""
         self._index += 1
         activity = self.activity
         text: str | None = None
@@ -166,7 +170,15 @@ class Outbox:
         if starts:
             self._last_utterance = utterance
         message = ClientMessage(
-            self._index, method, dict(kwargs), audio_ms, text, ids, voiced, utterance, starts
+            self._index,
+            method,
+            kwargs if type(kwargs) is dict else dict(kwargs),
+            audio_ms,
+            text,
+            ids,
+            voiced,
+            utterance,
+            starts,
         )
         self._items.append(message)
         if audio_ms > 0:
