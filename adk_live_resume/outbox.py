@@ -69,8 +69,10 @@ class ClientMessage(NamedTuple):
     starts_utterance: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Fact:
+    """A server fact kept for replay (one per transcription piece: no ``__dict__``)."""
+
     kind: Literal["model_text", "input_text", "tool_call", "turn_complete", "interrupted"]
     text: str = ""
     ids: tuple[str, ...] = ()
