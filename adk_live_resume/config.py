@@ -42,7 +42,7 @@ BOOTSTRAP_POLICY_ENV = "ADK_LIVE_RESUME_BOOTSTRAP_POLICY"
 #: ``ADK_LIVE_RESUME_*`` names read elsewhere, not misspellings (add yours here).
 OTHER_VARIABLES: set[str] = {"ADK_LIVE_RESUME_HANDLE_KEY"}  # stored_handle.py reads it
 #: Prefixes of variables read elsewhere, e.g. by this repository's own test suite.
-OTHER_PREFIXES: tuple[str, ...] = ("ADK_LIVE_RESUME_CHAOS_",)
+OTHER_PREFIXES: tuple[str, ...] = ("ADK_LIVE_RESUME_CHAOS_", "ADK_LIVE_RESUME_VOICE_CHAOS_")
 
 _FALSE = frozenset({"0", "false", "no", "off"})
 _TRUE = frozenset({"1", "true", "yes", "on"})

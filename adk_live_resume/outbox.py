@@ -152,13 +152,16 @@ class Outbox:
         activity = self.activity
         text: str | None = None
         ids: tuple[str, ...] = ()
+        spoken = True  # audio or an activity signal: part of the utterance, if one is open
         chunk = _plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
             voiced = activity.on_audio(pcm, audio_ms)
         else:
             audio_ms, text, ids = describe(method, kwargs)
-            for signal in signals(method, kwargs):
+            sent_signals = signals(method, kwargs)
+            spoken = audio_ms > 0 or bool(sent_signals)
+            for signal in sent_signals:
                 if signal == "activity_start":
                     activity.on_activity_start()
                 elif signal == "activity_end":
@@ -167,7 +170,8 @@ class Outbox:
                     activity.on_audio_stream_end()
             pcm = audio_pcm(method, kwargs) if audio_ms > 0 else b""
             voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
-        utterance = activity.utterances if activity.unanswered else 0
+        # A typed turn or tool response sent while the user speaks is a turn of its own.
+        utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance
         if starts:
             self._last_utterance = utterance
@@ -407,13 +411,28 @@ def fresh_history(
     """
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
-    if not heard or heard not in _squeeze(_user_text(history)):
+    at = _unanswered_user_turn(history, heard) if heard else None
+    if at is None:
         return history, False
     if not speaking:
         return history, True
-    if history and history[-1].role == "user" and _squeeze(_user_text(history[-1:])) == heard:
-        history.pop()
+    del history[at]
     return history, False
+
+
+def _unanswered_user_turn(history: Sequence[Any], heard: str) -> int | None:
+    """Position of the user turn that is exactly ``heard`` among the user turns after the
+    model's last turn (ADK stores a transcription as a user turn of its own), or None.
+
+    Only those count: the same words typed earlier, or inside a longer turn ("story nulvs"
+    for the spoken "nulvs"), are another turn, not this utterance."""
+    for position in range(len(history) - 1, -1, -1):
+        content = history[position]
+        if content.role != "user":
+            return None
+        if _squeeze(_user_text([content])) == heard:
+            return position
+    return None
 
 
 def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:

@@ -116,3 +116,36 @@ async def test_adk_speaks_the_gemini_3_dialect_the_strict_fake_accepts(
     record = (await server.wait_for_connections(1, finished=True))[0]
     assert record.rejected_client_content == [] and record.ended_by == "client"
     assert [t.how for t in record.heard] == ["history", "typed", "typed"]
+
+
+@pytest.mark.parametrize("vertex", [False, True], ids=["gemini_api", "vertex"])
+async def test_adk_keeps_a_spoken_turn_in_its_session_on_both_dialects(
+    fake_live_server_factory: Any, vertex: bool
+) -> None:
+    """Vertex AI ends a transcription with ``finished: true`` (google-adk 1.x stores a spoken
+    turn in the session only then); the Gemini API sends no end, and ADK flushes the
+    transcription at ``generationComplete``. Either way the session keeps what was said, which
+    is what a fresh session's history is rebuilt from."""
+    server: FakeLiveServer = await fake_live_server_factory(chunk_delay=0.01)
+    agent = LlmAgent(name="voice", model=server.gemini(vertex=vertex))
+    async with await LiveDriver.start(agent) as live:
+        mark = len(live.events)
+        live.send_audio(speech_pcm("spoken words", seconds=0.6) + silence_pcm(0.65))
+        assert await live.answer_after(mark) == "echo: spoken words"
+        await live.close()
+        session = await live.runner.session_service.get_session(
+            app_name=live.session.app_name, user_id=live.session.user_id, session_id=live.session.id
+        )
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    ends = [
+        m["serverContent"]["inputTranscription"]
+        for m in record.server_messages
+        if "finished" in m.get("serverContent", {}).get("inputTranscription", {})
+    ]
+    assert [end["finished"] for end in ends] == ([True] if vertex else []), ends
+    heard = "".join(
+        e.input_transcription.text
+        for e in session.events
+        if e.input_transcription is not None and e.input_transcription.text and not e.partial
+    )
+    assert heard.replace(" ", "") == "spokenwords", [e.input_transcription for e in session.events]

@@ -188,6 +188,17 @@ def test_a_misspelt_variable_is_warned_about_with_the_right_name(
     assert adk_live_resume.installed_policy() == ResumePolicy()
 
 
+def test_the_test_suites_own_variables_are_not_warned_about(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("ADK_LIVE_RESUME_CHAOS_RUNS", "5")
+    monkeypatch.setenv("ADK_LIVE_RESUME_VOICE_CHAOS_SEED", "116")
+    monkeypatch.setattr(config, "_reported", set())
+    with caplog.at_level("WARNING", logger="adk_live_resume"):
+        adk_live_resume.install()
+    assert [r.getMessage() for r in caplog.records if "CHAOS" in r.getMessage()] == []
+
+
 def test_a_bad_environment_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ADK_LIVE_RESUME_MAX_ATTEMPTS", "five")
     with pytest.raises(

@@ -14,7 +14,7 @@ from google.genai import types
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
+from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
@@ -265,6 +265,64 @@ async def test_a_handle_issued_while_the_user_speaks_keeps_the_utterance(
         second = server.connections[1]
         assert second.resume_handle is not None, "resumed with the handle issued mid-utterance"
         assert server.user_turns_answered() == ["one", "spoken across a handle", "recall"]
+
+
+async def test_a_minute_of_microphone_without_a_new_handle_holds_bounded_audio(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 3: the outbox kept every chunk sent since the last handle (ten minutes of mic
+    audio: 30,000 messages). A minute of room noise with no handle after the first answer now
+    holds at most the replay window plus the unanswered utterance (x1.25), and what left the
+    window is counted (a drop afterwards reports it)."""
+    runs: list[adk_live_resume.RunStats] = []
+    reconnects: list[ReconnectInfo] = []
+    policy = ResumePolicy(replay_audio_seconds=1.0, max_utterance_seconds=2.0)
+    remove = adk_live_resume.on_run_end(runs.append)
+    try:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=policy)
+            remove_reconnect = adk_live_resume.on_reconnect(reconnects.append)
+            try:
+                async with await LiveDriver.start(agent) as live:
+                    assert await live.say("one") == "echo: one"
+                    for number, chunk in enumerate(_chunks(silence_pcm(60.0))):
+                        live.send_audio(chunk)
+                        if number % 50 == 0:
+                            await asyncio.sleep(0)
+                    await server.wait_for(lambda: len(server.connections[0].client_messages) > 3000)
+                    await server.close_open(1011)
+                    assert await live.say("recall") == "you said: one"
+                    await live.close()
+            finally:
+                remove_reconnect()
+    finally:
+        remove()
+    bound_ms = 1.25 * 1000 * (policy.replay_audio_seconds + policy.max_utterance_seconds) + 20
+    assert len(runs) == 1 and runs[0].peak_replay_audio_ms <= bound_ms, runs
+    assert runs[0].peak_replay_messages <= bound_ms / 20 + 10, runs
+    assert len(reconnects) == 1 and reconnects[0].dropped_audio_ms >= 55_000, reconnects
+
+
+async def test_a_typed_turn_crossing_the_last_answers_handle_is_answered(
+    make_agent: AgentFactory,
+) -> None:
+    """Defect 2, typed: a turn sent right after an answer, whose handle reached the client
+    only after the turn was sent, was taken as held by that handle (no index says otherwise
+    on the Gemini API); the socket died before the answer, and the turn was never answered."""
+    async with FakeLiveServer(handle_schedule=HandleSchedule(turn_handle_late=True)) as server:
+        # message 1 is "one"; "two" (message 2) makes the server send the answer's handle,
+        # and the socket dies right after, before any answer to "two".
+        server.script(Fault.abort(after_client_messages=2), connection=1)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            assert await live.say("two", timeout=15) == "echo: two"
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+        first, second = server.connections[:2]
+        assert first.handles_issued and second.resume_handle == first.handles_issued[-1]
+        assert first.answered_user_turns == ["one"], "the crossing handle predates 'two'"
+        assert server.user_turns_answered() == ["one", "two", "recall"]
 
 
 async def test_a_utterance_cut_by_the_go_away_deadline_is_replayed_whole(

@@ -288,6 +288,18 @@ def test_an_utterance_the_history_lacks_is_replayed_and_the_history_kept() -> No
     assert fresh_history(contents, "", speaking=True) == (contents, False)
 
 
+def test_only_a_user_turn_of_its_own_after_the_last_answer_is_the_utterance() -> None:
+    """The spoken "nulvs" is not in a history whose typed turn reads "story nulvs" (the user
+    talked over that story, and google-adk 1.x had not stored the transcription yet), nor in
+    one where the same word was said and answered before: its audio is replayed."""
+    typed = [_turn("user", "story nulvs"), _turn("model", "echo: ")]
+    assert fresh_history(typed, "nulvs", speaking=False) == (typed, False)
+    earlier = [_turn("user", "yes"), _turn("model", "echo: yes")]
+    assert fresh_history(earlier, "yes", speaking=False) == (earlier, False)
+    stored = [*typed, _turn("user", "n u l v s")]
+    assert fresh_history(stored, "nulvs", speaking=False) == (stored, True)
+
+
 def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it() -> None:
     """A typed turn talked over before any answer came: the server's ``interrupted`` says
     it had started answering, so a handle after it holds the turn (no replay, no twice)."""
@@ -296,6 +308,25 @@ def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it()
     outbox.interrupted()
     outbox.covered(None)
     assert outbox.take_replay().messages == []
+
+
+def test_a_typed_turn_sent_while_the_user_speaks_is_not_part_of_the_utterance() -> None:
+    """A typed turn sent in mid-utterance, then talked over (``interrupted``): the handle
+    after it holds it, while the utterance's audio stays for replay. It was tagged with the
+    utterance and kept with it, so the next resume sent it again (voice chaos seed 116)."""
+    outbox = Outbox()
+    for _ in range(5):
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    typed = outbox.record(
+        "send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True}
+    )
+    assert typed.utterance == 0
+    outbox.record("send_realtime_input", _audio(SPEECH))
+    outbox.interrupted()
+    outbox.covered(None)
+    replay = outbox.take_replay()
+    assert [m.user_text for m in replay.messages if m.user_text] == []
+    assert len(replay.messages) == 6 and all(m.audio_ms > 0 for m in replay.messages)
 
 
 def test_a_turn_with_no_sign_of_the_server_stays_for_replay() -> None:

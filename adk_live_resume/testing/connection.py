@@ -16,7 +16,10 @@ Input and turns:
   through voice activity detection (:mod:`~adk_live_resume.testing.vad`): speech that starts
   while the model answers cuts the answer (``interrupted``, and ``toolCallCancellation`` for
   pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
-  pieces follow the speech as it is decoded, and the finished utterance is a user turn. Text,
+  pieces follow the speech as it is decoded, and the finished utterance is a user turn (on the
+  Vertex AI dialect, recognised by its websocket path, a transcription ends with
+  ``finished: true``, the input's at the end of the utterance and an audio answer's before
+  ``generationComplete``; the Gemini API sends no such end). Text,
   ``clientContent`` or ``activityEnd`` arriving mid-utterance end the utterance there (it
   becomes a turn first); ``audioStreamEnd`` too, with automatic detection;
 * handles are issued at resumable points per the :class:`~adk_live_resume.testing.handles.
@@ -152,8 +155,14 @@ class LiveConnection:
         self._session_audio = False
         self._compression = False
         self._over_limit = False
+        self._late_handle: tuple[JsonDict, HandleIssue] | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def _vertex(self) -> bool:
+        """True when the client speaks the Vertex AI dialect (its websocket path)."""
+        return "aiplatform" in self.record.path
 
     @property
     def ending(self) -> bool:
@@ -409,6 +418,7 @@ class LiveConnection:
                 )
             if message is not None:
                 try:
+                    await self._send_late_handle()
                     await self._handle(message)
                 except _Ended:
                     continue
@@ -669,8 +679,11 @@ class LiveConnection:
             elif isinstance(event, Transcribed):
                 await self._send(wire.server_content(input_transcription={"text": event.text}))
             elif isinstance(event, Utterance):
-                if not event.has_text:
-                    await self._send(wire.server_content(input_transcription={"text": event.text}))
+                ending: JsonDict = {} if event.has_text else {"text": event.text}
+                if self._vertex:  # Vertex AI marks the end of a transcription
+                    ending["finished"] = True
+                if ending:
+                    await self._send(wire.server_content(input_transcription=ending))
                 await self._user_turn(
                     event.text,
                     "spoken",
@@ -769,6 +782,13 @@ class LiveConnection:
         self.record.handles_issued.append(issue.handle)
         self.record.handle_issues.append(issue)
         self._audio_since_handle_ms = 0
+
+    async def _send_late_handle(self) -> None:
+        """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""
+        if self._late_handle is not None:
+            (update, issue), self._late_handle = self._late_handle, None
+            await self._send(update)
+            self._issued(issue)
 
     async def _issue_handle(self, point: IssuePoint, handled: int = 0) -> HandleIssue:
         message, issue = self._new_handle(point, handled)
@@ -914,6 +934,8 @@ class LiveConnection:
                 await self._send_chunk(chunk)
                 if number == 0 and self._fire(lambda f: f.mid_turn):
                     return
+            if self._vertex and self._modality != "TEXT":
+                await self._send(wire.server_content(output_transcription={"finished": True}))
             await self._send(wire.server_content(generation_complete=True))
             self._finishing = True
             self._memory.append(Turn("model", reply.text))
@@ -925,9 +947,13 @@ class LiveConnection:
                 }
             ]
             issue = None
-            if self.record.resumption_enabled and self._settings.handle_schedule.on_turn_complete:
+            schedule = self._settings.handle_schedule
+            if self.record.resumption_enabled and schedule.on_turn_complete:
                 update, issue = self._new_handle("turn_complete")
-                final.append(update)
+                if schedule.turn_handle_late:
+                    self._late_handle, issue = (update, issue), None
+                else:
+                    final.append(update)
             await self._send(*final)
             self.record.answers.append(reply.text)
             self.record.answered_user_turns.append(user_text)

@@ -67,11 +67,18 @@ class HandleSchedule:
     """When the server issues handles at resumable points (see the module docstring).
 
     ``every_audio_ms`` is milliseconds of received audio; ``idle_interval`` service seconds.
+
+    ``turn_handle_late``: the handle of a completed turn (snapshot taken at ``turnComplete``)
+    is sent only when the next client message arrives, just before that message is handled.
+    It crosses the client's next turn, as a handle update can on a real network: the client
+    receives it after sending a turn the handle does not hold (with no index on the Gemini
+    API to say so).
     """
 
     on_turn_complete: bool = True
     every_audio_ms: int | None = None
     idle_interval: float | None = None
+    turn_handle_late: bool = False
 
     def __post_init__(self) -> None:
         if self.every_audio_ms is not None and self.every_audio_ms <= 0:
