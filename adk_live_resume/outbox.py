@@ -37,7 +37,7 @@ import binascii
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from google.genai import types
 
@@ -49,11 +49,12 @@ Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
 _RATE_DEFAULT = 16000
 
 
-class ClientMessage(NamedTuple):
+@dataclass(slots=True)
+class ClientMessage:
     """One client message as sent: the session method and its keyword arguments.
 
-    Immutable (a named tuple: one is made for every microphone chunk, and a frozen dataclass
-    costs three times as much to make)."""
+    Never changed once recorded (a new one is made instead). Not frozen: one is made for
+    every microphone chunk, and a frozen dataclass costs three times as much to make."""
 
     index: int  #: 1-based on the connection it was sent on (the setup is 0)
     method: str
