@@ -84,21 +84,42 @@ def _quiet_high_bytes(threshold_rms: float) -> bytes | None:
     return bytes([*range(k + 1), *range(255 - k, 256)])
 
 
+@functools.cache
+def _loud_high_bytes(threshold_rms: float) -> tuple[bytes, int] | None:
+    """``(high bytes, level)``: the high bytes of the samples whose magnitude may be below
+    ``level``, the smallest multiple of 256 at least ``4 * threshold_rms`` (None if no sample
+    can reach it). Deleting them from a chunk's high bytes leaves one byte per sample whose
+    magnitude is at least ``level``: with high byte ``j <= h <= 127`` (``s >= 256 j``) or
+    ``128 <= h <= 255 - j`` (``s < -256 j``)."""
+    j = max(1, math.ceil(4 * threshold_rms / 256))
+    if j > 127:
+        return None
+    return bytes([*range(j), *range(256 - j, 256)]), 256 * j
+
+
 def is_voiced(pcm: bytes, threshold_rms: float = DEFAULT_THRESHOLD_RMS) -> bool:
     """Whether a chunk of 16-bit PCM is loud enough to be speech: exactly
     ``pcm_rms(pcm) >= threshold_rms``, decided early where it can be, since it runs on every
-    chunk sent. A chunk whose every sample is quieter than the threshold is quiet (the RMS
-    never exceeds the peak): its high bytes tell, without reading the samples one by one. A
-    loud chunk is voiced as soon as the energy of its first samples is enough (the sum of
-    squares only grows)."""
-    usable = pcm[: len(pcm) - len(pcm) % 2]
-    if not usable:
+    chunk sent. The samples' high bytes bound the energy from both sides without reading the
+    samples one by one: a chunk whose every sample is quieter than the threshold is quiet
+    (the RMS never exceeds the peak); a chunk with enough samples at least ``level`` loud
+    (:func:`_loud_high_bytes`) is voiced, since their squares alone reach the threshold.
+    Otherwise its energy is summed, and it is voiced as soon as the energy of its first
+    samples is enough (the sum of squares only grows)."""
+    count = len(pcm) // 2
+    if not count:
         return threshold_rms <= 0.0
+    high = pcm[1 : 2 * count : 2]
     quiet = _quiet_high_bytes(threshold_rms)
-    if quiet is not None and not usable[1::2].translate(None, quiet):
+    if quiet is not None and not high.translate(None, quiet):
         return False
-    samples = _samples(usable)
-    count, total = len(samples), 0
+    loud = _loud_high_bytes(threshold_rms)
+    if loud is not None:
+        small, level = loud
+        if _rms(len(high.translate(None, small)) * level * level, count) >= threshold_rms:
+            return True
+    samples = _samples(pcm)
+    total = 0
     for start in range(0, count, _VOICED_STRIDE):
         part = samples[start : start + _VOICED_STRIDE]
         total += sum(map(operator.mul, part, part))

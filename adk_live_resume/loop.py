@@ -231,7 +231,9 @@ class _ConnectionWatch:
         run = self.run
         book = run.tool_calls
         unknown: set[str] = set()
-        for response in responses_of(method, kwargs):
+        # (realtime input, every microphone chunk, carries no function responses)
+        responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
+        for response in responses:
             if response.id:
                 book.on_result(str(response.id), dict(response.response or {}))
                 if book.is_unknown(str(response.id)):

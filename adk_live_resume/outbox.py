@@ -49,9 +49,12 @@ Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
 _RATE_DEFAULT = 16000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ClientMessage:
-    """One client message as sent: the session method and its keyword arguments."""
+    """One client message as sent: the session method and its keyword arguments.
+
+    Never changed once recorded (a new one is made instead). Not frozen: one is made for
+    every microphone chunk, and a frozen dataclass costs three times as much to make."""
 
     index: int  #: 1-based on the connection it was sent on (the setup is 0)
     method: str
@@ -67,8 +70,10 @@ class ClientMessage:
     starts_utterance: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Fact:
+    """A server fact kept for replay (one per transcription piece: no ``__dict__``)."""
+
     kind: Literal["model_text", "input_text", "tool_call", "turn_complete", "interrupted"]
     text: str = ""
     ids: tuple[str, ...] = ()
@@ -139,7 +144,11 @@ class Outbox:
         self._index = 0
 
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
-        """Record a client message about to be sent; return its description."""
+        """Record a client message about to be sent; return its description.
+
+        ``kwargs`` is handed over, not copied (this runs for every microphone chunk): the
+        caller passes a dict made for this send (as :class:`SessionTap` does) and never
+        changes it afterwards. A mapping of another type is copied."""
         self._index += 1
         activity = self.activity
         text: str | None = None
@@ -148,6 +157,7 @@ class Outbox:
         chunk = _plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
+            voiced = activity.on_audio(pcm, audio_ms)
         else:
             audio_ms, text, ids = describe(method, kwargs)
             sent_signals = signals(method, kwargs)
@@ -160,29 +170,33 @@ class Outbox:
                 else:
                     activity.on_audio_stream_end()
             pcm = audio_pcm(method, kwargs) if audio_ms > 0 else b""
-        voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
+            voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
         # A typed turn or tool response sent while the user speaks is a turn of its own.
         utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance
-        self._last_utterance = max(self._last_utterance, utterance)
+        if starts:
+            self._last_utterance = utterance
         message = ClientMessage(
             self._index,
             method,
-            dict(kwargs),
+            kwargs if type(kwargs) is dict else dict(kwargs),
             audio_ms,
             text,
             ids,
-            voiced=voiced,
-            utterance=utterance,
-            starts_utterance=starts,
+            voiced,
+            utterance,
+            starts,
         )
         self._items.append(message)
         if audio_ms > 0:
             self._audio_ms += audio_ms
-            self.peak_audio_ms = max(self.peak_audio_ms, self._audio_ms)
+            if self._audio_ms > self.peak_audio_ms:
+                self.peak_audio_ms = self._audio_ms
             if self._audio_ms > self._audio_budget() * 1.25:
                 self._trim_audio()
-        self.peak_messages = max(self.peak_messages, len(self._items))
+        held = len(self._items)  # (after a trim, which makes a new list)
+        if held > self.peak_messages:
+            self.peak_messages = held
         return message
 
     def model_text(self, text: str) -> None:

@@ -52,7 +52,8 @@ class QueueGuard:
     async def get(self) -> Any:
         self._in_hand = None
         self._idle.set()
-        await self._open.wait()
+        if not self._open.is_set():
+            await self._open.wait()
         request = self._pushback.popleft() if self._pushback else await self._original_get()
         self._in_hand, self._sent = request, False
         if not getattr(request, "close", False):

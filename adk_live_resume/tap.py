@@ -142,15 +142,16 @@ class SessionTap:
 
     # -- client -> server ---------------------------------------------------------------
 
-    async def _send(self, method: str, kwargs: Mapping[str, Any], *, replay: bool) -> None:
-        decided = self._listener.before_send(method, dict(kwargs), replay=replay)
+    async def _send(self, method: str, kwargs: dict[str, Any], *, replay: bool) -> None:
+        """``kwargs`` is the listener's to keep: a fresh dict for every send."""
+        decided = self._listener.before_send(method, kwargs, replay=replay)
         if decided is not None:
             name, arguments = decided
             await getattr(self._tapped_session, name)(**arguments)
 
     async def replay(self, method: str, kwargs: Mapping[str, Any]) -> None:
         """Send a recorded message again (on a new connection), through the listener."""
-        await self._send(method, kwargs, replay=True)
+        await self._send(method, dict(kwargs), replay=True)
 
     async def send(self, **kwargs: Any) -> None:
         await self._send("send", kwargs, replay=False)

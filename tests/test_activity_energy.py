@@ -49,3 +49,14 @@ def test_is_voiced_is_exactly_the_rms_against_the_threshold(threshold: float) ->
 def test_rms_is_the_exact_root_mean_square() -> None:
     assert pcm_rms(_pcm([3, -4])) == pytest.approx((12.5) ** 0.5)
     assert pcm_rms(_pcm([-32768] * 4)) == 32768.0
+
+
+@pytest.mark.parametrize("threshold", [DEFAULT_THRESHOLD_RMS, 100.0, 1000.0])
+def test_a_chunk_decided_by_its_loud_samples_alone_agrees_with_the_rms(threshold: float) -> None:
+    """Chunks around the loud bound: a few samples just at, above and below its level."""
+    level = 256 * max(1, -(-4 * threshold // 256))
+    needed = int(320 * threshold * threshold // (level * level)) + 1
+    for loud in (needed - 1, needed, needed + 1):
+        for value in (int(level) - 1, int(level), -int(level), -int(level) - 1):
+            chunk = _pcm([value] * loud + [0] * (320 - loud))
+            assert is_voiced(chunk, threshold) == (pcm_rms(chunk) >= threshold), (loud, value)
