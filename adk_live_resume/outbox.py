@@ -482,22 +482,29 @@ MAX_FRAGMENTS = 64
 
 
 def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:
+    """The finished exchanges in ``items`` as (role, text) turns. Transcription pieces and the
+    model's text chunks carry their own spacing and are joined as they are; typed turns that
+    follow one another are joined with a space."""
     turns: list[tuple[str, str]] = []
+    last_kind = ""
 
-    def add(role: str, text: str) -> None:
+    def add(role: str, text: str, kind: str) -> None:
+        nonlocal last_kind
         if turns and turns[-1][0] == role:
-            turns[-1] = (role, turns[-1][1] + ("" if role == "model" else " ") + text)
+            joiner = "" if kind == last_kind and kind != "typed" else " "
+            turns[-1] = (role, turns[-1][1] + joiner + text)
         else:
             turns.append((role, text))
+        last_kind = kind
 
     for item in items:
         if isinstance(item, ClientMessage):
             if item.user_text:
-                add("user", item.user_text)
+                add("user", item.user_text, "typed")
         elif item.kind == "input_text":
-            add("user", item.text)
+            add("user", item.text, "input_text")
         elif item.kind == "model_text":
-            add("model", item.text)
+            add("model", item.text, "model_text")
     return [(role, text.strip()) for role, text in turns if text.strip()]
 
 

@@ -79,6 +79,23 @@ def test_finished_exchanges_become_context_and_the_rest_is_replayed_as_sent() ->
     assert [m.user_text for m in replay.messages] == ["two"]
 
 
+def test_context_joins_transcription_pieces_as_they_came_and_typed_turns_with_a_space() -> None:
+    """Transcription pieces carry their own spacing ("w", "hat", " now"): the context says
+    "what now", not "w hat  now"; two typed turns in a row stay two words apart."""
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", _text("two"))
+    for piece in ("w", "hat", " now"):
+        outbox.input_text(piece)
+    outbox.model_text("echo: ")
+    outbox.model_text("what now")
+    outbox.turn_complete()
+    assert outbox.take_replay().context == [
+        ("user", "one two what now"),
+        ("model", "echo: what now"),
+    ]
+
+
 def test_a_tool_call_turn_is_not_resolved_until_the_answer_after_its_response() -> None:
     outbox = Outbox()
     outbox.record("send_client_content", _text("call f"))
