@@ -10,6 +10,8 @@ Guarantees:
 * A lost connection (``APIError`` with a close code from receive, ``ConnectionClosed`` from
   send, ``OSError``/timeouts/handshake errors from connect, a setup that never completes) is
   resumed with the last good handle, per :class:`~adk_live_resume.policy.ResumePolicy`.
+  The first attempt after a retryable drop (when it would go at once) starts while ADK's
+  receive step unwinds, and taking the dead connection down waits until it is open.
   Codes outside ``retryable_close_codes`` (1007, 1008...) end the run with
   :class:`~adk_live_resume.errors.SessionNotResumableError`; an outage that outlasts the
   policy ends it with :class:`~adk_live_resume.errors.ReconnectFailedError`.
@@ -237,6 +239,7 @@ class _ConnectionWatch:
 
     def on_receive_error(self, error: BaseException) -> None:
         self.mark_lost()
+        self.run.open_after_drop(self, error)
 
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
@@ -487,35 +490,64 @@ class _LiveRun:
         """Start opening the connection that takes over from ``watch`` (goAway), with the
         current handle; return whether it started (else the caller closes the old socket).
 
-        Not done without a handle that the next connection would resume (a fresh session is
-        rebuilt only after the old one ended), nor once a server refused it in this run."""
+        Not done once a server refused such a resume in this run."""
+        if not self.make_before_break or not self._open_next(watch, latest=watch.rotate_by):
+            return False
+        if self.queue_guard is not None:
+            self.queue_guard.pause()  # what the user sends next goes to the new connection
+        watch.handing_over = True
+        assert self.opening is not None
+        self.opening.task.add_done_callback(watch.on_next_opened)
+        return True
+
+    def open_after_drop(self, watch: _ConnectionWatch, error: BaseException) -> None:
+        """Start the first attempt after a retryable drop at once, while the dead connection
+        is still being taken down (ADK's receive step unwinding, its sender stopped).
+
+        Only when that attempt would go at once anyway: the first of an outage, no
+        ``first_attempt_jitter``. :meth:`_plan_retry` still decides: the loop discards the
+        connection if it decides otherwise."""
+        if (
+            watch.rotating
+            or watch.client_closed
+            or self.outage is not None
+            or self.policy.first_attempt_jitter
+            or not self.rate.has_room(asyncio.get_running_loop().time())
+            or (self.queue_guard is not None and self.queue_guard.close_requested)
+        ):
+            return
+        drop = classify(error)
+        if drop is None or drop.kind != "closed" or not self.policy.is_retryable_code(drop.code):
+            return
+        self._open_next(watch, latest=None)
+
+    def _open_next(self, watch: _ConnectionWatch, *, latest: float | None) -> bool:
+        """Start opening the connection after ``watch``'s, resuming the current handle (it
+        takes its turn at the process's pacer first); return whether it started.
+
+        Not done without a handle the next connection would resume: a fresh session is
+        rebuilt only after the old one ended."""
         handle = self.handles.handle
         if (
-            not self.make_before_break
-            or self.opening is not None
+            self.opening is not None
             or self.fresh_start_needed
             or not handle
             or self._handle_unusable(asyncio.get_running_loop().time()) is not None
         ):
             return False
-        if self.queue_guard is not None:
-            self.queue_guard.pause()  # what the user sends next goes to the new connection
-        watch.handing_over = True
         request = self.connect_request(handle)
         guard = self.queue_guard
         on_close = guard.on_close if guard is not None else None
-        latest = watch.rotate_by
 
         async def opener(stack: contextlib.AsyncExitStack) -> Any:
             if not await pacing.take_turn(self.policy, latest=latest, on_close=on_close):
                 return None
             return await self._connect(stack, request)
 
-        logger.debug("opening connection %d ahead (%s)", watch.number + 1, watch.rotating)
+        logger.debug("opening connection %d ahead", watch.number + 1)
         self.opening = NextConnection(
             handle, opener, name=f"adk_live_resume open #{watch.number + 1}"
         )
-        self.opening.task.add_done_callback(watch.on_next_opened)
         return True
 
     async def _discard_opening(self) -> None:
@@ -621,7 +653,7 @@ class _LiveRun:
             async with contextlib.aclosing(self._serve(watch, outcome)) as stream:
                 async for event in stream:
                     yield event
-            if self.opening is not None and outcome.end is not _End.ROTATE:
+            if self.opening is not None and outcome.end not in (_End.ROTATE, _End.DROPPED):
                 await self._discard_opening()  # the run ends, or moves on another way
             if (
                 outcome.end in (_End.DROPPED, _End.ROTATE, _End.RESTART)
@@ -681,8 +713,9 @@ class _LiveRun:
             if guard is not None and await guard.wait_closed(wait):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
-            if self.opening is not None:
-                continue  # it took its turn at the pacer already
+            if self.opening is not None and not wait:
+                continue  # opened ahead (goAway, or at once after the drop): paced already
+            await self._discard_opening()
             # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
             latest = watch.rotate_by if end is _End.ROTATE else None
             on_close = guard.on_close if guard is not None else None
@@ -893,8 +926,11 @@ class _LiveRun:
             else:
                 clean_exit = True
             finally:
-                await self._stop_sender(watch, send_task)
-                await watch.finish(graceful=clean_exit)
+                try:
+                    await self._let_next_open(watch)
+                finally:
+                    await self._stop_sender(watch, send_task)
+                    await watch.finish(graceful=clean_exit)
         finally:
             if watch.retired:  # the next connection is up: do not wait for this one's close
                 session = watch.session
@@ -929,6 +965,18 @@ class _LiveRun:
             finally:
                 if remove is not None:
                     remove()
+
+    async def _let_next_open(self, watch: _ConnectionWatch) -> None:
+        """While the next connection is being opened after a drop, taking this one down (its
+        sender, timers, socket) waits: none of it needs to come first, and on a busy event
+        loop it would only slow the new connection's handshake down."""
+        opening = self.opening
+        if opening is None or watch.retired or opening.task.done():
+            return
+        watch.dead = True  # what ADK's sender still sends goes to the outbox
+        if self.queue_guard is not None:
+            self.queue_guard.pause()
+        await asyncio.wait({opening.task})
 
     async def _stop_sender(self, watch: _ConnectionWatch, task: asyncio.Task[None] | None) -> None:
         """Stop ADK's send step for a connection that ended, without losing its request.

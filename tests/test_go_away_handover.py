@@ -5,6 +5,7 @@ On goAway the loop opens the next connection (connect + setup with the handle) w
 one is still open, switches over, then closes the old one in the background. The fake's own
 timestamps prove the order: the new connection's ``setupComplete`` (``first_sent_at``) comes
 before the old connection ends (``ended_at``, when the fake saw the client's close).
+After a drop, the first attempt starts before the dead connection is taken down.
 """
 
 from __future__ import annotations
@@ -128,3 +129,24 @@ async def test_closing_or_cancelling_while_the_next_connection_opens_ends_cleanl
         await server.wait_for(lambda: server.open_connections() == 0, 5, what="all closed")
         assert len(server.connections) == 2
         assert old.ended_by == "client" and opening.ended_by == "client"
+
+
+async def test_after_a_drop_the_next_connection_opens_before_the_old_one_is_taken_down(
+    make_agent: AgentFactory,
+) -> None:
+    # The first attempt after a retryable drop starts while ADK's receive step unwinds; the
+    # old connection's teardown (its send task stopped, its socket watch) waits for it.
+    async with FakeLiveServer() as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            old_sender = next(t for t in our_tasks() if t.get_name() == "adk_live_resume send #1")
+            await server.close_open(1011)
+            async with asyncio.timeout(5):
+                while len(server.connections) < 2:
+                    await asyncio.sleep(0)
+            assert not old_sender.done(), "the old connection was taken down before connecting"
+            assert await live.say("two") == "echo: two"
+            await live.close()
+        assert old_sender.done() and server.connections[1].resumed
+        assert server.user_turns_answered()[:2] == ["one", "two"]
