@@ -175,11 +175,21 @@ class _ConnectionWatch:
             delay,
         )
         self.rotate_by = asyncio.get_running_loop().time() + delay
-        self._timer = asyncio.get_running_loop().call_later(delay, self.rotate, "goAway deadline")
+        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline)
         if self.at_safe_point():
             self.rotate("goAway at a safe point")
         else:
             self.rotate_on_next_handle = True
+
+    def _deadline(self) -> None:
+        """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new
+        connection is not ready yet closes the old socket now (the margin is for the server's
+        deadline, not for our handshake)."""
+        if self.rotating:
+            if not self.retired:
+                self.close_socket(abort=False)
+            return
+        self.rotate("goAway deadline")
 
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight, the user is not speaking
@@ -339,6 +349,8 @@ class _ConnectionWatch:
                 )
             self.close_socket(abort=False)
             return
+        if self._closer is not None:
+            return  # closing already (the deadline came first): the loop moves on when it ends
         self.retired = True
         if self.tap is not None:
             self.tap.retire()

@@ -107,6 +107,27 @@ async def test_a_resume_refused_while_the_old_socket_is_open_falls_back_to_close
         assert server.user_turns_answered()[:2] == ["one", "two"]
 
 
+async def test_a_next_connection_slower_than_the_margin_closes_the_old_one_at_the_deadline(
+    make_agent: AgentFactory,
+) -> None:
+    # goAway at 0.4 s, our deadline 0.3 s later (timeLeft 0.6 s - margin 0.3 s), the new
+    # connection's setup takes 0.45 s: the old socket is closed at our deadline, not the server's.
+    async with _go_away_server() as server:
+        server.script(Fault.setup_delay(45), connection=2)
+        agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.3))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            await server.wait_for_connections(2, timeout=5)
+            old, new = server.connections[:2]
+            await server.wait_for(lambda: new.first_sent_at is not None, 5, what="setup")
+            assert await live.say("two") == "echo: two"
+            await live.close()
+        assert old.ended_by == "client" and old.ended_at is not None
+        assert new.accepted_at < old.ended_at, "the next connection was opened first"
+        assert new.first_sent_at is not None and old.ended_at < new.first_sent_at
+        assert new.resumed and server.user_turns_answered()[:2] == ["one", "two"]
+
+
 @pytest.mark.parametrize("ending", ["close", "cancel"])
 async def test_closing_or_cancelling_while_the_next_connection_opens_ends_cleanly(
     make_agent: AgentFactory, ending: str
