@@ -841,7 +841,7 @@ class _LiveRun:
         opening, self.opening = self.opening, None
         handle = opening.handle if opening is not None else self.handles.handle
         send_task: asyncio.Task[None] | None = None
-        clean_exit = False
+        clean_exit = ended = False
         stack = contextlib.AsyncExitStack()
         try:
             try:
@@ -933,13 +933,16 @@ class _LiveRun:
                         outcome.end = _End.DROPPED
                         outcome.drop = _ENDED
                 self._classify_end(watch, outcome, None)
+                ended = True
             except Exception as error:
                 self._classify_end(watch, outcome, error)
+                ended = True
             else:
                 clean_exit = True
             finally:
                 try:
-                    await self._let_next_open(watch)
+                    if ended:  # not while cancelled or closed
+                        await self._let_next_open(watch, outcome)
                 finally:
                     await self._stop_sender(watch, send_task)
                     await watch.finish(graceful=clean_exit)
@@ -978,12 +981,17 @@ class _LiveRun:
                 if remove is not None:
                     remove()
 
-    async def _let_next_open(self, watch: _ConnectionWatch) -> None:
+    async def _let_next_open(self, watch: _ConnectionWatch, outcome: _Outcome) -> None:
         """While the next connection is being opened after a drop, taking this one down (its
         sender, timers, socket) waits: none of it needs to come first, and on a busy event
         loop it would only slow the new connection's handshake down."""
         opening = self.opening
-        if opening is None or watch.retired or opening.task.done():
+        if (
+            opening is None
+            or watch.retired
+            or opening.task.done()
+            or outcome.end not in (_End.DROPPED, _End.ROTATE)
+        ):
             return
         watch.dead = True  # what ADK's sender still sends goes to the outbox
         if self.queue_guard is not None:
