@@ -10,16 +10,24 @@ Guarantees:
 * A lost connection (``APIError`` with a close code from receive, ``ConnectionClosed`` from
   send, ``OSError``/timeouts/handshake errors from connect, a setup that never completes) is
   resumed with the last good handle, per :class:`~adk_live_resume.policy.ResumePolicy`.
+  The first attempt after a retryable drop (when it would go at once) starts while ADK's
+  receive step unwinds, and taking the dead connection down waits until it is open.
   Codes outside ``retryable_close_codes`` (1007, 1008...) end the run with
   :class:`~adk_live_resume.errors.SessionNotResumableError`; an outage that outlasts the
   policy ends it with :class:`~adk_live_resume.errors.ReconnectFailedError`.
 * History is sent only when a session starts fresh, never on resume, and a resumed setup
   never asks for ``initial_history_in_client_content``.
 * ``transparent`` is only ever requested from Vertex AI.
-* After ``goAway`` the old socket is closed and the session resumed at a safe point: once the
-  current turn is done and a fresh resumable handle arrived, or ``timeLeft - go_away_margin``
-  seconds after the goAway, whichever comes first (an independent timer, so a silent server
-  cannot make us miss the deadline).
+* After ``goAway`` the session moves to a new connection at a safe point: once the current
+  turn is done and a fresh resumable handle arrived, or ``timeLeft - go_away_margin`` seconds
+  after the goAway, whichever comes first (an independent timer, so a silent server cannot
+  make us miss the deadline). Make-before-break: the new connection is opened (connect and
+  setup with the last good handle) while the old one is still open and the queue is held;
+  once it is ready the old connection is retired (nothing it still sends reaches ADK, its
+  handles are ignored) and closed in the background, bounded by ``close_timeout``. If that
+  opening fails, the old socket is closed first and the run retries as after a drop, and
+  keeps closing first on later goAways (a server that refuses a resume while the old socket
+  is open).
 * The caller's ``RunConfig`` is never mutated; every connection gets its own request copy.
 * ``LiveRequestQueue.close()`` ends the run without reconnecting; cancelling the consumer
   ends the run promptly, and no task started here outlives it.
@@ -48,6 +56,7 @@ from .errors import (
 )
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
+from .next_connection import BackgroundCloser, NextConnection
 from .observe import ReconnectReason
 from .outbox import (
     Outbox,
@@ -58,7 +67,7 @@ from .outbox import (
 )
 from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
-from .tap import SessionTap
+from .tap import ConnectionRetired, SessionTap
 from .tool_calls import ToolCallBook
 
 logger = logging.getLogger("adk_live_resume.loop")
@@ -100,6 +109,10 @@ class _ConnectionWatch:
         self.healthy = False
         self.client_closed = False
         self.rotating: str | None = None  # why we closed the socket on purpose
+        #: A connection is being opened to take over from this one: ignore its handles.
+        self.handing_over = False
+        #: The next connection took over: this one's socket closes in the background.
+        self.retired = False
         self.go_away_seen = False
         #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
         self.rotate_by: float | None = None
@@ -162,11 +175,21 @@ class _ConnectionWatch:
             delay,
         )
         self.rotate_by = asyncio.get_running_loop().time() + delay
-        self._timer = asyncio.get_running_loop().call_later(delay, self.rotate, "goAway deadline")
+        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline)
         if self.at_safe_point():
             self.rotate("goAway at a safe point")
         else:
             self.rotate_on_next_handle = True
+
+    def _deadline(self) -> None:
+        """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new
+        connection is not ready yet closes the old socket now (the margin is for the server's
+        deadline, not for our handshake)."""
+        if self.rotating:
+            if not self.retired:
+                self.close_socket(abort=False)
+            return
+        self.rotate("goAway deadline")
 
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight, the user is not speaking
@@ -184,6 +207,8 @@ class _ConnectionWatch:
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
     ) -> None:
+        if self.handing_over:
+            return  # the next connection resumes the handle we had when the move began
         loop = asyncio.get_running_loop()
         changed = self.run.handles.observe(
             new_handle=new_handle,
@@ -224,6 +249,7 @@ class _ConnectionWatch:
 
     def on_receive_error(self, error: BaseException) -> None:
         self.mark_lost()
+        self.run.open_after_drop(self, error)
 
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
@@ -302,11 +328,34 @@ class _ConnectionWatch:
         )
 
     def rotate(self, why: str) -> None:
-        """Close the socket on purpose so the loop resumes on a new connection."""
+        """Move the session to a new connection on purpose: open it ahead while this one is
+        still open (make-before-break), or close this socket so the loop resumes."""
         if self.rotating or self.client_closed:
             return
         self.rotating = why
-        self.close_socket(abort=False)
+        if not self.run.open_ahead(self):
+            self.close_socket(abort=False)
+
+    def on_next_opened(self, task: asyncio.Task[Any]) -> None:
+        """The connection opened ahead is ready (retire this one) or failed (close this one;
+        the loop then retries as after a drop)."""
+        if task.cancelled():
+            return
+        if task.exception() is not None or task.result() is None:
+            if task.exception() is not None:
+                self.run.make_before_break = False
+                logger.debug(
+                    "opening the next connection while the old one was open failed (%r);"
+                    " closing the old one first from now on",
+                    task.exception(),
+                )
+            self.close_socket(abort=False)
+            return
+        if self._closer is not None:
+            return  # closing already (the deadline came first): the loop moves on when it ends
+        self.retired = True
+        if self.tap is not None:
+            self.tap.retire()
 
     def close_socket(self, *, abort: bool) -> None:
         if self._closer is not None or self.session is None:
@@ -333,14 +382,18 @@ class _ConnectionWatch:
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.wait({self._watcher})
-        if self.session is None:
-            return
+        if self.session is None or self.retired:
+            return  # a retired connection is closed in the background
         if graceful:
             self.close_socket(abort=False)
         else:
             _abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
+
+
+def _abort_connection(connection: Any) -> None:
+    _abort_transport(adk_compat.genai_session(connection))
 
 
 def _abort_transport(session: Any) -> None:
@@ -391,6 +444,13 @@ class _LiveRun:
         self.unsent_request: Any = None
         self.session_limit_warned = False
         self.audio_sent = False
+        #: The next connection, opened ahead on goAway (make-before-break).
+        self.opening: NextConnection | None = None
+        #: Open the next connection before closing the old one (off for the rest of the run
+        #: once the server refused a resume while the old socket was open).
+        self.make_before_break = True
+        #: Closes retired connections and discarded openings in the background.
+        self.closer = BackgroundCloser(policy.close_timeout)
 
     @property
     def agent_name(self) -> str:
@@ -440,6 +500,75 @@ class _LiveRun:
         request.live_connect_config = config
         return request
 
+    def open_ahead(self, watch: _ConnectionWatch) -> bool:
+        """Start opening the connection that takes over from ``watch`` (goAway), with the
+        current handle; return whether it started (else the caller closes the old socket).
+
+        Not done once a server refused such a resume in this run."""
+        if not self.make_before_break or not self._open_next(watch, latest=watch.rotate_by):
+            return False
+        if self.queue_guard is not None:
+            self.queue_guard.pause()  # what the user sends next goes to the new connection
+        watch.handing_over = True
+        assert self.opening is not None
+        self.opening.task.add_done_callback(watch.on_next_opened)
+        return True
+
+    def open_after_drop(self, watch: _ConnectionWatch, error: BaseException) -> None:
+        """Start the first attempt after a retryable drop at once, while the dead connection
+        is still being taken down (ADK's receive step unwinding, its sender stopped).
+
+        Only when that attempt would go at once anyway: the first of an outage, no
+        ``first_attempt_jitter``. :meth:`_plan_retry` still decides: the loop discards the
+        connection if it decides otherwise."""
+        if (
+            watch.rotating
+            or watch.client_closed
+            or self.outage is not None
+            or self.policy.first_attempt_jitter
+            or not self.rate.has_room(asyncio.get_running_loop().time())
+            or (self.queue_guard is not None and self.queue_guard.close_requested)
+        ):
+            return
+        drop = classify(error)
+        if drop is None or drop.kind != "closed" or not self.policy.is_retryable_code(drop.code):
+            return
+        self._open_next(watch, latest=None)
+
+    def _open_next(self, watch: _ConnectionWatch, *, latest: float | None) -> bool:
+        """Start opening the connection after ``watch``'s, resuming the current handle (it
+        takes its turn at the process's pacer first); return whether it started.
+
+        Not done without a handle the next connection would resume: a fresh session is
+        rebuilt only after the old one ended."""
+        handle = self.handles.handle
+        if (
+            self.opening is not None
+            or self.fresh_start_needed
+            or not handle
+            or self._handle_unusable(asyncio.get_running_loop().time()) is not None
+        ):
+            return False
+        request = self.connect_request(handle)
+        guard = self.queue_guard
+        on_close = guard.on_close if guard is not None else None
+
+        async def opener(stack: contextlib.AsyncExitStack) -> Any:
+            if not await pacing.take_turn(self.policy, latest=latest, on_close=on_close):
+                return None
+            return await self._connect(stack, request)
+
+        logger.debug("opening connection %d ahead", watch.number + 1)
+        self.opening = NextConnection(
+            handle, opener, name=f"adk_live_resume open #{watch.number + 1}"
+        )
+        return True
+
+    async def _discard_opening(self) -> None:
+        opening, self.opening = self.opening, None
+        if opening is not None:
+            await opening.discard(self.closer, _abort_connection)
+
     # -- the run --------------------------------------------------------------------------
 
     async def events(self) -> AsyncGenerator[Any, None]:
@@ -478,6 +607,8 @@ class _LiveRun:
                     yield event
         finally:
             ending = sys.exc_info()[1]
+            await self._discard_opening()
+            await self.closer.wait()
             self.queue_guard.release()
             await surface.stop_background(self.flow, self.ctx)
             await self.keeper.close()
@@ -497,26 +628,34 @@ class _LiveRun:
         if model_name:
             self.request.model = model_name
 
+    def _handle_unusable(self, now: float) -> str | None:
+        """Why the next connection cannot resume the current handle (``None``: it can)."""
+        if not self.handles.handle:
+            return None
+        age = self.handles.age(now)
+        if age is not None and age > self.policy.handle_ttl:
+            return f"resumption handle is {age:.0f} s old; starting a fresh session"
+        if self.outbox.has_context() and adk_compat.speaks_gemini_3_live(self.request.model):
+            # Gemini 3.x Live takes no client content mid-session: what the handle lacks
+            # goes to a fresh session as history instead of being lost.
+            return (
+                f"the conversation since handle {redact(self.handles.handle)} cannot be"
+                " replayed to a Gemini 3.x Live session; starting a fresh session with the"
+                " conversation so far"
+            )
+        return None
+
     async def _connections(self) -> AsyncGenerator[Any, None]:
         loop = asyncio.get_running_loop()
         while True:
-            age = self.handles.age(loop.time())
-            if self.handles.handle and age is not None and age > self.policy.handle_ttl:
-                logger.info("resumption handle is %.0f s old; starting a fresh session", age)
+            unusable = self._handle_unusable(loop.time())
+            if unusable is not None:
+                logger.info("%s", unusable)
                 self._need_fresh_start()
-            if (
-                self.handles.handle
-                and self.outbox.has_context()
-                and adk_compat.speaks_gemini_3_live(self.request.model)
+            if self.opening is not None and (
+                self.fresh_start_needed or self.opening.handle != self.handles.handle
             ):
-                # Gemini 3.x Live takes no client content mid-session: what the handle lacks
-                # goes to a fresh session as history instead of being lost.
-                logger.info(
-                    "the conversation since handle %s cannot be replayed to a Gemini 3.x Live"
-                    " session; starting a fresh session with the conversation so far",
-                    redact(self.handles.handle),
-                )
-                self._need_fresh_start()
+                await self._discard_opening()
             if self.fresh_start_needed:
                 self.fresh_start_needed = False
                 self.fresh_starts += 1
@@ -528,6 +667,8 @@ class _LiveRun:
             async with contextlib.aclosing(self._serve(watch, outcome)) as stream:
                 async for event in stream:
                     yield event
+            if self.opening is not None and outcome.end not in (_End.ROTATE, _End.DROPPED):
+                await self._discard_opening()  # the run ends, or moves on another way
             if (
                 outcome.end in (_End.DROPPED, _End.ROTATE, _End.RESTART)
                 and not outcome.at_connect
@@ -586,6 +727,9 @@ class _LiveRun:
             if guard is not None and await guard.wait_closed(wait):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
+            if self.opening is not None and not wait:
+                continue  # opened ahead (goAway, or at once after the drop): paced already
+            await self._discard_opening()
             # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
             latest = watch.rotate_by if end is _End.ROTATE else None
             on_close = guard.on_close if guard is not None else None
@@ -696,13 +840,17 @@ class _LiveRun:
         """Run one connection; record how it ended in ``outcome``."""
         surface = self.surface
         queue = self.ctx.live_request_queue
-        handle = self.handles.handle
-        request = self.connect_request(handle)
+        opening, self.opening = self.opening, None
+        handle = opening.handle if opening is not None else self.handles.handle
         send_task: asyncio.Task[None] | None = None
-        clean_exit = False
-        async with contextlib.AsyncExitStack() as stack:
+        clean_exit = ended = False
+        stack = contextlib.AsyncExitStack()
+        try:
             try:
-                connection = await self._connect(stack, request)
+                if opening is not None:
+                    connection = await opening.take(stack)
+                else:
+                    connection = await self._connect(stack, self.connect_request(handle))
                 if connection is None:
                     outcome.end = _End.CLIENT_CLOSED
                     return
@@ -787,13 +935,25 @@ class _LiveRun:
                         outcome.end = _End.DROPPED
                         outcome.drop = _ENDED
                 self._classify_end(watch, outcome, None)
+                ended = True
             except Exception as error:
                 self._classify_end(watch, outcome, error)
+                ended = True
             else:
                 clean_exit = True
             finally:
-                await self._stop_sender(watch, send_task)
-                await watch.finish(graceful=clean_exit)
+                try:
+                    if ended:  # not while cancelled or closed
+                        await self._let_next_open(watch, outcome)
+                finally:
+                    await self._stop_sender(watch, send_task)
+                    await watch.finish(graceful=clean_exit)
+        finally:
+            if watch.retired:  # the next connection is up: do not wait for this one's close
+                session = watch.session
+                self.closer.close(stack, lambda: _abort_transport(session))
+            else:
+                await stack.aclose()
         if outcome.end is _End.DROPPED and outcome.error is not None and outcome.drop is None:
             raise outcome.error
 
@@ -822,6 +982,23 @@ class _LiveRun:
             finally:
                 if remove is not None:
                     remove()
+
+    async def _let_next_open(self, watch: _ConnectionWatch, outcome: _Outcome) -> None:
+        """While the next connection is being opened after a drop, taking this one down (its
+        sender, timers, socket) waits: none of it needs to come first, and on a busy event
+        loop it would only slow the new connection's handshake down."""
+        opening = self.opening
+        if (
+            opening is None
+            or watch.retired
+            or opening.task.done()
+            or outcome.end not in (_End.DROPPED, _End.ROTATE)
+        ):
+            return
+        watch.dead = True  # what ADK's sender still sends goes to the outbox
+        if self.queue_guard is not None:
+            self.queue_guard.pause()
+        await asyncio.wait({opening.task})
 
     async def _stop_sender(self, watch: _ConnectionWatch, task: asyncio.Task[None] | None) -> None:
         """Stop ADK's send step for a connection that ended, without losing its request.
@@ -853,6 +1030,9 @@ class _LiveRun:
         self, watch: _ConnectionWatch, outcome: _Outcome, error: BaseException | None
     ) -> None:
         """Fill ``outcome`` from how the connection ended (``error`` is what receive raised)."""
+        if isinstance(error, ConnectionRetired):
+            outcome.end = _End.ROTATE  # the next connection, opened ahead, took over
+            return
         if error is None and outcome.end is not _End.DROPPED:
             return  # restart, transfer, task_completed: decided while receiving
         send_error = watch.send_error

@@ -312,10 +312,14 @@ class ReconnectRate:
     window: float = 60.0
     _times: list[float] = field(default_factory=list)
 
+    def has_room(self, now: float) -> bool:
+        """Whether a reconnect at ``now`` would be allowed (nothing is recorded)."""
+        self._times = [t for t in self._times if now - t < self.window]
+        return len(self._times) < self.limit
+
     def allow(self, now: float) -> bool:
         """Record a reconnect at ``now`` if the window has room; return whether it had."""
-        self._times = [t for t in self._times if now - t < self.window]
-        if len(self._times) >= self.limit:
+        if not self.has_room(now):
             return False
         self._times.append(now)
         return True

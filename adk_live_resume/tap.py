@@ -19,12 +19,16 @@ send, and gives ADK one behaviour on all releases:
   replay) and may rewrite or drop it (a function response for a call the session never saw).
 * ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
   a client close from a lost connection.
+* :meth:`SessionTap.retire` (the loop moved the session to a new connection) ends ``receive``
+  with :class:`ConnectionRetired` at once, without waiting for the old socket's close: no
+  message of the old connection reaches ADK after that.
 
 Guarantee: the tap never swallows an exception and never reorders messages.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import re
@@ -63,6 +67,10 @@ class TapListener(Protocol):
         """ADK asked to close the connection (the ``LiveRequestQueue`` was closed)."""
 
 
+class ConnectionRetired(Exception):
+    """``receive`` of a tapped session ended because the loop retired its connection."""
+
+
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*s?\s*$")
 
 
@@ -85,6 +93,11 @@ class SessionTap:
         self._tapped_session = session
         self._listener = listener
         self._pass_handles = pass_handles
+        self._retired = False
+        #: The task waiting for the next server message, while it waits.
+        self._waiting: asyncio.Task[Any] | None = None
+        #: The task :meth:`retire` cancelled, until the cancellation is taken back.
+        self._cancelled: asyncio.Task[Any] | None = None
 
     @property
     def tapped_session(self) -> Any:
@@ -99,13 +112,26 @@ class SessionTap:
     async def receive(self) -> AsyncIterator[types.LiveServerMessage]:
         async with contextlib.aclosing(self._tapped_session.receive()) as messages:
             while True:
+                if self._retired:
+                    raise self._retirement()
+                self._waiting = asyncio.current_task()
                 try:
                     message = await anext(messages)
                 except StopAsyncIteration:
                     return
+                except asyncio.CancelledError:
+                    if self._retired and self._take_back_cancel():
+                        raise self._retirement() from None
+                    raise  # a cancellation of the run itself
                 except Exception as error:
+                    if self._retired:
+                        raise self._retirement() from error
                     self._listener.on_receive_error(error)
                     raise
+                finally:
+                    self._waiting = None
+                if self._retired:
+                    raise self._retirement()
                 passed = await self._filter(message)
                 if passed is not None:
                     yield passed
@@ -139,6 +165,26 @@ class SessionTap:
         if not remaining.model_dump(exclude_none=True):
             return None
         return remaining
+
+    def retire(self) -> None:
+        """End ``receive`` with :class:`ConnectionRetired`: at once if it waits for a message
+        (its wait is cancelled, which websockets allows without losing data), else before it
+        reads the next one. Messages still on their way are never passed on."""
+        if self._retired:
+            return
+        self._retired = True
+        if self._waiting is not None and self._waiting.cancel():
+            self._cancelled = self._waiting
+
+    def _retirement(self) -> ConnectionRetired:
+        self._take_back_cancel()  # a cancellation the SDK swallowed must not linger
+        return ConnectionRetired("the session moved to a new connection")
+
+    def _take_back_cancel(self) -> bool:
+        """Undo the cancellation :meth:`retire` requested; ``False`` if there was none, or if
+        the task was also cancelled by someone else (that one must go on)."""
+        task, self._cancelled = self._cancelled, None
+        return task is not None and task.uncancel() == 0
 
     # -- client -> server ---------------------------------------------------------------
 

@@ -74,6 +74,13 @@ def test_reconnect_rate_is_a_sliding_window() -> None:
     assert rate.allow(60.5)  # the first one left the window
 
 
+def test_reconnect_rate_has_room_records_nothing() -> None:
+    rate = ReconnectRate(limit=1)
+    assert rate.has_room(0.0) and rate.has_room(0.0)
+    assert rate.allow(0.0)
+    assert not rate.has_room(30.0) and rate.has_room(60.0)
+
+
 def test_retryable_codes_default_and_override() -> None:
     policy = ResumePolicy()
     assert {1000, 1001, 1006, 1011, 1012, 1013, 1014} == set(DEFAULT_RETRYABLE_CLOSE_CODES)
