@@ -47,6 +47,7 @@ from typing import Any
 from google.genai import types
 
 from . import adk_compat, log_redaction, observe, pacing
+from .connection_watch import ConnectionWatch, abort_connection, abort_transport
 from .errors import (
     Drop,
     ReconnectFailedError,
@@ -62,8 +63,6 @@ from .outbox import (
     Outbox,
     Replay,
     fresh_history,
-    responses_of,
-    without_responses,
 )
 from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
@@ -99,311 +98,7 @@ class _Outcome:
     at_connect: bool = True
 
 
-class _ConnectionWatch:
-    """Per-connection state fed by the :class:`SessionTap` and the send task."""
-
-    def __init__(self, run: _LiveRun, number: int) -> None:
-        self.run = run
-        self.number = number
-        self.session: Any = None  # the real google-genai AsyncSession
-        self.healthy = False
-        self.client_closed = False
-        self.rotating: str | None = None  # why we closed the socket on purpose
-        #: A connection is being opened to take over from this one: ignore its handles.
-        self.handing_over = False
-        #: The next connection took over: this one's socket closes in the background.
-        self.retired = False
-        self.go_away_seen = False
-        #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
-        self.rotate_by: float | None = None
-        self.rotate_on_next_handle = False
-        self.turn_sent_since_handle = False
-        self.send_error: BaseException | None = None
-        #: The model was in the middle of a turn (output seen, no turnComplete yet).
-        self.model_turn_open = False
-        #: Model output seen on this connection since its last turnComplete.
-        self.output_in_turn = False
-        #: The connection is gone: sends are recorded for the next one, not written.
-        self.dead = False
-        #: ``loop.time()`` of the first sign that the connection was lost.
-        self.lost_at: float | None = None
-        self.tap: SessionTap | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._closer: asyncio.Task[None] | None = None
-        self._watcher: asyncio.Task[None] | None = None
-
-    # -- TapListener ----------------------------------------------------------------------
-
-    def on_server_message(self, message: types.LiveServerMessage) -> None:
-        if not self.healthy:
-            self.healthy = True
-            self.run.connection_proved_healthy()
-        content = message.server_content
-        if content is None:
-            return
-        outbox = self.run.outbox
-        for part in (content.model_turn.parts or []) if content.model_turn else []:
-            if part.text and not part.thought:
-                outbox.model_text(part.text)
-            self.model_turn_open = self.output_in_turn = True
-        if content.output_transcription and content.output_transcription.text:
-            outbox.model_text(content.output_transcription.text)
-            self.model_turn_open = self.output_in_turn = True
-        if content.input_transcription and content.input_transcription.text:
-            outbox.input_text(content.input_transcription.text)
-        if content.interrupted:
-            outbox.interrupted()
-        if content.turn_complete or content.interrupted:
-            self.model_turn_open = False
-        if content.turn_complete:
-            outbox.turn_complete()
-            if self.output_in_turn:
-                self.run.tool_calls.on_answered()
-            self.output_in_turn = False
-
-    def on_go_away(self, time_left: float | None) -> None:
-        if self.go_away_seen:
-            return
-        self.go_away_seen = True
-        self.run.go_aways += 1
-        margin = self.run.policy.go_away_margin
-        delay = 0.0 if time_left is None else max(0.0, time_left - margin)
-        logger.debug(
-            "goAway on connection %d: time left %s s, reconnecting within %.2f s",
-            self.number,
-            time_left,
-            delay,
-        )
-        self.rotate_by = asyncio.get_running_loop().time() + delay
-        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline)
-        if self.at_safe_point():
-            self.rotate("goAway at a safe point")
-        else:
-            self.rotate_on_next_handle = True
-
-    def _deadline(self) -> None:
-        """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new
-        connection is not ready yet closes the old socket now (the margin is for the server's
-        deadline, not for our handshake)."""
-        if self.rotating:
-            if not self.retired:
-                self.close_socket(abort=False)
-            return
-        self.rotate("goAway deadline")
-
-    def at_safe_point(self) -> bool:
-        """The newest handle holds everything: no turn in flight, the user is not speaking
-        and has no utterance waiting for its answer."""
-        run = self.run
-        activity = run.outbox.activity
-        return bool(
-            run.handles.handle
-            and run.handles.resumable_now
-            and not self.turn_sent_since_handle
-            and not activity.speaking
-            and not activity.unanswered
-        )
-
-    def on_resumption_update(
-        self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
-    ) -> None:
-        if self.handing_over:
-            return  # the next connection resumes the handle we had when the move began
-        loop = asyncio.get_running_loop()
-        changed = self.run.handles.observe(
-            new_handle=new_handle,
-            resumable=resumable,
-            last_consumed_index=last_consumed_index,
-            now=loop.time(),
-        )
-        if changed:
-            self.turn_sent_since_handle = False
-            self.run.tool_calls.on_handle()
-            transparent = self.run.transparent
-            self.run.outbox.covered(last_consumed_index if transparent else None)
-            self.run.ctx.live_session_resumption_handle = self.run.handles.handle
-            logger.debug("new resumption handle %s", redact(self.run.handles.handle))
-            if self.run.handles.handle:
-                self.run.keeper.observe(self.run.handles.handle)  # never blocks
-            if self.rotate_on_next_handle and not self.run.outbox.activity.speaking:
-                self.rotate("goAway at a safe point")
-
-    async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
-        run = self.run
-        with_ids = [call for call in calls if call.id]
-        decision = run.tool_calls.on_calls((str(c.id), c.name, c.args) for c in with_ids)
-        run.outbox.tool_call(str(call.id) for call in with_ids)
-        held = {call_id for call_id, _ in decision.answer}
-        if decision.answer and self.tap is not None:
-            names = {str(call.id): call.name for call in with_ids}
-            logger.debug(
-                "answering %d repeated tool call(s) with the result from before the reconnect",
-                len(decision.answer),
-            )
-            responses = [
-                types.FunctionResponse(id=call_id, name=names[call_id], response=result)
-                for call_id, result in decision.answer
-            ]
-            await self.tap.replay("send_tool_response", {"function_responses": responses})
-        return [call for call in calls if not call.id or str(call.id) not in held]
-
-    def on_receive_error(self, error: BaseException) -> None:
-        self.mark_lost()
-        self.run.open_after_drop(self, error)
-
-    def before_send(
-        self, method: str, kwargs: dict[str, Any], *, replay: bool
-    ) -> tuple[str, dict[str, Any]] | None:
-        run = self.run
-        book = run.tool_calls
-        unknown: set[str] = set()
-        # (realtime input, every microphone chunk, carries no function responses)
-        responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
-        for response in responses:
-            if response.id:
-                book.on_result(str(response.id), dict(response.response or {}))
-                if book.is_unknown(str(response.id)):
-                    unknown.add(str(response.id))
-        if unknown:
-            # The resumed session never saw these calls: a response would confuse it. The
-            # replayed user turn makes the model ask again; the result is reused then.
-            logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
-            kept = without_responses(method, kwargs, unknown)
-            if kept is None:
-                self._sent(replay)
-                return None
-            kwargs = kept
-        message = run.outbox.record(method, kwargs)
-        self._sent(replay)
-        if message.audio_ms > 0 and not run.audio_sent:
-            run.audio_sent = True
-            run.warn_session_limit()
-        if message.user_text or message.response_ids or method == "send":
-            self.turn_sent_since_handle = True
-        if self.dead:
-            # Kept in the outbox for the next connection; the dead socket gets nothing.
-            return None
-        return method, kwargs
-
-    def _sent(self, replay: bool) -> None:
-        if not replay and self.run.queue_guard is not None:
-            self.run.queue_guard.mark_sent()
-
-    def on_client_close(self) -> None:
-        self.client_closed = True
-
-    # -- send task ------------------------------------------------------------------------
-
-    def on_send_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        error = task.exception()
-        if error is None:
-            return  # the queue was closed; ADK closed the connection itself
-        self.send_error = error
-        self.mark_lost()
-        # Unblock the receive side, which may be waiting on a socket nobody will answer.
-        self.close_socket(abort=classify(error) is None)
-
-    # -- the socket -----------------------------------------------------------------------
-
-    def mark_lost(self) -> None:
-        if self.lost_at is None:
-            self.lost_at = asyncio.get_running_loop().time()
-
-    def watch_socket(self) -> None:
-        """Note the moment the websocket closes, even while ADK is busy (a tool runs)."""
-        websocket = adk_compat.websocket_of(self.session)
-        wait_closed = getattr(websocket, "wait_closed", None)
-        if wait_closed is None:
-            return
-
-        async def watch() -> None:
-            await wait_closed()
-            if not self.rotating and not self.client_closed:
-                self.mark_lost()
-
-        self._watcher = asyncio.get_running_loop().create_task(
-            watch(), name=f"adk_live_resume socket watch #{self.number}"
-        )
-
-    def rotate(self, why: str) -> None:
-        """Move the session to a new connection on purpose: open it ahead while this one is
-        still open (make-before-break), or close this socket so the loop resumes."""
-        if self.rotating or self.client_closed:
-            return
-        self.rotating = why
-        if not self.run.open_ahead(self):
-            self.close_socket(abort=False)
-
-    def on_next_opened(self, task: asyncio.Task[Any]) -> None:
-        """The connection opened ahead is ready (retire this one) or failed (close this one;
-        the loop then retries as after a drop)."""
-        if task.cancelled():
-            return
-        if task.exception() is not None or task.result() is None:
-            if task.exception() is not None:
-                self.run.make_before_break = False
-                logger.debug(
-                    "opening the next connection while the old one was open failed (%r);"
-                    " closing the old one first from now on",
-                    task.exception(),
-                )
-            self.close_socket(abort=False)
-            return
-        if self._closer is not None:
-            return  # closing already (the deadline came first): the loop moves on when it ends
-        self.retired = True
-        if self.tap is not None:
-            self.tap.retire()
-
-    def close_socket(self, *, abort: bool) -> None:
-        if self._closer is not None or self.session is None:
-            return
-        self._closer = asyncio.get_running_loop().create_task(self._close(abort=abort))
-
-    async def _close(self, *, abort: bool) -> None:
-        if not abort:
-            try:
-                await asyncio.wait_for(self.session.close(), self.run.policy.close_timeout)
-                return
-            except Exception:  # a broken socket or a silent server: abort below
-                pass
-        _abort_transport(self.session)
-
-    async def finish(self, *, graceful: bool) -> None:
-        """Stop timers and make sure the socket is going away; never raises.
-
-        ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
-        an error or a cancellation, the transport is aborted at once.
-        """
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._watcher is not None:
-            self._watcher.cancel()
-            await asyncio.wait({self._watcher})
-        if self.session is None or self.retired:
-            return  # a retired connection is closed in the background
-        if graceful:
-            self.close_socket(abort=False)
-        else:
-            _abort_transport(self.session)
-        if self._closer is not None and not self._closer.done():
-            await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
-
-
-def _abort_connection(connection: Any) -> None:
-    _abort_transport(adk_compat.genai_session(connection))
-
-
-def _abort_transport(session: Any) -> None:
-    websocket = adk_compat.websocket_of(session)
-    transport = getattr(websocket, "transport", None)
-    if transport is not None:
-        transport.abort()
-
-
-class _LiveRun:
+class LiveRun:
     """One call of ``run_live``: the request, the handle, the counters."""
 
     def __init__(self, flow: Any, ctx: Any, llm: Any, policy: ResumePolicy) -> None:
@@ -500,7 +195,7 @@ class _LiveRun:
         request.live_connect_config = config
         return request
 
-    def open_ahead(self, watch: _ConnectionWatch) -> bool:
+    def open_ahead(self, watch: ConnectionWatch) -> bool:
         """Start opening the connection that takes over from ``watch`` (goAway), with the
         current handle; return whether it started (else the caller closes the old socket).
 
@@ -514,7 +209,7 @@ class _LiveRun:
         self.opening.task.add_done_callback(watch.on_next_opened)
         return True
 
-    def open_after_drop(self, watch: _ConnectionWatch, error: BaseException) -> None:
+    def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None:
         """Start the first attempt after a retryable drop at once, while the dead connection
         is still being taken down (ADK's receive step unwinding, its sender stopped).
 
@@ -535,7 +230,7 @@ class _LiveRun:
             return
         self._open_next(watch, latest=None)
 
-    def _open_next(self, watch: _ConnectionWatch, *, latest: float | None) -> bool:
+    def _open_next(self, watch: ConnectionWatch, *, latest: float | None) -> bool:
         """Start opening the connection after ``watch``'s, resuming the current handle (it
         takes its turn at the process's pacer first); return whether it started.
 
@@ -567,7 +262,7 @@ class _LiveRun:
     async def _discard_opening(self) -> None:
         opening, self.opening = self.opening, None
         if opening is not None:
-            await opening.discard(self.closer, _abort_connection)
+            await opening.discard(self.closer, abort_connection)
 
     # -- the run --------------------------------------------------------------------------
 
@@ -662,7 +357,7 @@ class _LiveRun:
                 async with contextlib.aclosing(self._prepare_request()) as pre:
                     async for event in pre:
                         yield event
-            watch = _ConnectionWatch(self, self.connections + 1)
+            watch = ConnectionWatch(self, self.connections + 1)
             outcome = _Outcome(_End.DROPPED)
             async with contextlib.aclosing(self._serve(watch, outcome)) as stream:
                 async for event in stream:
@@ -836,7 +531,7 @@ class _LiveRun:
         )
         return wait
 
-    async def _serve(self, watch: _ConnectionWatch, outcome: _Outcome) -> AsyncGenerator[Any, None]:
+    async def _serve(self, watch: ConnectionWatch, outcome: _Outcome) -> AsyncGenerator[Any, None]:
         """Run one connection; record how it ended in ``outcome``."""
         surface = self.surface
         queue = self.ctx.live_request_queue
@@ -951,7 +646,7 @@ class _LiveRun:
         finally:
             if watch.retired:  # the next connection is up: do not wait for this one's close
                 session = watch.session
-                self.closer.close(stack, lambda: _abort_transport(session))
+                self.closer.close(stack, lambda: abort_transport(session))
             else:
                 await stack.aclose()
         if outcome.end is _End.DROPPED and outcome.error is not None and outcome.drop is None:
@@ -983,7 +678,7 @@ class _LiveRun:
                 if remove is not None:
                     remove()
 
-    async def _let_next_open(self, watch: _ConnectionWatch, outcome: _Outcome) -> None:
+    async def _let_next_open(self, watch: ConnectionWatch, outcome: _Outcome) -> None:
         """While the next connection is being opened after a drop, taking this one down (its
         sender, timers, socket) waits: none of it needs to come first, and on a busy event
         loop it would only slow the new connection's handshake down."""
@@ -1000,7 +695,7 @@ class _LiveRun:
             self.queue_guard.pause()
         await asyncio.wait({opening.task})
 
-    async def _stop_sender(self, watch: _ConnectionWatch, task: asyncio.Task[None] | None) -> None:
+    async def _stop_sender(self, watch: ConnectionWatch, task: asyncio.Task[None] | None) -> None:
         """Stop ADK's send step for a connection that ended, without losing its request.
 
         The connection is marked dead first, so what the sender still sends goes to the
@@ -1027,7 +722,7 @@ class _LiveRun:
                 self.unsent_request = unsent
 
     def _classify_end(
-        self, watch: _ConnectionWatch, outcome: _Outcome, error: BaseException | None
+        self, watch: ConnectionWatch, outcome: _Outcome, error: BaseException | None
     ) -> None:
         """Fill ``outcome`` from how the connection ended (``error`` is what receive raised)."""
         if isinstance(error, ConnectionRetired):
@@ -1157,7 +852,7 @@ async def run_live(
                 yield event
         return
     log_redaction.protect_adk_loggers(adk_compat.HANDLE_LOGGING_LOGGERS)
-    run = _LiveRun(flow, ctx, llm, policy)
+    run = LiveRun(flow, ctx, llm, policy)
     async with contextlib.aclosing(run.events()) as events:
         async for event in events:
             yield event

@@ -1,0 +1,337 @@
+"""One connection of a live run, as the loop sees it: what the tap reports, fed into the run's
+rules (outbox, handles, tool calls, user activity), and the socket's end.
+
+:class:`ConnectionWatch` is the :class:`~adk_live_resume.tap.TapListener` of one connection.
+It holds per-connection state only (healthy, dead, rotating, retired, the goAway deadline);
+what outlives a connection (handles, the outbox, tool-call bookkeeping, pacing) belongs to the
+run (:mod:`adk_live_resume.loop`), which creates one watch per connection and decides from
+its state how the connection ended.
+
+Guarantees: nothing here blocks the receive or the send path (a close runs in a task of its
+own, bounded by ``close_timeout``, then aborted); :meth:`ConnectionWatch.finish` never raises
+and leaves no task behind; handles seen while the session is being moved to a new connection
+are ignored (the new one resumes the handle the move began with).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from google.genai import types
+
+from . import adk_compat
+from .errors import classify
+from .handles import redact
+from .outbox import responses_of, without_responses
+from .tap import SessionTap
+
+if TYPE_CHECKING:
+    from .loop import LiveRun
+
+logger = logging.getLogger("adk_live_resume.loop")
+
+
+class ConnectionWatch:
+    """Per-connection state fed by the :class:`SessionTap` and the send task."""
+
+    def __init__(self, run: LiveRun, number: int) -> None:
+        self.run = run
+        self.number = number
+        self.session: Any = None  # the real google-genai AsyncSession
+        self.healthy = False
+        self.client_closed = False
+        self.rotating: str | None = None  # why we closed the socket on purpose
+        #: A connection is being opened to take over from this one: ignore its handles.
+        self.handing_over = False
+        #: The next connection took over: this one's socket closes in the background.
+        self.retired = False
+        self.go_away_seen = False
+        #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
+        self.rotate_by: float | None = None
+        self.rotate_on_next_handle = False
+        self.turn_sent_since_handle = False
+        self.send_error: BaseException | None = None
+        #: The model was in the middle of a turn (output seen, no turnComplete yet).
+        self.model_turn_open = False
+        #: Model output seen on this connection since its last turnComplete.
+        self.output_in_turn = False
+        #: The connection is gone: sends are recorded for the next one, not written.
+        self.dead = False
+        #: ``loop.time()`` of the first sign that the connection was lost.
+        self.lost_at: float | None = None
+        self.tap: SessionTap | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._closer: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+
+    # -- TapListener ----------------------------------------------------------------------
+
+    def on_server_message(self, message: types.LiveServerMessage) -> None:
+        if not self.healthy:
+            self.healthy = True
+            self.run.connection_proved_healthy()
+        content = message.server_content
+        if content is None:
+            return
+        outbox = self.run.outbox
+        for part in (content.model_turn.parts or []) if content.model_turn else []:
+            if part.text and not part.thought:
+                outbox.model_text(part.text)
+            self.model_turn_open = self.output_in_turn = True
+        if content.output_transcription and content.output_transcription.text:
+            outbox.model_text(content.output_transcription.text)
+            self.model_turn_open = self.output_in_turn = True
+        if content.input_transcription and content.input_transcription.text:
+            outbox.input_text(content.input_transcription.text)
+        if content.interrupted:
+            outbox.interrupted()
+        if content.turn_complete or content.interrupted:
+            self.model_turn_open = False
+        if content.turn_complete:
+            outbox.turn_complete()
+            if self.output_in_turn:
+                self.run.tool_calls.on_answered()
+            self.output_in_turn = False
+
+    def on_go_away(self, time_left: float | None) -> None:
+        if self.go_away_seen:
+            return
+        self.go_away_seen = True
+        self.run.go_aways += 1
+        margin = self.run.policy.go_away_margin
+        delay = 0.0 if time_left is None else max(0.0, time_left - margin)
+        logger.debug(
+            "goAway on connection %d: time left %s s, reconnecting within %.2f s",
+            self.number,
+            time_left,
+            delay,
+        )
+        self.rotate_by = asyncio.get_running_loop().time() + delay
+        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline)
+        if self.at_safe_point():
+            self.rotate("goAway at a safe point")
+        else:
+            self.rotate_on_next_handle = True
+
+    def _deadline(self) -> None:
+        """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new
+        connection is not ready yet closes the old socket now (the margin is for the server's
+        deadline, not for our handshake)."""
+        if self.rotating:
+            if not self.retired:
+                self.close_socket(abort=False)
+            return
+        self.rotate("goAway deadline")
+
+    def at_safe_point(self) -> bool:
+        """The newest handle holds everything: no turn in flight, the user is not speaking
+        and has no utterance waiting for its answer."""
+        run = self.run
+        activity = run.outbox.activity
+        return bool(
+            run.handles.handle
+            and run.handles.resumable_now
+            and not self.turn_sent_since_handle
+            and not activity.speaking
+            and not activity.unanswered
+        )
+
+    def on_resumption_update(
+        self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
+    ) -> None:
+        if self.handing_over:
+            return  # the next connection resumes the handle we had when the move began
+        loop = asyncio.get_running_loop()
+        changed = self.run.handles.observe(
+            new_handle=new_handle,
+            resumable=resumable,
+            last_consumed_index=last_consumed_index,
+            now=loop.time(),
+        )
+        if changed:
+            self.turn_sent_since_handle = False
+            self.run.tool_calls.on_handle()
+            transparent = self.run.transparent
+            self.run.outbox.covered(last_consumed_index if transparent else None)
+            self.run.ctx.live_session_resumption_handle = self.run.handles.handle
+            logger.debug("new resumption handle %s", redact(self.run.handles.handle))
+            if self.run.handles.handle:
+                self.run.keeper.observe(self.run.handles.handle)  # never blocks
+            if self.rotate_on_next_handle and not self.run.outbox.activity.speaking:
+                self.rotate("goAway at a safe point")
+
+    async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
+        run = self.run
+        with_ids = [call for call in calls if call.id]
+        decision = run.tool_calls.on_calls((str(c.id), c.name, c.args) for c in with_ids)
+        run.outbox.tool_call(str(call.id) for call in with_ids)
+        held = {call_id for call_id, _ in decision.answer}
+        if decision.answer and self.tap is not None:
+            names = {str(call.id): call.name for call in with_ids}
+            logger.debug(
+                "answering %d repeated tool call(s) with the result from before the reconnect",
+                len(decision.answer),
+            )
+            responses = [
+                types.FunctionResponse(id=call_id, name=names[call_id], response=result)
+                for call_id, result in decision.answer
+            ]
+            await self.tap.replay("send_tool_response", {"function_responses": responses})
+        return [call for call in calls if not call.id or str(call.id) not in held]
+
+    def on_receive_error(self, error: BaseException) -> None:
+        self.mark_lost()
+        self.run.open_after_drop(self, error)
+
+    def before_send(
+        self, method: str, kwargs: dict[str, Any], *, replay: bool
+    ) -> tuple[str, dict[str, Any]] | None:
+        run = self.run
+        book = run.tool_calls
+        unknown: set[str] = set()
+        # (realtime input, every microphone chunk, carries no function responses)
+        responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
+        for response in responses:
+            if response.id:
+                book.on_result(str(response.id), dict(response.response or {}))
+                if book.is_unknown(str(response.id)):
+                    unknown.add(str(response.id))
+        if unknown:
+            # The resumed session never saw these calls: a response would confuse it. The
+            # replayed user turn makes the model ask again; the result is reused then.
+            logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
+            kept = without_responses(method, kwargs, unknown)
+            if kept is None:
+                self._sent(replay)
+                return None
+            kwargs = kept
+        message = run.outbox.record(method, kwargs)
+        self._sent(replay)
+        if message.audio_ms > 0 and not run.audio_sent:
+            run.audio_sent = True
+            run.warn_session_limit()
+        if message.user_text or message.response_ids or method == "send":
+            self.turn_sent_since_handle = True
+        if self.dead:
+            # Kept in the outbox for the next connection; the dead socket gets nothing.
+            return None
+        return method, kwargs
+
+    def _sent(self, replay: bool) -> None:
+        if not replay and self.run.queue_guard is not None:
+            self.run.queue_guard.mark_sent()
+
+    def on_client_close(self) -> None:
+        self.client_closed = True
+
+    # -- send task ------------------------------------------------------------------------
+
+    def on_send_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
+            return  # the queue was closed; ADK closed the connection itself
+        self.send_error = error
+        self.mark_lost()
+        # Unblock the receive side, which may be waiting on a socket nobody will answer.
+        self.close_socket(abort=classify(error) is None)
+
+    # -- the socket -----------------------------------------------------------------------
+
+    def mark_lost(self) -> None:
+        if self.lost_at is None:
+            self.lost_at = asyncio.get_running_loop().time()
+
+    def watch_socket(self) -> None:
+        """Note the moment the websocket closes, even while ADK is busy (a tool runs)."""
+        websocket = adk_compat.websocket_of(self.session)
+        wait_closed = getattr(websocket, "wait_closed", None)
+        if wait_closed is None:
+            return
+
+        async def watch() -> None:
+            await wait_closed()
+            if not self.rotating and not self.client_closed:
+                self.mark_lost()
+
+        self._watcher = asyncio.get_running_loop().create_task(
+            watch(), name=f"adk_live_resume socket watch #{self.number}"
+        )
+
+    def rotate(self, why: str) -> None:
+        """Move the session to a new connection on purpose: open it ahead while this one is
+        still open (make-before-break), or close this socket so the loop resumes."""
+        if self.rotating or self.client_closed:
+            return
+        self.rotating = why
+        if not self.run.open_ahead(self):
+            self.close_socket(abort=False)
+
+    def on_next_opened(self, task: asyncio.Task[Any]) -> None:
+        """The connection opened ahead is ready (retire this one) or failed (close this one;
+        the loop then retries as after a drop)."""
+        if task.cancelled():
+            return
+        if task.exception() is not None or task.result() is None:
+            if task.exception() is not None:
+                self.run.make_before_break = False
+                logger.debug(
+                    "opening the next connection while the old one was open failed (%r);"
+                    " closing the old one first from now on",
+                    task.exception(),
+                )
+            self.close_socket(abort=False)
+            return
+        if self._closer is not None:
+            return  # closing already (the deadline came first): the loop moves on when it ends
+        self.retired = True
+        if self.tap is not None:
+            self.tap.retire()
+
+    def close_socket(self, *, abort: bool) -> None:
+        if self._closer is not None or self.session is None:
+            return
+        self._closer = asyncio.get_running_loop().create_task(self._close(abort=abort))
+
+    async def _close(self, *, abort: bool) -> None:
+        if not abort:
+            try:
+                await asyncio.wait_for(self.session.close(), self.run.policy.close_timeout)
+                return
+            except Exception:  # a broken socket or a silent server: abort below
+                pass
+        abort_transport(self.session)
+
+    async def finish(self, *, graceful: bool) -> None:
+        """Stop timers and make sure the socket is going away; never raises.
+
+        ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
+        an error or a cancellation, the transport is aborted at once.
+        """
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.wait({self._watcher})
+        if self.session is None or self.retired:
+            return  # a retired connection is closed in the background
+        if graceful:
+            self.close_socket(abort=False)
+        else:
+            abort_transport(self.session)
+        if self._closer is not None and not self._closer.done():
+            await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
+
+
+def abort_connection(connection: Any) -> None:
+    abort_transport(adk_compat.genai_session(connection))
+
+
+def abort_transport(session: Any) -> None:
+    websocket = adk_compat.websocket_of(session)
+    transport = getattr(websocket, "transport", None)
+    if transport is not None:
+        transport.abort()
