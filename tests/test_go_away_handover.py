@@ -162,13 +162,18 @@ async def test_after_a_drop_the_next_connection_opens_before_the_old_one_is_take
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             old_sender = next(t for t in our_tasks() if t.get_name() == "adk_live_resume send #1")
+            loop = asyncio.get_running_loop()
+            sender_ended: list[float] = []
+            old_sender.add_done_callback(lambda _: sender_ended.append(loop.time()))
             await server.close_open(1011)
-            async with asyncio.timeout(5):
-                # checked on every event loop turn: the window lasts one handshake
-                while len(server.connections) < 2:  # noqa: ASYNC110
-                    await asyncio.sleep(0)
-            assert not old_sender.done(), "the old connection was taken down before connecting"
+            await server.wait_for_connections(2)
             assert await live.say("two") == "echo: two"
+            # Both times are the shared event loop's clock: the order, not a duration.
+            new = server.connections[1]
+            assert sender_ended and new.first_sent_at is not None
+            assert new.first_sent_at < sender_ended[0], (
+                "the old connection was taken down before the new one was set up"
+            )
             await live.close()
         assert old_sender.done() and server.connections[1].resumed
         assert server.user_turns_answered()[:2] == ["one", "two"]
