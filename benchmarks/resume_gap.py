@@ -1,14 +1,20 @@
 """Resume gap: from a fault to the first server message on the next connection.
 
 Five drop styles (close 1000, close 1011, abort without a close frame, goAway between turns,
-goAway while an answer streams), each measured for three clients in interleaved rounds
-(patched, stock, floor, patched, stock, floor, ...) against the in-process fake server:
+goAway while an answer streams), each measured for four clients in interleaved rounds
+(patched, stock, floor, floor (detecting), patched, ...) against the in-process fake server:
 
 * **patched**: a real ``Runner.run_live`` with ``adk_live_resume`` installed, the real
   google-genai SDK, a real TLS websocket on 127.0.0.1;
 * **stock**: the same, with the patch uninstalled (stock ADK's own reconnect; google-adk 1.x
   has none: reported as "no reconnect");
-* **floor**: a bare ``client.aio.live.connect`` with the handle in ``session_resumption``.
+* **floor**: a bare ``client.aio.live.connect`` with the handle in ``session_resumption``
+  (issue 10's floor: it has no fault to read);
+* **floor (detecting)** (``floor_detect``): the best a client built on the bare SDK can do.
+  A bare session (no ADK) answers one turn, goes through the same fault as the patched one,
+  reads it through ``session.receive()`` and resumes at once: when the receive ends (a drop),
+  on goAway with no answer outstanding, or after the answer's turnComplete and the handle
+  that follows it; it opens the next connection before it closes the old one.
 
 Both ends of a gap are the fake's own timestamps (``ConnectionRecord``), on the event loop
 clock the client shares: a drop starts when the fake acts on the fault (``ended_at``), a goAway
@@ -16,7 +22,8 @@ gap when the old connection sent its last message (the goAway itself between tur
 of the answer in flight when the client waits for it), and every gap ends when the next
 connection sends its first message (``setupComplete``). The floor starts when the client
 calls ``connect``. Each patched or stock sample is a fresh run: one turn, the fault, the
-resume, one more turn (which must be answered), the run closed.
+resume, one more turn (which must be answered), the run closed; each detecting floor sample
+a fresh session that does the same.
 
 goAway uses the fake's time scale (a 60 s connection lasts 0.6 s, ``timeLeft`` is 0.2 s) and a
 ``go_away_margin`` scaled with it (0.05 s), so that a goAway comes every sample. For goAway
@@ -24,7 +31,10 @@ mid-answer, a turn whose answer takes about 70 ms is sent 30 ms before the goAwa
 samples where the goAway did not land in the answer are redone (and counted).
 
 Goals (issue 10): patched median at most 1.10x the floor's, patched p99 at most 2x the floor's
-p99; for goAway, no turn cut. They are reported, never asserted.
+p99; for goAway, no turn cut. They are reported, never asserted. Reported for information:
+the patched (and stock) median over the detecting floor's, and where a gap goes: from its
+start to the next connection's ``accepted_at`` (the fake's handler starts once the TCP, TLS
+and websocket handshakes are done) and, for the detecting floor, to its ``connect`` call.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import contextlib
 import gc
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +64,13 @@ from common import (
 
 NAME = "resume_gap"
 STYLES = ("close_1000", "close_1011", "abort", "goaway_idle", "goaway_mid_answer")
-VARIANTS = ("patched", "stock", "floor")
+VARIANTS = ("patched", "stock", "floor", "floor_detect")
+CLIENTS = {
+    "patched": "patched",
+    "stock": "stock",
+    "floor": "floor",
+    "floor_detect": "floor (detecting)",
+}
 LABELS = {
     "close_1000": "close 1000",
     "close_1011": "close 1011",
@@ -88,6 +104,11 @@ class Outcome:
     """One sample: a gap in seconds, or why there is none."""
 
     gap: float | None = None
+    #: From the gap's start to the next connection's ``accepted_at`` (the fake's handler
+    #: starts once the TCP, TLS and websocket handshakes are done; the rest is the setup).
+    to_handshake: float | None = None
+    #: From the gap's start to the ``connect`` call (the detecting floor only: detection).
+    to_connect: float | None = None
     no_reconnect: bool = False
     #: The client reconnected, but without a handle the server accepted (a fresh session).
     not_resumed: bool = False
@@ -99,6 +120,8 @@ class Outcome:
 @dataclass
 class Series:
     gaps: list[float] = field(default_factory=list)
+    to_handshake: list[float] = field(default_factory=list)
+    to_connect: list[float] = field(default_factory=list)
     no_reconnect: int = 0
     not_resumed: int = 0
     turns_cut: int = 0
@@ -108,6 +131,10 @@ class Series:
     def add(self, outcome: Outcome) -> None:
         if outcome.gap is not None:
             self.gaps.append(outcome.gap)
+        if outcome.to_handshake is not None:
+            self.to_handshake.append(outcome.to_handshake)
+        if outcome.to_connect is not None:
+            self.to_connect.append(outcome.to_connect)
         self.no_reconnect += outcome.no_reconnect
         self.not_resumed += outcome.not_resumed
         self.turns_cut += outcome.turn_cut
@@ -189,11 +216,44 @@ async def _client_sample(server: Any, style: str, variant: str) -> Outcome:
 
 
 async def _through_fault(server: Any, live: Any, style: str, first: int) -> Outcome:
-    loop = asyncio.get_running_loop()
     await live.say("hello", timeout=STEP_TIMEOUT)
     await asyncio.sleep(0.02)  # the handle that follows turnComplete reaches the client
+    marks: list[int] = []
+
+    async def send_long_turn() -> None:
+        marks.append(live.send_text(LONG_TURN))
+
+    outcome = await _gap_through(server, first, style, send_long_turn)
+    if outcome.gap is None:
+        return outcome
+    if marks:
+        outcome.turn_cut = LONG_TURN not in server.connections[first].answered_user_turns
+        try:
+            answer = await live.answer_after(marks[0], timeout=ANSWER_TIMEOUT)
+            outcome.turn_lost = answer != f"echo: {LONG_TURN}"
+        except (TimeoutError, AssertionError):
+            outcome.turn_lost = True
+    try:
+        outcome.turn_lost |= await live.say("after", timeout=STEP_TIMEOUT) != "echo: after"
+    except (TimeoutError, AssertionError):
+        outcome.turn_lost = True
+    return outcome
+
+
+async def _gap_through(
+    server: Any, first: int, style: str, send_long_turn: Callable[[], Awaitable[None]]
+) -> Outcome:
+    """Inject ``style``'s fault into connection ``first`` (0-based, idle after one answered
+    turn) and time the client's resume, whatever the client.
+
+    Drops are injected at once; goAway comes on the server's schedule, and for "mid-answer"
+    ``send_long_turn`` is awaited ``MID_ANSWER_LEAD_IN`` before it is due. The gap starts at
+    the old connection's ``ended_at`` (drops) or ``last_sent_at`` (goAway, once the client
+    has ended it) and ends at the next connection's ``first_sent_at``. Returns the gap, or
+    ``misplaced`` (goAway not where the style wants it: redo) or ``no_reconnect``.
+    """
+    loop = asyncio.get_running_loop()
     old = server.connections[first]
-    mark: int | None = None
     if style in ("close_1000", "close_1011", "abort"):
         if style == "abort":
             await server.restart()
@@ -205,7 +265,7 @@ async def _through_fault(server: Any, live: Any, style: str, first: int) -> Outc
         due = old.accepted_at + (GOAWAY_LIFETIME - GOAWAY_LEAD) * GOAWAY_SCALE
         if style == "goaway_mid_answer":
             await asyncio.sleep(max(0.0, due - MID_ANSWER_LEAD_IN - loop.time()))
-            mark = live.send_text(LONG_TURN)
+            await send_long_turn()
         try:
             await server.wait_for(lambda: old.finished, STEP_TIMEOUT, what="the old connection")
         except TimeoutError:
@@ -225,30 +285,26 @@ async def _through_fault(server: Any, live: Any, style: str, first: int) -> Outc
     new = server.connections[first + 1]
     if new.first_sent_at is None:
         return Outcome(no_reconnect=True)
-    outcome = Outcome(gap=new.first_sent_at - started, not_resumed=not new.resumed)
-    if mark is not None:
-        outcome.turn_cut = LONG_TURN not in old.answered_user_turns
-        try:
-            answer = await live.answer_after(mark, timeout=ANSWER_TIMEOUT)
-            outcome.turn_lost = answer != f"echo: {LONG_TURN}"
-        except (TimeoutError, AssertionError):
-            outcome.turn_lost = True
-    try:
-        outcome.turn_lost |= await live.say("after", timeout=STEP_TIMEOUT) != "echo: after"
-    except (TimeoutError, AssertionError):
-        outcome.turn_lost = True
-    return outcome
+    return Outcome(
+        gap=new.first_sent_at - started,
+        to_handshake=new.accepted_at - started,
+        not_resumed=not new.resumed,
+    )
+
+
+def _bare_config(handle: str | None) -> Any:
+    """A bare google-genai live config: text answers, resumption on (with ``handle``, if any)."""
+    from google.genai import types
+
+    return types.LiveConnectConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(handle=handle),
+    )
 
 
 async def _floor_sample(server: Any, client: Any) -> Outcome:
     """A bare google-genai connect + setup with a valid handle of this server."""
-    from google.genai import types
-
-    handle = server.handles_issued()[-1]
-    config = types.LiveConnectConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(handle=handle),
-    )
+    config = _bare_config(server.handles_issued()[-1])
     index = len(server.connections)
     started = asyncio.get_running_loop().time()
     async with client.aio.live.connect(model="gemini-live-fake", config=config):
@@ -256,7 +312,123 @@ async def _floor_sample(server: Any, client: Any) -> Outcome:
     record = server.connections[index]
     if record.first_sent_at is None or not record.resumed:
         return Outcome(no_reconnect=True)
-    return Outcome(gap=record.first_sent_at - started)
+    return Outcome(gap=record.first_sent_at - started, to_handshake=record.accepted_at - started)
+
+
+@dataclass
+class _BareState:
+    """What the detecting floor's client has read so far, over all its connections."""
+
+    handle: str | None = None
+    #: Turns sent whose turnComplete has not been read yet.
+    outstanding: int = 0
+    #: No turn outstanding, and a handle was read after the last turnComplete.
+    settled: bool = False
+    go_away: bool = False
+    text: str = ""
+    answers: list[str] = field(default_factory=list)
+
+
+async def _bare_send(session: Any, state: _BareState, text: str) -> None:
+    from google.genai import types
+
+    state.outstanding += 1
+    state.settled = False
+    turn = types.Content(role="user", parts=[types.Part(text=text)])
+    await session.send_client_content(turns=turn, turn_complete=True)
+
+
+async def _bare_read(session: Any, state: _BareState, stop: Callable[[], bool]) -> bool:
+    """Read ``session`` through ``session.receive()`` (which stops at each turnComplete) into
+    ``state`` until ``stop()`` holds after a message (True) or the connection ends (False)."""
+    from google.genai import errors
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        while True:
+            empty = True
+            async for message in session.receive():
+                empty = False
+                content = message.server_content
+                if content is not None:
+                    parts = content.model_turn.parts if content.model_turn else None
+                    state.text += "".join(part.text or "" for part in parts or ())
+                    if content.turn_complete:
+                        state.answers.append(state.text)
+                        state.text = ""
+                        state.outstanding -= 1
+                update = message.session_resumption_update
+                if update is not None and update.new_handle:
+                    state.handle = update.new_handle
+                    state.settled = state.outstanding == 0
+                state.go_away |= message.go_away is not None
+                if stop():
+                    return True
+            if empty:  # the SDK ended the receive without a message: the connection is over
+                return False
+    except (errors.APIError, ConnectionClosed):  # google-genai < 1.62 raises the latter
+        return False
+
+
+async def _detecting_floor_sample(server: Any, client: Any, style: str) -> Outcome:
+    """A bare google-genai session through the same fault as the patched loop, resuming as
+    fast as the SDK lets it: at once when the receive ends (a drop) or on goAway with no
+    answer outstanding; with one, after its turnComplete and the handle that follows. The
+    next connection is opened before the old one is closed."""
+    first = len(server.connections)
+    state = _BareState()
+    stacks = [contextlib.AsyncExitStack()]
+    connect_calls: list[float] = []
+
+    async def connect() -> Any:
+        stack = stacks[-1]
+        connect_calls.append(asyncio.get_running_loop().time())
+        config = _bare_config(state.handle)
+        return await stack.enter_async_context(
+            client.aio.live.connect(model="gemini-live-fake", config=config)
+        )
+
+    async def resume(old: Any) -> Any:
+        await _bare_read(old, state, lambda: state.go_away and state.settled)
+        stacks.append(contextlib.AsyncExitStack())
+        new = await connect()
+        await stacks[-2].aclose()
+        return new
+
+    async def say(session: Any, text: str) -> bool:
+        await _bare_send(session, state, text)
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await _bare_read(session, state, lambda: state.settled)
+        return bool(state.answers) and state.answers[-1] == f"echo: {text}"
+
+    reaction: asyncio.Task[Any] | None = None
+    try:
+        session = await connect()
+        if not await say(session, "hello"):
+            return Outcome(turn_lost=True)
+        reaction = asyncio.create_task(resume(session))
+        outcome = await _gap_through(
+            server, first, style, lambda: _bare_send(session, state, LONG_TURN)
+        )
+        if outcome.gap is None:
+            return outcome
+        async with asyncio.timeout(STEP_TIMEOUT):
+            session = await reaction
+        first_sent = server.connections[first + 1].first_sent_at
+        outcome.to_connect = outcome.gap - (first_sent - connect_calls[1])
+        if style == "goaway_mid_answer":
+            outcome.turn_cut = LONG_TURN not in server.connections[first].answered_user_turns
+            outcome.turn_lost = f"echo: {LONG_TURN}" not in state.answers
+        outcome.turn_lost |= not await say(session, "after")
+        return outcome
+    except TimeoutError:
+        return Outcome(no_reconnect=True)
+    finally:
+        if reaction is not None:
+            reaction.cancel()
+            await asyncio.gather(reaction, return_exceptions=True)
+        for stack in reversed(stacks):
+            await stack.aclose()
 
 
 # ---- the run -------------------------------------------------------------------------------
@@ -290,13 +462,17 @@ async def measure(drops: int) -> dict[str, dict[str, Series]]:
                 for variant in VARIANTS:
                     entry = series[style][variant]
                     await _settle(drop_server, goaway_server)
+                    client = clients[id(server)]
                     if variant == "floor":
-                        entry.add(await _floor_sample(server, clients[id(server)]))
+                        entry.add(await _floor_sample(server, client))
                         continue
                     if entry.no_reconnect and not entry.gaps:
                         continue  # this ADK does not reconnect from this fault: say so once
                     for _ in range(MAX_REDOS):
-                        outcome = await _client_sample(server, style, variant)
+                        if variant == "floor_detect":
+                            outcome = await _detecting_floor_sample(server, client, style)
+                        else:
+                            outcome = await _client_sample(server, style, variant)
                         if not outcome.misplaced:
                             break
                         entry.redone += 1
@@ -326,6 +502,8 @@ def report(series: dict[str, dict[str, Series]]) -> tuple[str, list[str], dict[s
                 "turns_lost": entry.turns_lost,
                 "redone": entry.redone,
                 "gaps_ms": [g * 1000 for g in entry.gaps],
+                "to_handshake_ms": [g * 1000 for g in entry.to_handshake],
+                "to_connect_ms": [g * 1000 for g in entry.to_connect],
             }
             if entry.gaps:
                 stats = Stats.of([g * 1000 for g in entry.gaps])
@@ -333,7 +511,7 @@ def report(series: dict[str, dict[str, Series]]) -> tuple[str, list[str], dict[s
                 rows.append(
                     [
                         LABELS[style],
-                        variant,
+                        CLIENTS[variant],
                         stats.n,
                         stats.median,
                         stats.p90,
@@ -344,7 +522,9 @@ def report(series: dict[str, dict[str, Series]]) -> tuple[str, list[str], dict[s
                     ]
                 )
             else:
-                rows.append([LABELS[style], variant, 0, "-", "-", "-", "-", "-", "no reconnect"])
+                rows.append(
+                    [LABELS[style], CLIENTS[variant], 0, "-", "-", "-", "-", "-", "no reconnect"]
+                )
             payload[style][variant] = body
         verdicts.extend(_verdicts(style, series[style]))
     table = markdown_table(
@@ -390,6 +570,28 @@ def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
         f"{LABELS[style]}: p99 {p99:.2f}x the floor's p99: goal <= 2x: "
         f"{'met' if p99 <= 2.0 else 'MISSED'}",
     ]
+    detecting = by_variant["floor_detect"]
+    if detecting.gaps:
+        stock = by_variant["stock"]
+        against = Stats.of(detecting.gaps).median
+        versus = f"{Stats.of(stock.gaps).median / against:.2f}x" if stock.gaps else "-"
+        lines.append(
+            f"{LABELS[style]}: info: patched median {mine.median / against:.2f}x the detecting "
+            f"floor's (stock: {versus})"
+        )
+    accepts = {
+        CLIENTS[v]: by_variant[v].to_handshake for v in VARIANTS if by_variant[v].to_handshake
+    }
+    lines.append(
+        f"{LABELS[style]}: info: median ms from the gap's start to the next connection's "
+        "handshakes done: "
+        + ", ".join(f"{k} {Stats.of(v).median * 1000:.2f}" for k, v in accepts.items())
+    )
+    if detecting.to_connect:
+        lines.append(
+            f"{LABELS[style]}: info: detecting floor, median ms from the gap's start to its "
+            f"connect call: {Stats.of(detecting.to_connect).median * 1000:.2f}"
+        )
     if style.startswith("goaway"):
         cut = patched.turns_cut + patched.turns_lost
         lines.append(
@@ -404,11 +606,12 @@ def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
     plt = pyplot()
     from matplotlib import ticker
 
-    figure, axes = plt.subplots(1, len(STYLES), figsize=(3.2 * len(STYLES), 4.2), sharey=True)
+    figure, axes = plt.subplots(1, len(STYLES), figsize=(3.6 * len(STYLES), 4.4), sharey=True)
     for axis, style in zip(axes, STYLES, strict=True):
         data = [[g * 1000 for g in series[style][v].gaps] or [float("nan")] for v in VARIANTS]
         axis.boxplot(data, whis=(1, 99), showfliers=True, flierprops={"markersize": 2})
-        axis.set_xticks(range(1, len(VARIANTS) + 1), list(VARIANTS))
+        names = [CLIENTS[v].replace(" ", "\n") for v in VARIANTS]
+        axis.set_xticks(range(1, len(VARIANTS) + 1), names, fontsize=8)
         axis.set_title(LABELS[style], fontsize=9)
         axis.set_yscale("log")
         axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
@@ -437,11 +640,17 @@ def main() -> int:
     for style in STYLES:
         patched = series[style]["patched"]
         floor = series[style]["floor"]
+        detecting = series[style]["floor_detect"]
         check(len(floor.gaps) == drops, f"{style}: the floor did not connect every time")
+        check(len(detecting.gaps) == drops, f"{style}: the detecting floor did not always resume")
+        check(
+            detecting.turns_lost == detecting.turns_cut == detecting.not_resumed == 0,
+            f"{style}: the detecting floor lost or cut a turn, or did not resume",
+        )
         check(len(patched.gaps) == drops, f"{style}: the patched loop did not always resume")
         check(patched.turns_lost == 0, f"{style}: the patched loop lost a turn")
         check(patched.not_resumed == 0, f"{style}: the patched loop did not resume")
-        gaps = patched.gaps + floor.gaps + series[style]["stock"].gaps
+        gaps = [g for variant in VARIANTS for g in series[style][variant].gaps]
         check(finite(*gaps) and all(0 < g < 10 for g in gaps), f"{style}: implausible gaps")
     return 0
 
