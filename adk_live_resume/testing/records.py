@@ -141,8 +141,9 @@ class ConnectionRecord:
         interrupted: number of generations cut off by ``serverContent.interrupted``.
         errors: internal errors of the fake itself (a non-empty list is a bug in the fake).
         finished: True once the connection handler has returned; the record is then final.
-        accepted_at: event loop time (``loop.time()``, real seconds) of the TCP accept; the
-            ``goAway`` and deadline timers count from it.
+        accepted_at: event loop time (``loop.time()``, real seconds) at which the fake's
+            connection handler started: after the TCP, TLS and websocket handshakes, before
+            the setup message is read; the ``goAway`` and deadline timers count from it.
         first_sent_at / last_sent_at: event loop time at which the first / the latest server
             message was handed to the socket (None before any). On the client's clock when
             the client runs in the same process: benchmarks time gaps with them.
