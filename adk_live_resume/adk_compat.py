@@ -380,6 +380,17 @@ def websocket_of(session: Any) -> Any:
     return getattr(session, "_ws", None)
 
 
+def set_websocket(session: Any, websocket: Any) -> None:
+    """Point a google-genai ``AsyncSession`` (a copy: see :mod:`.chunk_encoding`) at another
+    websocket."""
+    session._ws = websocket
+
+
+def is_vertex_session(session: Any) -> bool:
+    """Whether a google-genai ``AsyncSession`` talks the Vertex AI dialect."""
+    return bool(getattr(getattr(session, "_api_client", None), "vertexai", False))
+
+
 def speaks_gemini_3_live(model_name: str | None) -> bool:
     """Whether this ADK release talks to ``model_name`` in the Gemini 3.x Live dialect.
 

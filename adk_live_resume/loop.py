@@ -47,6 +47,7 @@ from typing import Any
 from google.genai import types
 
 from . import adk_compat, log_redaction, observe, pacing
+from .chunk_encoding import ChunkEncoder
 from .connection_watch import ConnectionWatch, abort_connection, abort_transport
 from .errors import (
     Drop,
@@ -125,6 +126,7 @@ class LiveRun:
         self.queue_guard: QueueGuard | None = None
         self.transparent = False
         self.tool_calls = ToolCallBook()
+        self.chunk_encoder = ChunkEncoder()
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
         self.fresh_starts = 0
@@ -552,7 +554,12 @@ class LiveRun:
                 self.connections += 1
                 outcome.at_connect = False
                 watch.session = adk_compat.genai_session(connection)
-                watch.tap = SessionTap(watch.session, watch, pass_handles=self.pass_handles)
+                watch.tap = SessionTap(
+                    watch.session,
+                    watch,
+                    pass_handles=self.pass_handles,
+                    encoder=self.chunk_encoder,
+                )
                 adk_compat.set_genai_session(connection, watch.tap)
                 watch.watch_socket()
                 self.outbox.begin_connection()

@@ -88,6 +88,9 @@ class RunStats:
     #: The most entries held for replay at once: client messages (audio chunks, turns,
     #: responses) and the server facts kept beside them (model text, transcriptions).
     peak_replay_messages: int = 0
+    #: Microphone chunks put on the wire as the SDK's own encoding of them, learnt once per
+    #: run (:mod:`adk_live_resume.chunk_encoding`); the other sends went through the SDK.
+    chunks_encoded: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -238,6 +241,7 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         dropped_audio_ms=run.outbox.dropped_audio_ms_total,
         peak_replay_audio_ms=run.outbox.peak_audio_ms,
         peak_replay_messages=run.outbox.peak_messages,
+        chunks_encoded=run.chunk_encoder.encoded,
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):

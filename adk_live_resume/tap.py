@@ -17,6 +17,8 @@ send, and gives ADK one behaviour on all releases:
   after a resume, whose result is already known) and those are removed.
 * every client send goes through :meth:`TapListener.before_send`, which records it (for
   replay) and may rewrite or drop it (a function response for a call the session never saw).
+  With an ``encoder``, a microphone chunk then goes on the websocket as the text the SDK
+  would send for it (:mod:`adk_live_resume.chunk_encoding`), without the SDK's per-call work.
 * ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
   a client close from a lost connection.
 * :meth:`SessionTap.retire` (the loop moved the session to a new connection) ends ``receive``
@@ -36,6 +38,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 from google.genai import types
+
+from . import adk_compat
+from .chunk_encoding import ChunkEncoder
 
 
 class TapListener(Protocol):
@@ -89,10 +94,19 @@ def parse_time_left(value: object) -> float | None:
 class SessionTap:
     """Stands in for a google-genai ``AsyncSession``; forwards everything else unchanged."""
 
-    def __init__(self, session: Any, listener: TapListener, *, pass_handles: bool = True) -> None:
+    def __init__(
+        self,
+        session: Any,
+        listener: TapListener,
+        *,
+        pass_handles: bool = True,
+        encoder: ChunkEncoder | None = None,
+    ) -> None:
         self._tapped_session = session
         self._listener = listener
         self._pass_handles = pass_handles
+        self._encoder = encoder
+        self._websocket = adk_compat.websocket_of(session) if encoder is not None else None
         self._retired = False
         #: The task waiting for the next server message, while it waits.
         self._waiting: asyncio.Task[Any] | None = None
@@ -191,9 +205,16 @@ class SessionTap:
     async def _send(self, method: str, kwargs: dict[str, Any], *, replay: bool) -> None:
         """``kwargs`` is the listener's to keep: a fresh dict for every send."""
         decided = self._listener.before_send(method, kwargs, replay=replay)
-        if decided is not None:
-            name, arguments = decided
-            await getattr(self._tapped_session, name)(**arguments)
+        if decided is None:
+            return
+        name, arguments = decided
+        if self._websocket is not None:
+            assert self._encoder is not None
+            text = self._encoder.encode(self._tapped_session, name, arguments)
+            if text is not None:  # a microphone chunk, as the SDK would send it
+                await self._websocket.send(text)
+                return
+        await getattr(self._tapped_session, name)(**arguments)
 
     async def replay(self, method: str, kwargs: Mapping[str, Any]) -> None:
         """Send a recorded message again (on a new connection), through the listener."""

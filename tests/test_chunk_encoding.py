@@ -1,0 +1,174 @@
+"""Microphone chunks sent as google-genai's own encoding of them (``chunk_encoding``).
+
+Against the real SDK: the learnt text equals what ``AsyncSession.send_realtime_input`` sends,
+byte for byte, on both dialects; what cannot be encoded that way is left to the SDK. End to
+end: the real ``Runner.run_live``, patched and stock, sends the same audio, and the fake
+server receives the same realtime input from both.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from google import genai
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig
+from google.genai import live, types
+
+import adk_live_resume
+from adk_live_resume.chunk_encoding import ChunkEncoder, learn, sdk_text
+from adk_live_resume.observe import RunStats
+from adk_live_resume.testing import FakeLiveServer, silence_pcm, speech_pcm
+from adk_live_resume.testing.driver import LiveDriver
+
+MIME_TYPES = ("audio/pcm;rate=16000", "audio/pcm;rate=24000", "audio/pcm")
+
+
+def _session(*, vertex: bool) -> Any:
+    client = genai.Client(vertexai=True, api_key="k") if vertex else genai.Client(api_key="k")
+    return live.AsyncSession(api_client=client._api_client, websocket=None)
+
+
+def _send(key: str, data: bytes, mime_type: str) -> dict[str, Any]:
+    return {key: types.Blob(data=data, mime_type=mime_type)}
+
+
+@pytest.mark.parametrize("vertex", [False, True], ids=["gemini-api", "vertex"])
+@pytest.mark.parametrize("key", ["media", "audio"])
+def test_encoded_chunks_are_what_the_sdk_sends_byte_for_byte(vertex: bool, key: str) -> None:
+    session = _session(vertex=vertex)
+    encoder = ChunkEncoder()
+    chance = random.Random(7)
+    sizes = [1, 2, 3, 4, 5, 639, 640, 641, 642, 3200]
+    for mime_type in MIME_TYPES:
+        for size in sizes:
+            data = chance.randbytes(size)
+            text = encoder.encode(session, "send_realtime_input", _send(key, data, mime_type))
+            assert text == sdk_text(session, key, data, mime_type), (mime_type, size)
+    assert encoder.encoded == len(MIME_TYPES) * len(sizes)
+
+
+def test_the_sdk_alphabet_is_told_apart_from_the_other() -> None:
+    """google-genai sends URL-safe base64: a template in the standard alphabet would differ
+    for every chunk whose base64 holds ``-`` or ``_``."""
+    session = _session(vertex=False)
+    template = learn(session, "audio", "audio/pcm;rate=16000")
+    assert template is not None
+    data = b"\xfb\xff\xbf"
+    assert template.text(data) == sdk_text(session, "audio", data, "audio/pcm;rate=16000")
+    assert "-_-_" in template.text(data)
+
+
+@pytest.mark.parametrize(
+    ("method", "arguments"),
+    [
+        ("send_client_content", {"turns": [types.Content(role="user", parts=[])]}),
+        ("send_realtime_input", {"text": "hello"}),
+        ("send_realtime_input", {"activity_start": types.ActivityStart()}),
+        ("send_realtime_input", {"video": types.Blob(data=b"\x00\x01", mime_type="image/jpeg")}),
+        ("send_realtime_input", {"audio": types.Blob(data=b"", mime_type="audio/pcm")}),
+        ("send_realtime_input", {"audio": types.Blob(data=b"\x00\x01")}),
+        (
+            "send_realtime_input",
+            {"audio": types.Blob(data=b"\x00\x01", mime_type="audio/pcm", display_name="mic")},
+        ),
+        (
+            "send_realtime_input",
+            {
+                "audio": types.Blob(data=b"\x00\x01", mime_type="audio/pcm"),
+                "media": types.Blob(data=b"\x00\x01", mime_type="audio/pcm"),
+            },
+        ),
+        ("send_realtime_input", {"audio": {"data": b"\x00\x01", "mime_type": "audio/pcm"}}),
+    ],
+    ids=[
+        "client-content",
+        "text",
+        "activity",
+        "video",
+        "empty",
+        "no-mime",
+        "other-field",
+        "two-arguments",
+        "dict-not-blob",
+    ],
+)
+def test_other_sends_are_left_to_the_sdk(method: str, arguments: dict[str, Any]) -> None:
+    encoder = ChunkEncoder()
+    assert encoder.encode(_session(vertex=False), method, arguments) is None
+    assert encoder.encoded == 0
+
+
+class _BinarySession(live.AsyncSession):
+    """An SDK whose encoding is not base64 inside a fixed text (here: binary frames)."""
+
+    calls = 0
+
+    async def send_realtime_input(self, **kwargs: Any) -> None:
+        type(self).calls += 1
+        blob = next(iter(kwargs.values()))
+        await self._ws.send(bytes(blob.data))
+
+
+def test_a_shape_the_sdk_does_not_encode_as_text_is_tried_once_then_left_to_it() -> None:
+    client = genai.Client(api_key="k")
+    session = _BinarySession(api_client=client._api_client, websocket=None)
+    encoder = ChunkEncoder()
+    chunk = _send("audio", b"\x01\x02" * 320, "audio/pcm;rate=16000")
+    assert encoder.encode(session, "send_realtime_input", chunk) is None
+    learning_calls = _BinarySession.calls
+    assert learning_calls >= 1
+    for _ in range(3):
+        assert encoder.encode(session, "send_realtime_input", chunk) is None
+    assert _BinarySession.calls == learning_calls, "learning is not tried again"
+    assert encoder.encoded == 0
+
+
+# -- end to end ---------------------------------------------------------------------------
+
+
+def _realtime_inputs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in messages if "realtimeInput" in m or "realtime_input" in m]
+
+
+async def _spoken_turn(
+    server: FakeLiveServer, chunks: list[bytes], *, vertex: bool
+) -> BaseException | None:
+    """One spoken turn; the error ``run_live`` ended with (stock 1.27 turns a close into
+    ``APIError``)."""
+    agent = LlmAgent(name="voice", model=server.gemini(vertex=vertex))
+    config = RunConfig(response_modalities=[types.Modality.TEXT])
+    async with await LiveDriver.start(agent, run_config=config) as live_run:
+        mark = len(live_run.events)
+        for chunk in chunks:
+            live_run.send_audio(chunk)
+        assert await live_run.answer_after(mark) == "echo: good morning"
+        return await live_run.close()
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("vertex", [False, True], ids=["gemini-api", "vertex"])
+async def test_patched_and_stock_adk_put_the_same_audio_on_the_wire(
+    fake_live_server_factory: Any, vertex: bool
+) -> None:
+    server: FakeLiveServer = await fake_live_server_factory(chunk_delay=0.0)
+    pcm = silence_pcm(0.2, noise=40) + speech_pcm("good morning", seconds=0.6) + silence_pcm(0.7)
+    chunks = [pcm[start : start + 640] for start in range(0, len(pcm), 640)]
+    await _spoken_turn(server, chunks, vertex=vertex)  # stock
+    stats: list[RunStats] = []
+    remove = adk_live_resume.on_run_end(stats.append)
+    adk_live_resume.install()
+    try:
+        assert await _spoken_turn(server, chunks, vertex=vertex) is None  # patched
+    finally:
+        adk_live_resume.uninstall()
+        remove()
+    stock, patched = await server.wait_for_connections(2, finished=True)
+    sent_by_stock = _realtime_inputs(stock.client_messages)
+    assert len(sent_by_stock) == len(chunks)
+    assert _realtime_inputs(patched.client_messages) == sent_by_stock
+    assert any("-" in str(m) or "_" in str(m) for m in sent_by_stock), "URL-safe bytes sent"
+    assert [s.chunks_encoded for s in stats] == [len(chunks)]
