@@ -21,8 +21,10 @@ Guarantees:
   that standard and URL-safe base64 encode differently (exactly one alphabet must match).
 * Anything else goes through the SDK unchanged: another method or argument, several
   arguments, a ``Blob`` with fields other than ``data`` and ``mime_type``, data that is not
-  ``bytes``, an empty chunk, a session without a reachable websocket, or a shape whose
-  learning failed (tried once per shape, then left to the SDK).
+  ``bytes``, an empty chunk, a session without a reachable websocket, a session whose
+  ``send_realtime_input`` is not google-genai's own (wrapped for tracing, say: it must
+  still see every chunk), or a shape whose learning failed (tried once per shape, then
+  left to the SDK).
 * Socket errors are the SDK's own: the same ``websocket.send`` is called.
 """
 
@@ -46,6 +48,8 @@ logger = logging.getLogger(__name__)
 _PROBE = bytes(range(256)) + b"\xfb\xff\xbf" * 2 + bytes(range(255, -1, -1)) + b"\xfb\xef" * 62
 #: The probes checked against the SDK: no padding, ``==`` and ``=``.
 _PROBES = (_PROBE, _PROBE[:-2], _PROBE[:-1])
+#: Where google-genai defines ``AsyncSession.send_realtime_input``.
+_SDK_MODULE = "google.genai.live"
 _BLOB_FIELDS = frozenset({"data", "mime_type"})
 _KEYS = ("media", "audio")
 
@@ -152,6 +156,11 @@ class ChunkEncoder:
 
     @staticmethod
     def _learn(session: Any, key: str, mime_type: str) -> Template | None:
+        method = getattr(type(session), "send_realtime_input", None)
+        if getattr(method, "__module__", None) != _SDK_MODULE:
+            # Wrapped (tracing, say) or replaced: every chunk must still go through it.
+            logger.debug("send_realtime_input is not google-genai's own; chunks go through it")
+            return None
         try:
             template = learn(session, key, mime_type)
         except Exception:  # noqa: BLE001 - any surprise leaves the shape to the SDK
