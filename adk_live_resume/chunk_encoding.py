@@ -163,7 +163,7 @@ class ChunkEncoder:
             return None
         try:
             template = learn(session, key, mime_type)
-        except Exception:  # noqa: BLE001 - any surprise leaves the shape to the SDK
+        except Exception:  # any surprise leaves the shape to the SDK
             logger.debug("could not learn the SDK's encoding of %s chunks", key, exc_info=True)
             return None
         if template is None:
