@@ -40,6 +40,7 @@ from typing import Any
 from google.genai import types
 
 from . import adk_compat
+from .outbox import plain_blob
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,6 @@ _PROBES = (_PROBE, _PROBE[:-2], _PROBE[:-1])
 #: Where google-genai defines ``AsyncSession.send_realtime_input``.
 _SDK_MODULE = "google.genai.live"
 _BLOB_FIELDS = frozenset({"data", "mime_type"})
-_KEYS = ("media", "audio")
 
 
 class _KeptText:
@@ -109,11 +109,16 @@ def learn(session: Any, key: str, mime_type: str) -> Template | None:
     first = sdk_text(session, key, _PROBES[0], mime_type)
     if not isinstance(first, str):
         return None
-    found = [encode for encode in _ENCODERS if first.count(encode(_PROBES[0]).decode("ascii")) == 1]
+    found = [
+        (encode, encoded)
+        for encode in _ENCODERS
+        if first.count(encoded := encode(_PROBES[0]).decode("ascii")) == 1
+    ]
     if len(found) != 1:
         return None
-    before, _, after = first.partition(found[0](_PROBES[0]).decode("ascii"))
-    template = Template(before, found[0], after)
+    ((encode, encoded),) = found
+    before, _, after = first.partition(encoded)
+    template = Template(before, encode, after)
     for probe in _PROBES[1:]:
         if sdk_text(session, key, probe, mime_type) != template.text(probe):
             return None
@@ -132,17 +137,11 @@ class ChunkEncoder:
     def encode(self, session: Any, method: str, arguments: Mapping[str, Any]) -> str | None:
         """The text the SDK would send for ``session.<method>(**arguments)`` if it is a plain
         audio chunk of a learnt shape; None if the SDK must send it."""
-        if method != "send_realtime_input" or len(arguments) != 1:
+        plain = plain_blob(method, arguments)
+        if plain is None:
             return None
-        ((key, blob),) = arguments.items()
-        if (
-            key not in _KEYS
-            or type(blob) is not types.Blob
-            or type(blob.data) is not bytes
-            or not blob.data
-            or not blob.mime_type
-            or not blob.model_fields_set <= _BLOB_FIELDS
-        ):
+        key, blob = plain
+        if not blob.mime_type or not blob.model_fields_set <= _BLOB_FIELDS:
             return None
         shape = (adk_compat.is_vertex_session(session), key, blob.mime_type)
         try:
@@ -152,7 +151,7 @@ class ChunkEncoder:
         if template is None:
             return None
         self.encoded += 1
-        return template.text(blob.data)
+        return template.text(blob.data)  # type: ignore[arg-type]  # bytes, per plain_blob
 
     @staticmethod
     def _learn(session: Any, key: str, mime_type: str) -> Template | None:

@@ -539,11 +539,11 @@ def _blob_ms(blob: Any) -> float:
     return size / 2 / rate * 1000.0
 
 
-def _plain_audio(method: str, kwargs: Mapping[str, Any]) -> tuple[bytes, float] | None:
-    """``(pcm, ms)`` of a send that carries one audio ``Blob`` of bytes (as ``media`` or
-    ``audio``) and nothing else, which is what ADK sends for every microphone chunk; None for
-    any other send. The same figures as :func:`describe` and :func:`audio_pcm` give, without
-    their general walk."""
+def plain_blob(method: str, kwargs: Mapping[str, Any]) -> tuple[str, types.Blob] | None:
+    """``(argument, blob)`` of a send that carries one ``Blob`` of non-empty bytes (as
+    ``media`` or ``audio``) and nothing else, which is what ADK sends for every microphone
+    chunk; None for any other send. Checked first on every chunk: by the outbox's record and
+    by :class:`~adk_live_resume.chunk_encoding.ChunkEncoder`."""
     if method != "send_realtime_input" or len(kwargs) != 1:
         return None
     ((key, blob),) = kwargs.items()
@@ -554,10 +554,21 @@ def _plain_audio(method: str, kwargs: Mapping[str, Any]) -> tuple[bytes, float] 
         or not blob.data
     ):
         return None
+    return key, blob
+
+
+def _plain_audio(method: str, kwargs: Mapping[str, Any]) -> tuple[bytes, float] | None:
+    """``(pcm, ms)`` of a :func:`plain_blob` send of audio; None for any other send. The same
+    figures as :func:`describe` and :func:`audio_pcm` give, without their general walk."""
+    plain = plain_blob(method, kwargs)
+    if plain is None:
+        return None
+    blob = plain[1]
     rate = _audio_rate(blob.mime_type or "")
     if rate is None:
         return None
-    return blob.data, len(blob.data) / 2 / rate * 1000.0
+    data: bytes = blob.data  # type: ignore[assignment]  # bytes, checked by plain_blob
+    return data, len(data) / 2 / rate * 1000.0
 
 
 def _content_text(turns: Any, turn_complete: Any) -> str | None:

@@ -105,8 +105,9 @@ class SessionTap:
         self._tapped_session = session
         self._listener = listener
         self._pass_handles = pass_handles
-        self._encoder = encoder
-        self._websocket = adk_compat.websocket_of(session) if encoder is not None else None
+        #: Where encoded microphone chunks go, and their encoder: both or neither.
+        self._websocket: Any = adk_compat.websocket_of(session) if encoder is not None else None
+        self._encoder = encoder if self._websocket is not None else None
         self._retired = False
         #: The task waiting for the next server message, while it waits.
         self._waiting: asyncio.Task[Any] | None = None
@@ -208,8 +209,7 @@ class SessionTap:
         if decided is None:
             return
         name, arguments = decided
-        if self._websocket is not None:
-            assert self._encoder is not None
+        if self._encoder is not None:
             text = self._encoder.encode(self._tapped_session, name, arguments)
             if text is not None:  # a microphone chunk, as the SDK would send it
                 await self._websocket.send(text)
