@@ -361,7 +361,13 @@ class LiveConnection:
     # ---- setup -----------------------------------------------------------------------------
 
     async def _serve(self) -> None:
-        raw = await self.ws.recv()
+        timeout = self._settings.setup_timeout
+        try:
+            async with asyncio.timeout(None if timeout is None else self._settings.real(timeout)):
+                raw = await self.ws.recv()
+        except TimeoutError:
+            self.terminate("setup_timeout", code=1011, reason="no setup in time")
+            return
         message = self._parse(raw)
         setup = pick_dict(message, "setup") if message is not None else None
         if setup is None:

@@ -32,6 +32,7 @@ EndedBy = Literal[
     "shutdown",
     "rejected",
     "session_limit",
+    "setup_timeout",
 ]
 HeardHow = Literal["typed", "spoken", "history"]
 
@@ -116,7 +117,7 @@ class ConnectionRecord:
         server_messages: every raw message the server sent, in order.
         ended_by: who ended the connection ("client", "fault", "deadline", "refused",
             "restart", "flap", "rejected" (Gemini 3.x ``clientContent``), "session_limit",
-            or "shutdown" when the server stopped); None while open.
+            "setup_timeout", or "shutdown" when the server stopped); None while open.
         close_code / close_reason: the close frame sent or received; 1006 when the TCP
             connection was dropped without one.
         go_away_sent: True once a ``goAway`` was sent.

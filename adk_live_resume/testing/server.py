@@ -89,6 +89,9 @@ class FakeLiveServer:
             carries compression never end.
         lenient_client_content: Gemini 3.x Live setups accept ``clientContent`` that the
             family rejects (recorded all the same) instead of closing with 1007.
+        setup_timeout: service seconds a connection may stay open without sending its setup;
+            then it is closed with 1011 (``ended_by`` "setup_timeout"). None (default): it
+            may wait for ever.
     """
 
     def __init__(
@@ -106,6 +109,7 @@ class FakeLiveServer:
         handle_schedule: HandleSchedule | None = None,
         session_limit: float | None = AUDIO_SESSION_LIMIT,
         lenient_client_content: bool = False,
+        setup_timeout: float | None = None,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -121,6 +125,7 @@ class FakeLiveServer:
             handle_schedule=handle_schedule or HandleSchedule(),
             session_limit=session_limit,
             lenient_client_content=lenient_client_content,
+            setup_timeout=setup_timeout,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

@@ -44,6 +44,7 @@ class ServerSettings:
     handle_schedule: HandleSchedule = field(default_factory=HandleSchedule)
     session_limit: float | None = AUDIO_SESSION_LIMIT
     lenient_client_content: bool = False
+    setup_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
