@@ -386,6 +386,13 @@ def set_websocket(session: Any, websocket: Any) -> None:
     session._ws = websocket
 
 
+def genai_live_module() -> Any:
+    """google-genai's ``live`` module (its ``ws_connect`` opens every live websocket)."""
+    import google.genai.live
+
+    return google.genai.live
+
+
 def is_vertex_session(session: Any) -> bool:
     """Whether a google-genai ``AsyncSession`` talks the Vertex AI dialect."""
     return bool(getattr(getattr(session, "_api_client", None), "vertexai", False))

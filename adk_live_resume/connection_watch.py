@@ -114,6 +114,8 @@ class ConnectionWatch:
             self.rotate("goAway at a safe point")
         else:
             self.rotate_on_next_handle = True
+            # The next socket's handshakes overlap the rest of the turn.
+            self.run.dial_early(latest=self.rotate_by)
 
     def _deadline(self) -> None:
         """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new

@@ -46,7 +46,7 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat, log_redaction, observe, pacing
+from . import adk_compat, early_dial, log_redaction, observe, pacing
 from .chunk_encoding import ChunkEncoder
 from .connection_watch import ConnectionWatch, abort_connection, abort_transport
 from .errors import (
@@ -148,6 +148,12 @@ class LiveRun:
         self.make_before_break = True
         #: Closes retired connections and discarded openings in the background.
         self.closer = BackgroundCloser(policy.close_timeout)
+        #: Opens the next connection's socket as soon as a reconnect is known to come.
+        self.dialer: early_dial.EarlyDialer | None = (
+            early_dial.EarlyDialer(close=self._close_unused_socket)
+            if policy.early_dial and early_dial.hook()
+            else None
+        )
 
     @property
     def agent_name(self) -> str:
@@ -232,6 +238,31 @@ class LiveRun:
             return
         self._open_next(watch, latest=None)
 
+    def dial_early(self, *, latest: float | None) -> None:
+        """Start opening the next connection's socket now (a goAway that must wait for its
+        safe point), after its turn at the process's pacer; the next connect of this run
+        uses it."""
+        if self.dialer is None:
+            return
+        guard = self.queue_guard
+        on_close = guard.on_close if guard is not None else None
+        self.dialer.dial(lambda: pacing.take_turn(self.policy, latest=latest, on_close=on_close))
+
+    async def _take_turn(self, *, latest: float | None) -> bool:
+        """Wait for the pacer's go-ahead for a connection attempt, unless a socket opened ahead
+        (which took its turn) will serve it; ``False`` if the run was closed first."""
+        if self.dialer is not None and self.dialer.holds_turn():
+            return True
+        guard = self.queue_guard
+        on_close = guard.on_close if guard is not None else None
+        return await pacing.take_turn(self.policy, latest=latest, on_close=on_close)
+
+    def _close_unused_socket(self, websocket: Any) -> None:
+        stack = contextlib.AsyncExitStack()
+        stack.push_async_callback(websocket.close)
+        transport = getattr(websocket, "transport", None)
+        self.closer.close(stack, transport.abort if transport is not None else None)
+
     def _open_next(self, watch: ConnectionWatch, *, latest: float | None) -> bool:
         """Start opening the connection after ``watch``'s, resuming the current handle (it
         takes its turn at the process's pacer first); return whether it started.
@@ -247,11 +278,9 @@ class LiveRun:
         ):
             return False
         request = self.connect_request(handle)
-        guard = self.queue_guard
-        on_close = guard.on_close if guard is not None else None
 
         async def opener(stack: contextlib.AsyncExitStack) -> Any:
-            if not await pacing.take_turn(self.policy, latest=latest, on_close=on_close):
+            if not await self._take_turn(latest=latest):
                 return None
             return await self._connect(stack, request)
 
@@ -305,6 +334,8 @@ class LiveRun:
         finally:
             ending = sys.exc_info()[1]
             await self._discard_opening()
+            if self.dialer is not None:
+                await self.dialer.discard()
             await self.closer.wait()
             self.queue_guard.release()
             await surface.stop_background(self.flow, self.ctx)
@@ -429,8 +460,7 @@ class LiveRun:
             await self._discard_opening()
             # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
             latest = watch.rotate_by if end is _End.ROTATE else None
-            on_close = guard.on_close if guard is not None else None
-            if not await pacing.take_turn(self.policy, latest=latest, on_close=on_close):
+            if not await self._take_turn(latest=latest):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
 
@@ -667,23 +697,26 @@ class LiveRun:
         """
         guard = self.queue_guard
         closed = False
-        async with asyncio.timeout(self.policy.connect_timeout) as deadline:
+        try:
+            async with asyncio.timeout(self.policy.connect_timeout) as deadline:
 
-            def on_close() -> None:
-                nonlocal closed
-                closed = True
-                deadline.reschedule(asyncio.get_running_loop().time())
+                def on_close() -> None:
+                    nonlocal closed
+                    closed = True
+                    deadline.reschedule(asyncio.get_running_loop().time())
 
-            remove = guard.on_close(on_close) if guard is not None else None
-            try:
-                return await stack.enter_async_context(self.llm.connect(request))
-            except TimeoutError:
-                if closed:
-                    return None
-                raise
-            finally:
-                if remove is not None:
-                    remove()
+                remove = guard.on_close(on_close) if guard is not None else None
+                dialing = early_dial.dialing_for(self.dialer)  # google-genai's socket, if ready
+                try:
+                    return await stack.enter_async_context(self.llm.connect(request))
+                finally:
+                    early_dial.stop_dialing(dialing)
+                    if remove is not None:
+                        remove()
+        except TimeoutError:  # (raised as the timeout's block exits)
+            if closed:
+                return None
+            raise
 
     async def _let_next_open(self, watch: ConnectionWatch, outcome: _Outcome) -> None:
         """While the next connection is being opened after a drop, taking this one down (its

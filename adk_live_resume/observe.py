@@ -91,6 +91,10 @@ class RunStats:
     #: Microphone chunks put on the wire as the SDK's own encoding of them, learnt once per
     #: run (:mod:`adk_live_resume.chunk_encoding`); the other sends went through the SDK.
     chunks_encoded: int = 0
+    #: Sockets opened ahead of a reconnect (:mod:`adk_live_resume.early_dial`), and how many
+    #: of them a connection used (the others were closed unused).
+    sockets_dialed_early: int = 0
+    early_sockets_used: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -242,6 +246,8 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         peak_replay_audio_ms=run.outbox.peak_audio_ms,
         peak_replay_messages=run.outbox.peak_messages,
         chunks_encoded=run.chunk_encoder.encoded,
+        sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
+        early_sockets_used=run.dialer.used if run.dialer is not None else 0,
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):

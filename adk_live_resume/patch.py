@@ -166,6 +166,9 @@ def uninstall() -> bool:
                 "adk_live_resume.install(); leaving their version in place"
             )
         _installed = None
+        from . import early_dial
+
+        early_dial.unhook()
         return True
 
 

@@ -148,6 +148,11 @@ class ResumePolicy:
     #: 100 ms may hold, when that is more than ``process_reconnect_burst``: a herd is spread
     #: over at least about ``0.1 / share`` seconds (1.25 s at 0.08), however busy the process.
     process_reconnect_share: float = 0.08
+    #: Open the next connection's socket (TCP, TLS and websocket handshakes) as soon as a
+    #: reconnect is known to come, after its turn at the pacer: on goAway, while the answer in
+    #: flight ends; after a drop retried at once, while ADK unwinds. The setup, with the
+    #: newest handle, still goes when ADK connects (:mod:`adk_live_resume.early_dial`).
+    early_dial: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.retryable_close_codes, frozenset) and isinstance(
