@@ -27,7 +27,9 @@ Guarantees:
   handles are ignored) and closed in the background, bounded by ``close_timeout``. If that
   opening fails, the old socket is closed first and the run retries as after a drop, and
   keeps closing first on later goAways (a server that refuses a resume while the old socket
-  is open).
+  is open). While such a goAway waits for its safe point, the next socket is opened ahead
+  (:mod:`adk_live_resume.early_dial`); the setup, with the newest handle, goes at the safe
+  point.
 * The caller's ``RunConfig`` is never mutated; every connection gets its own request copy.
 * ``LiveRequestQueue.close()`` ends the run without reconnecting; cancelling the consumer
   ends the run promptly, and no task started here outlives it.
@@ -148,7 +150,7 @@ class LiveRun:
         self.make_before_break = True
         #: Closes retired connections and discarded openings in the background.
         self.closer = BackgroundCloser(policy.close_timeout)
-        #: Opens the next connection's socket as soon as a reconnect is known to come.
+        #: Opens the next connection's socket on a goAway that waits for its safe point.
         self.dialer: early_dial.EarlyDialer | None = (
             early_dial.EarlyDialer(close=self._close_unused_socket)
             if policy.early_dial and early_dial.hook()
