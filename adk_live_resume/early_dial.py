@@ -126,6 +126,10 @@ class EarlyDialer:
         logger.debug("opening the next connection's socket ahead")
         return True
 
+    def ready(self) -> bool:
+        """A socket opened ahead is open and waiting to be taken."""
+        return self._task is not None and self._task.done() and _open(self._task)
+
     def take(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Dialed | None:
         """The socket opened ahead, for google-genai's ``ws_connect(*args, **kwargs)``; ``None``
         when there is none fit for it (it is then closed)."""

@@ -208,8 +208,8 @@ async def test_a_socket_dialed_for_another_address_is_closed_not_handed_over() -
             return True
 
         assert dialer.dial(turn) and not dialer.dial(turn)  # one at a time
-        await server.wait_for(lambda: len(server.connections) == 1, 5, what="the socket")
-        assert dialer.holds_turn()
+        await server.wait_for(dialer.ready, 5, what="the socket open")
+        assert dialer.holds_turn() and len(server.connections) == 1
         other_headers = {
             "additional_headers": {"x-goog-api-key": "other"},
             "ssl": address[1]["ssl"],
