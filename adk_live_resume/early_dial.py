@@ -87,9 +87,11 @@ class EarlyDialer:
         self.dialed = 0
         self.used = 0
 
-    def learn(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Remember the address google-genai connected to (the hook calls this)."""
+    def learn(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Address:
+        """Remember the address google-genai connects to, and return it (the hook calls
+        this)."""
         self.address = Address(args, dict(kwargs))
+        return self.address
 
     def holds_turn(self) -> bool:
         """A socket opened ahead (it took the pacer's turn) is on its way to the next connect:
@@ -130,16 +132,16 @@ class EarlyDialer:
         """A socket opened ahead is open and waiting to be taken."""
         return self._task is not None and self._task.done() and _open(self._task)
 
-    def take(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Dialed | None:
-        """The socket opened ahead, for google-genai's ``ws_connect(*args, **kwargs)``; ``None``
+    def take(self, address: Address) -> _Dialed | None:
+        """The socket opened ahead, for google-genai's ``ws_connect`` to ``address``; ``None``
         when there is none fit for it (it is then closed)."""
-        task, address = self._task, self._address
+        task, dialed_for = self._task, self._address
         if task is None:
             return None
         self._task = self._address = None
         age = asyncio.get_running_loop().time() - self._started_at
-        if address != Address(args, kwargs) or age > MAX_AGE:
-            why = "another address" if address != Address(args, kwargs) else f"{age:.1f} s old"
+        if dialed_for != address or age > MAX_AGE:
+            why = "another address" if dialed_for != address else f"{age:.1f} s old"
             logger.debug("not using the socket opened ahead (%s)", why)
             self._give_up(task)
             return None
@@ -147,7 +149,7 @@ class EarlyDialer:
             self._give_up(task)
             return None
         self.used += 1
-        return _Dialed(task, Address(args, kwargs))
+        return _Dialed(task, address)
 
     async def discard(self) -> None:
         """Close the socket opened ahead, or stop opening it. Never raises."""
@@ -237,8 +239,7 @@ def _ws_connect(*args: Any, **kwargs: Any) -> Any:
     dialer = _dialer.get()
     if dialer is None:
         return original(*args, **kwargs)
-    dialer.learn(args, kwargs)
-    dialed = dialer.take(args, kwargs)
+    dialed = dialer.take(dialer.learn(args, kwargs))
     return dialed if dialed is not None else original(*args, **kwargs)
 
 

@@ -244,17 +244,18 @@ class LiveRun:
         """Start opening the next connection's socket now (a goAway that must wait for its
         safe point), after its turn at the process's pacer; the next connect of this run
         uses it."""
-        if self.dialer is None:
-            return
-        guard = self.queue_guard
-        on_close = guard.on_close if guard is not None else None
-        self.dialer.dial(lambda: pacing.take_turn(self.policy, latest=latest, on_close=on_close))
+        if self.dialer is not None:
+            self.dialer.dial(lambda: self._pacer_turn(latest))
 
     async def _take_turn(self, *, latest: float | None) -> bool:
         """Wait for the pacer's go-ahead for a connection attempt, unless a socket opened ahead
         (which took its turn) will serve it; ``False`` if the run was closed first."""
         if self.dialer is not None and self.dialer.holds_turn():
             return True
+        return await self._pacer_turn(latest)
+
+    async def _pacer_turn(self, latest: float | None) -> bool:
+        """This run's turn at the process's pacer (given up when the run is closed)."""
         guard = self.queue_guard
         on_close = guard.on_close if guard is not None else None
         return await pacing.take_turn(self.policy, latest=latest, on_close=on_close)

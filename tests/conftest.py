@@ -78,6 +78,20 @@ def our_tasks() -> list[asyncio.Task[object]]:
     return [t for t in asyncio.all_tasks() if t.get_name().startswith("adk_live_resume")]
 
 
+async def end_cleanly(live: Any, server: Any, ending: str) -> None:
+    """End a live run by closing its queue (``ending`` "close": the run returns) or by
+    cancelling its consumer ("cancel": within 1 s); then no task of ours is left and the fake
+    has no open connection."""
+    async with asyncio.timeout(5):
+        if ending == "close":
+            assert await live.close(timeout=2) is None
+        else:
+            assert await live.cancel() < 1.0
+    await asyncio.sleep(0)
+    assert our_tasks() == []
+    await server.wait_for(lambda: server.open_connections() == 0, 5, what="all closed")
+
+
 @pytest.fixture
 def launcher_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let a test call ``launcher.main`` in this process: the launcher's environment

@@ -20,7 +20,7 @@ from adk_live_resume import ResumePolicy, RunStats, early_dial
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory, our_tasks
+from .conftest import AgentFactory, end_cleanly
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -131,14 +131,7 @@ async def test_ending_the_run_while_an_early_socket_waits_closes_it(
         await server.wait_for(lambda: len(server.connections) == 2, 5, what="the early socket")
         early = server.connections[1]
         assert early.setup is None and not server.connections[0].finished
-        async with asyncio.timeout(5):
-            if ending == "close":
-                assert await live.close(timeout=2) is None
-            else:
-                assert await live.cancel() < 1.0
-        await asyncio.sleep(0)
-        assert our_tasks() == []
-        await server.wait_for(lambda: server.open_connections() == 0, 5, what="all closed")
+        await end_cleanly(live, server, ending)
         assert len(server.connections) == 2
         assert early.setup is None and early.ended_by == "client"
 
@@ -188,7 +181,8 @@ async def test_a_dialer_without_a_learnt_address_dials_nothing() -> None:
         return True
 
     assert not dialer.dial(turn)
-    assert not dialer.holds_turn() and dialer.take(("wss://x",), {}) is None
+    assert not dialer.holds_turn()
+    assert dialer.take(early_dial.Address(("wss://x",), {})) is None
     await dialer.discard()
     assert (dialer.dialed, dialer.used, turns, closed) == (0, 0, [], [])
 
@@ -214,7 +208,7 @@ async def test_a_socket_dialed_for_another_address_is_closed_not_handed_over() -
             "additional_headers": {"x-goog-api-key": "other"},
             "ssl": address[1]["ssl"],
         }
-        assert dialer.take(address[0], other_headers) is None
+        assert dialer.take(early_dial.Address(address[0], other_headers)) is None
         assert not dialer.holds_turn()
         assert len(closed) == 1
         await closed[0].close()

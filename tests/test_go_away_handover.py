@@ -20,7 +20,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.records import ConnectionRecord
 
-from .conftest import AgentFactory, our_tasks
+from .conftest import AgentFactory, end_cleanly, our_tasks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -140,14 +140,7 @@ async def test_closing_or_cancelling_while_the_next_connection_opens_ends_cleanl
         await server.wait_for_connections(2, timeout=5)
         old, opening = server.connections
         assert not old.finished and opening.setup is not None
-        async with asyncio.timeout(5):
-            if ending == "close":
-                assert await live.close(timeout=2) is None
-            else:
-                assert await live.cancel() < 1.0
-        await asyncio.sleep(0)
-        assert our_tasks() == []
-        await server.wait_for(lambda: server.open_connections() == 0, 5, what="all closed")
+        await end_cleanly(live, server, ending)
         assert len(server.connections) == 2
         assert old.ended_by == "client" and opening.ended_by == "client"
 
