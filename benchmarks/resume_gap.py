@@ -30,6 +30,11 @@ goAway uses the fake's time scale (a 60 s connection lasts 0.6 s, ``timeLeft`` i
 mid-answer, a turn whose answer takes about 70 ms is sent 30 ms before the goAway is due;
 samples where the goAway did not land in the answer are redone (and counted).
 
+``--rtt-ms N`` puts a :class:`~adk_live_resume.testing.LatencyRelay` between every client
+and the servers (N/2 ms each way, the TCP handshake's round trip included): the gap then holds
+the round trips a remote server costs, which the in-process fake leaves out (results in
+``resume_gap_rtt<N>.json``). ``--drops`` sets the number of rounds.
+
 Goals (issue 10): patched median at most 1.10x the floor's, patched p99 at most 2x the floor's
 p99; for goAway, no turn cut. They are reported, never asserted. Reported for information:
 the patched (and stock) median over the detecting floor's, and where a gap goes: from its
@@ -199,15 +204,16 @@ async def _end_run(live: Any) -> None:
         await live.cancel()
 
 
-async def _client_sample(server: Any, style: str, variant: str) -> Outcome:
-    """One fresh run of the patched loop or stock ADK through one fault."""
+async def _client_sample(server: Any, address: Any, style: str, variant: str) -> Outcome:
+    """One fresh run of the patched loop or stock ADK through one fault (``address``: the
+    server, or the latency relay in front of it)."""
     from google.adk.agents import LlmAgent
 
     from adk_live_resume.testing import LiveDriver
 
     first = len(server.connections)
     with _variant(variant):
-        agent = LlmAgent(name="bench", model=server.gemini())
+        agent = LlmAgent(name="bench", model=address.gemini())
         live = await LiveDriver.start(agent)
         try:
             return await _through_fault(server, live, style, first)
@@ -443,8 +449,10 @@ async def _settle(*servers: Any) -> None:
     await asyncio.sleep(0.005)
 
 
-async def measure(drops: int) -> dict[str, dict[str, Series]]:
-    from adk_live_resume.testing import FakeLiveServer
+async def measure(drops: int, one_way: float = 0.0) -> dict[str, dict[str, Series]]:
+    """Every style and client, ``drops`` interleaved rounds; with ``one_way`` (seconds) every
+    client reaches the servers through a :class:`~adk_live_resume.testing.LatencyRelay`."""
+    from adk_live_resume.testing import FakeLiveServer, LatencyRelay
 
     series = {style: {variant: Series() for variant in VARIANTS} for style in STYLES}
     drop_server = FakeLiveServer(chunk_delay=CHUNK_DELAY)
@@ -454,8 +462,16 @@ async def measure(drops: int) -> dict[str, dict[str, Series]]:
         go_away_lead=GOAWAY_LEAD,
         chunk_delay=CHUNK_DELAY,
     )
-    async with drop_server, goaway_server:
-        clients = {id(s): s.genai_client() for s in (drop_server, goaway_server)}
+    async with contextlib.AsyncExitStack() as stack:
+        addresses: dict[int, Any] = {}
+        for server in (drop_server, goaway_server):
+            await stack.enter_async_context(server)
+            addresses[id(server)] = (
+                await stack.enter_async_context(LatencyRelay(server, one_way=one_way))
+                if one_way
+                else server
+            )
+        clients = {key: address.genai_client() for key, address in addresses.items()}
         for round_number in range(drops):
             for style in STYLES:
                 server = goaway_server if style.startswith("goaway") else drop_server
@@ -472,7 +488,9 @@ async def measure(drops: int) -> dict[str, dict[str, Series]]:
                         if variant == "floor_detect":
                             outcome = await _detecting_floor_sample(server, client, style)
                         else:
-                            outcome = await _client_sample(server, style, variant)
+                            outcome = await _client_sample(
+                                server, addresses[id(server)], style, variant
+                            )
                         if not outcome.misplaced:
                             break
                         entry.redone += 1
@@ -602,7 +620,7 @@ def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
     return lines
 
 
-def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
+def plot(series: dict[str, dict[str, Series]], target: Path, title: str) -> None:
     plt = pyplot()
     from matplotlib import ticker
 
@@ -621,22 +639,42 @@ def plot(series: dict[str, dict[str, Series]], target: Path) -> None:
             if not series[style][variant].gaps:
                 axis.text(position, 1, "no\nreconnect", ha="center", fontsize=7)
     axes[0].set_ylabel("gap, fault to first message on the new connection (ms)")
-    figure.suptitle("Resume gap (whiskers p1-p99)", fontsize=10)
+    figure.suptitle(f"{title} (whiskers p1-p99)", fontsize=10)
     save_figure(figure, target)
 
 
 def main() -> int:
-    args = parser(__doc__.splitlines()[0]).parse_args()
+    options = parser(__doc__.splitlines()[0])
+    options.add_argument(
+        "--rtt-ms",
+        type=float,
+        default=0.0,
+        help="emulated network round trip between every client and the fake server, through"
+        " a LatencyRelay on 127.0.0.1 (default 0: direct); results go to"
+        " resume_gap_rtt<N>.json",
+    )
+    options.add_argument(
+        "--drops", type=int, help=f"rounds (default {FULL_DROPS}; {QUICK_DROPS} with --quick)"
+    )
+    args = options.parse_args()
+    if args.rtt_ms < 0 or (args.drops is not None and args.drops < 1):
+        options.error("--rtt-ms must be >= 0 and --drops >= 1")
     logging.basicConfig(level=logging.ERROR)
     # stock google-adk 1.x logs every drop it does not survive with a traceback at ERROR
     logging.getLogger("google_adk").setLevel(logging.CRITICAL)
-    drops = QUICK_DROPS if args.quick else FULL_DROPS
+    drops = args.drops or (QUICK_DROPS if args.quick else FULL_DROPS)
+    name = f"{NAME}_rtt{args.rtt_ms:g}" if args.rtt_ms else NAME
+    title = f"Resume gap, {args.rtt_ms:g} ms round trip" if args.rtt_ms else "Resume gap"
     results, plots = output_dirs(args.quick)
-    series = asyncio.run(measure(drops))
+    series = asyncio.run(measure(drops, args.rtt_ms / 2000))
     table, verdicts, payload = report(series)
-    print_report(f"Resume gap ({drops} drops per style and client)", table, verdicts)
-    write_result(results, NAME, {"drops": drops, "styles": payload, "verdicts": verdicts})
-    plot(series, plots / f"{NAME}.png")
+    print_report(f"{title} ({drops} drops per style and client)", table, verdicts)
+    write_result(
+        results,
+        name,
+        {"drops": drops, "rtt_ms": args.rtt_ms, "styles": payload, "verdicts": verdicts},
+    )
+    plot(series, plots / f"{name}.png", title)
     for style in STYLES:
         patched = series[style]["patched"]
         floor = series[style]["floor"]

@@ -16,10 +16,12 @@ What the model answers is documented in :mod:`adk_live_resume.testing.model`, th
 :mod:`adk_live_resume.testing.speech`, voice activity detection in
 :mod:`adk_live_resume.testing.vad`, when handles are issued and what they restore in
 :mod:`adk_live_resume.testing.handles`, the Gemini 3.x Live dialect in
-:mod:`adk_live_resume.testing.dialect`. The pytest plugin (registered through the ``pytest11``
-entry point) provides the ``fake_live_server``, ``fake_live_server_factory`` and
-``live_resume_patch`` fixtures; :class:`LiveDriver` drives a real ``Runner.run_live`` turn by
-turn; :func:`patch_installed` installs the patch for one block.
+:mod:`adk_live_resume.testing.dialect`, network latency in front of the server
+(:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`. The pytest plugin
+(registered through the ``pytest11`` entry point) provides the ``fake_live_server``,
+``fake_live_server_factory`` and ``live_resume_patch`` fixtures; :class:`LiveDriver` drives a
+real ``Runner.run_live`` turn by turn; :func:`patch_installed` installs the patch for one
+block.
 
 Needs the ``testing`` extra: ``pip install 'adk-live-resume[testing]'``.
 """
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from .driver import LiveDriver, LiveRunEnded, answer_text
     from .faults import Fault
     from .handles import HandleIssue, HandleSchedule
+    from .latency import LatencyRelay
     from .model import ScriptedModel
     from .patching import patch_installed, patch_removed
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
@@ -56,6 +59,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "Fault": ".faults",
             "HandleIssue": ".handles",
             "HandleSchedule": ".handles",
+            "LatencyRelay": ".latency",
             "ScriptedModel": ".model",
             "patch_installed": ".patching",
             "patch_removed": ".patching",
@@ -84,6 +88,7 @@ __all__ = [
     "HandleIssue",
     "HandleSchedule",
     "HeardTurn",
+    "LatencyRelay",
     "LiveDriver",
     "LiveRunEnded",
     "ResentMessage",
