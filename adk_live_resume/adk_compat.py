@@ -380,6 +380,40 @@ def websocket_of(session: Any) -> Any:
     return getattr(session, "_ws", None)
 
 
+def on_close_frame(websocket: Any, callback: Callable[[int, str], None]) -> bool:
+    """Call ``callback(code, reason)`` as soon as ``websocket`` receives a close frame that
+    starts a close (its peer's; not the peer's answer to a close we started).
+
+    google-genai reports a close only once ``recv`` raises, and websockets raises there only
+    once the TCP connection is gone: after our close frame reached the server and its FIN came
+    back, a round trip after the close frame arrived. The frame is seen in websockets'
+    ``process_event`` (its asyncio implementation, websockets 13 and later), wrapped on this
+    one connection; frames still queued for ``recv`` are untouched. Returns whether the
+    connection could be watched (not the legacy implementation). ``callback`` must not raise:
+    it runs inside websockets' ``data_received``.
+    """
+    process_event = getattr(websocket, "process_event", None)
+    protocol = getattr(websocket, "protocol", None)
+    if process_event is None or protocol is None:
+        return False
+    from websockets.frames import Opcode
+
+    def process_event_and_notice_close(event: Any) -> None:
+        process_event(event)
+        if (
+            getattr(event, "opcode", None) is Opcode.CLOSE
+            and getattr(protocol, "close_rcvd_then_sent", None) is True
+        ):
+            close = getattr(protocol, "close_rcvd", None)
+            if close is None:  # a close frame without a status: 1005, as websockets reports
+                callback(1005, "")
+            else:
+                callback(close.code, close.reason)
+
+    websocket.process_event = process_event_and_notice_close
+    return True
+
+
 def set_websocket(session: Any, websocket: Any) -> None:
     """Point a google-genai ``AsyncSession`` (a copy: see :mod:`.chunk_encoding`) at another
     websocket."""

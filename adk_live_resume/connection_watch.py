@@ -187,6 +187,16 @@ class ConnectionWatch:
         self.mark_lost()
         self.run.open_after_drop(self, error)
 
+    def on_close_frame(self, code: int, reason: str) -> None:
+        """The server's close frame arrived; google-genai reports the close a round trip
+        later, once the TCP connection is gone. A close we started ourselves (a move, the
+        client's close) aside, the connection is lost now, and the next socket is opened
+        at once if the loop will reconnect at once (:meth:`LiveRun.dial_after_close`)."""
+        if self.rotating or self.retired or self.client_closed:
+            return
+        self.mark_lost()
+        self.run.dial_after_close(self, code)
+
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
@@ -248,8 +258,11 @@ class ConnectionWatch:
             self.lost_at = asyncio.get_running_loop().time()
 
     def watch_socket(self) -> None:
-        """Note the moment the websocket closes, even while ADK is busy (a tool runs)."""
+        """Note the moment the websocket closes, even while ADK is busy (a tool runs), and
+        act on the server's close frame as soon as it arrives."""
         websocket = adk_compat.websocket_of(self.session)
+        if self.run.dialer is not None:
+            adk_compat.on_close_frame(websocket, self.on_close_frame)
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return

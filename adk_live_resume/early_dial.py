@@ -10,9 +10,13 @@ safe point ADK and google-genai connect as usual and find it ready, so only the 
 the newest handle) is left to wait for. Against a remote server this takes the TCP, TLS and
 websocket handshakes (several round trips) out of the silence after the answer.
 
-Not after a drop, nor on a goAway at a safe point: the connect starts at once there anyway,
-and dialing a moment earlier on the same thread only reorders the same work (measured: no
-gain on the resume-gap benchmark).
+The same when the server closes the connection with a code the loop resumes after: the
+socket is opened as the close frame arrives (:func:`adk_compat.on_close_frame`), while
+google-genai reports the close only after the close handshake, a round trip later; the SDK's
+connect then finds the socket open or on its way, and every message queued before the close
+frame has been read by then, so the setup carries the newest handle. Not on a drop without a
+close frame, nor on a goAway at a safe point: the connect starts at once there anyway (on
+one thread, dialing a moment earlier only reorders the same work: measured, no gain).
 
 Pieces:
 

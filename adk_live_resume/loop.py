@@ -226,19 +226,29 @@ class LiveRun:
         Only when that attempt would go at once anyway: the first of an outage, no
         ``first_attempt_jitter``. :meth:`_plan_retry` still decides: the loop discards the
         connection if it decides otherwise."""
-        if (
+        drop = classify(error)
+        if drop is not None and drop.kind == "closed" and self._retries_at_once(watch, drop.code):
+            self._open_next(watch, latest=None)
+
+    def dial_after_close(self, watch: ConnectionWatch, code: int) -> None:
+        """The server's close frame arrived: if the loop will reconnect at once once
+        google-genai reports the close (:meth:`open_after_drop`), open the next socket now.
+        It saves a round trip: the SDK reports the close only after the close handshake."""
+        if self._retries_at_once(watch, code):
+            self.dial_early(latest=None)
+
+    def _retries_at_once(self, watch: ConnectionWatch, code: int | None) -> bool:
+        """A close with ``code`` on ``watch`` is followed by an attempt without delay: the
+        first of an outage, no ``first_attempt_jitter``, a code worth retrying."""
+        return not (
             watch.rotating
             or watch.client_closed
             or self.outage is not None
             or self.policy.first_attempt_jitter
             or not self.rate.has_room(asyncio.get_running_loop().time())
             or (self.queue_guard is not None and self.queue_guard.close_requested)
-        ):
-            return
-        drop = classify(error)
-        if drop is None or drop.kind != "closed" or not self.policy.is_retryable_code(drop.code):
-            return
-        self._open_next(watch, latest=None)
+            or not self.policy.is_retryable_code(code)
+        )
 
     def dial_early(self, *, latest: float | None) -> None:
         """Start opening the next connection's socket now (a goAway that must wait for its

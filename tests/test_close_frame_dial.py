@@ -1,0 +1,225 @@
+"""A server's close frame opens the next socket at once, a round trip before google-genai
+reports the close (it raises only once the TCP connection is gone, after the close
+handshake). Real ``Runner.run_live``, real google-genai, real TLS websockets on 127.0.0.1, the
+fake Gemini Live server, both entry points; some runs through a :class:`LatencyRelay`, where
+that round trip is real.
+
+Also: ``adk_compat.on_close_frame`` on a bare websockets connection (the frame is seen before
+``recv`` raises, with its code and reason), and the closes that must open nothing: a code the
+loop does not retry, ``early_dial=False``, and the closes the loop starts itself (a goAway
+move, the end of the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import websockets
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
+
+import adk_live_resume
+from adk_live_resume import ResumePolicy, RunStats, adk_compat
+from adk_live_resume.connection_watch import ConnectionWatch
+from adk_live_resume.testing import FakeLiveServer, LatencyRelay
+from adk_live_resume.testing.driver import LiveDriver, LiveRunEnded
+
+from .conftest import AgentFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+def dials_when_reported(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """How many sockets the run had dialed early each time google-genai reported the end of
+    a connection (the drop first; the run's own close at its end may follow)."""
+    seen: list[int] = []
+    original = ConnectionWatch.on_receive_error
+
+    def on_receive_error(self: ConnectionWatch, error: BaseException) -> None:
+        dialer = self.run.dialer
+        seen.append(dialer.dialed if dialer is not None else -1)
+        original(self, error)
+
+    monkeypatch.setattr(ConnectionWatch, "on_receive_error", on_receive_error)
+    yield seen
+
+
+async def _through_close(
+    server: FakeLiveServer, address: Any, make_agent: AgentFactory, policy: ResumePolicy, code: int
+) -> RunStats:
+    """A turn, the server closes with ``code``, another turn (answered on the next
+    connection), the run closed; its stats."""
+    stats: list[RunStats] = []
+    remove = adk_live_resume.on_run_end(stats.append)
+    try:
+        agent = make_agent(address, policy=policy)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("hello") == "echo: hello"
+            await server.wait_for(
+                lambda: bool(server.connections[0].handles_issued), 5, what="a handle"
+            )
+            await asyncio.sleep(0.05)  # the handle after turnComplete reaches the client
+            await server.close_open(code, "bye")
+            assert await live.say("after") == "echo: after"
+            await live.close()
+    finally:
+        remove()
+    assert len(stats) == 1, stats
+    return stats[0]
+
+
+def _resumed_once(server: FakeLiveServer) -> None:
+    old, new = server.connections
+    assert new.resumed and new.resume_handle == old.handles_issued[-1]
+    assert new.user_turns == ["after"], "a turn was sent twice or lost"
+    assert server.history_sends() == 0
+
+
+@pytest.mark.parametrize("code", [1000, 1011])
+async def test_a_server_close_opens_the_next_socket_before_google_genai_reports_it(
+    make_agent: AgentFactory, dials_when_reported: list[int], code: int
+) -> None:
+    async with FakeLiveServer() as server:
+        stats = await _through_close(server, server, make_agent, ResumePolicy(), code)
+        assert stats.error is None
+        # The socket was on its way when the SDK reported the close, and it was the one used:
+        # no other socket reached the server.
+        assert dials_when_reported[0] == 1
+        assert (stats.sockets_dialed_early, stats.early_sockets_used) == (1, 1)
+        assert stats.connections == len(server.connections) == 2
+        _resumed_once(server)
+
+
+async def test_through_a_real_round_trip_the_socket_opened_on_the_close_frame_is_used(
+    make_agent: AgentFactory, dials_when_reported: list[int]
+) -> None:
+    # 60 ms round trips: the close handshake the SDK waits for takes one more.
+    async with FakeLiveServer() as server, LatencyRelay(server, one_way=0.03) as relay:
+        stats = await _through_close(server, relay, make_agent, ResumePolicy(), 1011)
+        assert stats.error is None and dials_when_reported[0] == 1
+        assert (stats.sockets_dialed_early, stats.early_sockets_used) == (1, 1)
+        _resumed_once(server)
+
+
+async def test_without_early_dial_a_close_opens_nothing_ahead(
+    make_agent: AgentFactory, dials_when_reported: list[int]
+) -> None:
+    async with FakeLiveServer() as server:
+        policy = ResumePolicy(early_dial=False)
+        stats = await _through_close(server, server, make_agent, policy, 1011)
+        assert stats.error is None and dials_when_reported[0] == -1  # no dialer
+        assert (stats.sockets_dialed_early, stats.early_sockets_used) == (0, 0)
+        _resumed_once(server)
+
+
+async def test_a_close_the_loop_does_not_retry_opens_no_socket(
+    make_agent: AgentFactory, dials_when_reported: list[int]
+) -> None:
+    stats: list[RunStats] = []
+    remove = adk_live_resume.on_run_end(stats.append)
+    try:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=ResumePolicy())
+            live = await LiveDriver.start(agent)
+            assert await live.say("hello") == "echo: hello"
+            await server.close_open(1008, "policy violation")
+            with pytest.raises(LiveRunEnded):
+                await live.say("after", timeout=5)
+            await live.close()
+            await asyncio.sleep(0.1)  # nothing late reaches the server either
+            assert len(server.connections) == 1
+    finally:
+        remove()
+    assert dials_when_reported[0] == 0
+    assert len(stats) == 1 and stats[0].sockets_dialed_early == 0
+    assert stats[0].error is not None and "1008" in stats[0].error
+
+
+async def test_closes_the_loop_starts_itself_open_no_socket(
+    make_agent: AgentFactory,
+) -> None:
+    # goAway between turns (a move at a safe point: we close the old socket), then the end
+    # of the run (we close again): the server's close frames answer ours.
+    stats: list[RunStats] = []
+    remove = adk_live_resume.on_run_end(stats.append)
+    try:
+        async with FakeLiveServer(
+            time_scale=0.01, connection_lifetime=60, go_away_lead=20
+        ) as server:
+            agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("hello") == "echo: hello"
+                await server.wait_for_connections(2, timeout=5)
+                await server.wait_for(
+                    lambda: server.connections[0].finished, 5, what="the old socket closed"
+                )
+                assert await live.say("after") == "echo: after"
+                await live.close()
+            assert server.connections[0].go_away_sent
+            assert server.connections[0].ended_by == "client"
+    finally:
+        remove()
+    assert len(stats) == 1 and stats[0].error is None
+    assert stats[0].go_aways >= 1
+    assert stats[0].sockets_dialed_early == 0
+
+
+# ---- the hook on a bare websockets connection ------------------------------------------------
+
+
+async def test_on_close_frame_sees_the_frame_before_recv_raises() -> None:
+    events: list[str] = []
+
+    async def handler(connection: ServerConnection) -> None:
+        await connection.recv()  # once the client watches
+        await connection.send("one")
+        await connection.close(4001, "going")
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
+            assert adk_compat.on_close_frame(
+                client, lambda code, reason: events.append(f"close frame {code} {reason}")
+            )
+            await client.send("go")
+            with pytest.raises(websockets.ConnectionClosed):
+                while True:
+                    events.append(f"message {await client.recv()}")
+            events.append("recv raised")
+    assert events == ["message one", "close frame 4001 going", "recv raised"] or events == [
+        "close frame 4001 going",
+        "message one",
+        "recv raised",
+    ]
+    # The frame queued before the close is still delivered, and the close is seen first
+    # or after it, but always before recv raises.
+    assert events[-1] == "recv raised" and "message one" in events
+
+
+def test_on_close_frame_declines_a_connection_it_cannot_watch() -> None:
+    class Legacy:  # no process_event: websockets' legacy implementation
+        protocol = object()
+
+    assert not adk_compat.on_close_frame(Legacy(), lambda code, reason: None)
+    assert not adk_compat.on_close_frame(None, lambda code, reason: None)
+
+
+async def test_on_close_frame_ignores_the_answer_to_a_close_we_started() -> None:
+    events: list[str] = []
+
+    async def handler(connection: ServerConnection) -> None:
+        await connection.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
+            assert adk_compat.on_close_frame(
+                client, lambda code, reason: events.append(f"close frame {code}")
+            )
+            await client.close(1000)
+            assert client.protocol.close_rcvd is not None  # the server's answer came
+    assert events == []
