@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -389,8 +390,8 @@ def on_close_frame(websocket: Any, callback: Callable[[int, str], None]) -> bool
     back, a round trip after the close frame arrived. The frame is seen in websockets'
     ``process_event`` (its asyncio implementation, websockets 13 and later), wrapped on this
     one connection; frames still queued for ``recv`` are untouched. Returns whether the
-    connection could be watched (not the legacy implementation). ``callback`` must not raise:
-    it runs inside websockets' ``data_received``.
+    connection could be watched (not the legacy implementation). ``callback`` runs inside
+    websockets' ``data_received``: what it raises is logged (WARNING), never passed on.
     """
     process_event = getattr(websocket, "process_event", None)
     protocol = getattr(websocket, "protocol", None)
@@ -405,10 +406,17 @@ def on_close_frame(websocket: Any, callback: Callable[[int, str], None]) -> bool
             and getattr(protocol, "close_rcvd_then_sent", None) is True
         ):
             close = getattr(protocol, "close_rcvd", None)
-            if close is None:  # a close frame without a status: 1005, as websockets reports
-                callback(1005, "")
-            else:
-                callback(close.code, close.reason)
+            try:
+                if close is None:  # no status in the frame: 1005, as websockets reports it
+                    callback(1005, "")
+                else:
+                    callback(close.code, close.reason)
+            except Exception:  # inside websockets' data_received: never break the socket
+                logging.getLogger("adk_live_resume.loop").warning(
+                    "acting on the server's close frame failed; the close is handled when"
+                    " google-genai reports it",
+                    exc_info=True,
+                )
 
     websocket.process_event = process_event_and_notice_close
     return True

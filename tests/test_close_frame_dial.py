@@ -223,3 +223,28 @@ async def test_on_close_frame_ignores_the_answer_to_a_close_we_started() -> None
             await client.close(1000)
             assert client.protocol.close_rcvd is not None  # the server's answer came
     assert events == []
+
+
+async def test_a_failing_close_frame_callback_is_logged_and_the_close_still_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(connection: ServerConnection) -> None:
+        await connection.recv()
+        await connection.close(1011, "boom")
+
+    def broken(code: int, reason: str) -> None:
+        raise RuntimeError("a bug in the callback")
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
+            assert adk_compat.on_close_frame(client, broken)
+            await client.send("go")
+            with (
+                caplog.at_level("WARNING", logger="adk_live_resume.loop"),
+                pytest.raises(websockets.ConnectionClosed) as raised,
+            ):
+                await client.recv()
+    assert raised.value.rcvd is not None and raised.value.rcvd.code == 1011
+    assert "acting on the server's close frame failed" in caplog.text
+    assert "a bug in the callback" in caplog.text
