@@ -47,6 +47,7 @@ async def test_a_connect_pays_every_round_trip_and_bytes_arrive_whole_and_in_ord
             assert await _answer(session, long_text) == f"echo: {long_text}"
             assert loop.time() - sent >= 2 * ONE_WAY * 0.99
         assert server.connections[0].user_turns == [long_text]
+        await server.wait_for(lambda: relay.open_sockets() == 0, 5, what="relay sockets closed")
 
 
 @pytest.mark.parametrize("code", [1000, 1011, 4000])
@@ -59,6 +60,8 @@ async def test_a_close_frame_reaches_the_client_with_its_code(code: int) -> None
                 async for _ in session.receive():
                     pass
             assert raised.value.code == code
+        # Both ways ended: the relay closed both of its sockets, as TCP would.
+        await server.wait_for(lambda: relay.open_sockets() == 0, 5, what="relay sockets closed")
 
 
 async def test_a_drop_without_a_close_frame_reaches_the_client_as_one() -> None:
@@ -70,6 +73,7 @@ async def test_a_drop_without_a_close_frame_reaches_the_client_as_one() -> None:
                 async for _ in session.receive():
                     pass
             assert raised.value.code == 1006  # no close frame: abnormal closure
+        await server.wait_for(lambda: relay.open_sockets() == 0, 5, what="relay sockets closed")
 
 
 async def test_leaving_the_relay_drops_what_it_still_relays() -> None:
@@ -103,3 +107,13 @@ def test_bad_settings_are_refused_with_what_to_do() -> None:
         LatencyRelay(Local(), one_way=-1)
     with pytest.raises(RuntimeError, match="not started"):
         _ = LatencyRelay(Local(), one_way=0.0).base_url
+
+
+async def test_a_pipe_that_is_done_takes_nothing_more() -> None:
+    # (A pipe whose target is gone must not keep a timer firing for what it cannot deliver.)
+    from adk_live_resume.testing.latency import _DelayedPipe
+
+    pipe = _DelayedPipe(asyncio.get_running_loop(), 0.01)
+    pipe.stop()
+    pipe.push(b"late bytes")
+    assert pipe.done and not pipe._items and pipe._timer is None

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -54,7 +54,8 @@ class _Address(Protocol):
 
 
 class _DelayedPipe:
-    """What one side read, written to the other side ``delay`` seconds later, in order."""
+    """What one side read, delivered to the other side ``delay`` seconds later, in order.
+    Once it is done (an ending delivered, or the target's socket gone) it takes nothing more."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
         self._loop = loop
@@ -62,7 +63,7 @@ class _DelayedPipe:
         self._items: collections.deque[tuple[float, object]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
         self._not_before = 0.0
-        self.target: asyncio.Transport | None = None
+        self.target: _Side | None = None
         self.done = False
 
     def hold_until(self, when: float) -> None:
@@ -70,6 +71,8 @@ class _DelayedPipe:
         self._not_before = when
 
     def push(self, item: object) -> None:
+        if self.done:
+            return  # nobody to deliver to any more
         due = max(self._loop.time(), self._not_before) + self._delay
         self._items.append((due, item))
         self._schedule()
@@ -78,34 +81,34 @@ class _DelayedPipe:
         if self._timer is None and self._items and self.target is not None:
             self._timer = self._loop.call_at(self._items[0][0], self._flush)
 
-    def attach(self, target: asyncio.Transport) -> None:
+    def attach(self, target: _Side) -> None:
         self.target = target
         self._schedule()
 
     def _flush(self) -> None:
         self._timer = None
         target = self.target
-        assert target is not None
+        assert target is not None and target.transport is not None
+        transport = target.transport
         now = self._loop.time()
         while self._items and self._items[0][0] <= now and not self.done:
             _, item = self._items.popleft()
             if item is _EOF:
-                if target.can_write_eof():
-                    target.write_eof()
-                else:
-                    target.close()
+                target.send_eof()
             elif item is _CLOSE:
-                target.close()
-                self.done = True
+                transport.close()
+                self.stop()
             elif item is _ABORT:
-                target.abort()
-                self.done = True
-            elif not target.is_closing():
+                transport.abort()
+                self.stop()
+            elif not transport.is_closing():
                 assert isinstance(item, bytes)
-                target.write(item)
+                transport.write(item)
         self._schedule()
 
-    def cancel(self) -> None:
+    def stop(self) -> None:
+        """Deliver nothing more."""
+        self.done = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -113,24 +116,48 @@ class _DelayedPipe:
 
 
 class _Side(asyncio.Protocol):
-    """One socket of a relayed connection; what it reads goes into ``outgoing``."""
+    """One socket of a relayed connection: what it reads goes into ``outgoing``, and
+    ``incoming`` delivers to it. Its transport is in ``registry`` while it is open; it is
+    closed once each way has ended (its peer's FIN read, ours passed on), as TCP does."""
 
-    def __init__(self, outgoing: _DelayedPipe) -> None:
+    def __init__(
+        self, outgoing: _DelayedPipe, incoming: _DelayedPipe, registry: set[asyncio.Transport]
+    ) -> None:
         self.outgoing = outgoing
+        self.incoming = incoming
+        self.registry = registry
         self.transport: asyncio.Transport | None = None
+        self._eof_read = False
+        self._eof_sent = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.registry.add(transport)
+        self.incoming.attach(self)
 
     def data_received(self, data: bytes) -> None:
         self.outgoing.push(bytes(data))
 
     def eof_received(self) -> bool:
         self.outgoing.push(_EOF)
-        return True  # keep our side open for writing: the other side may still answer
+        self._eof_read = True
+        # Stay open for writing while the other way still carries data.
+        return not self._eof_sent
+
+    def send_eof(self) -> None:
+        """Pass the other side's FIN on (a close if this transport cannot half-close)."""
+        assert self.transport is not None
+        self._eof_sent = True
+        if self._eof_read or not self.transport.can_write_eof():
+            self.transport.close()
+        else:
+            self.transport.write_eof()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.transport is not None:
+            self.registry.discard(self.transport)
+        self.incoming.stop()  # nothing more can be written to this socket
         self.outgoing.push(_CLOSE if exc is None else _ABORT)
 
 
@@ -163,6 +190,11 @@ class LatencyRelay:
     @property
     def cert_path(self) -> str:
         return self._cert_path
+
+    def open_sockets(self) -> int:
+        """Sockets the relay holds open now: two per relayed connection (the client's and
+        the server's), none once every connection has ended both ways."""
+        return len(self._transports)
 
     def genai_client(self, api_version: str | None = None, *, vertex: bool = False) -> Client:
         """A ``google.genai.Client`` that reaches the server through this relay."""
@@ -203,52 +235,21 @@ class LatencyRelay:
         # SYN and SYN-ACK: the client's first byte reaches the server 3 one-way delays after
         # its connect (the relay itself accepted at once).
         upstream.hold_until(loop.time() + 2 * self.one_way)
-        client_side = _Side(upstream)
-        task = loop.create_task(self._open_upstream(client_side, upstream, downstream))
+        client_side = _Side(upstream, downstream, self._transports)
+        task = loop.create_task(self._open_upstream(client_side))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return _Tracked(client_side, downstream, self._transports)
+        return client_side
 
-    async def _open_upstream(
-        self, client_side: _Side, upstream: _DelayedPipe, downstream: _DelayedPipe
-    ) -> None:
+    async def _open_upstream(self, client_side: _Side) -> None:
+        """Connect to the target for ``client_side``; abort the client if that fails."""
         loop = asyncio.get_running_loop()
         try:
-            transport, _ = await loop.create_connection(
-                lambda: _Tracked(_Side(downstream), upstream, self._transports),
+            await loop.create_connection(
+                lambda: _Side(client_side.incoming, client_side.outgoing, self._transports),
                 "127.0.0.1",
                 self._target_port,
             )
         except OSError:
             if client_side.transport is not None:
                 client_side.transport.abort()
-            return
-        del transport
-
-
-class _Tracked(asyncio.Protocol):
-    """A :class:`_Side` whose transport is also where ``incoming`` delivers."""
-
-    def __init__(self, side: _Side, incoming: _DelayedPipe, registry: set[Any]) -> None:
-        self._side = side
-        self._incoming = incoming
-        self._registry = registry
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._registry.add(transport)
-        self._side.connection_made(transport)
-        self._incoming.attach(transport)
-
-    def data_received(self, data: bytes) -> None:
-        self._side.data_received(data)
-
-    def eof_received(self) -> bool:
-        return self._side.eof_received()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._side.transport is not None:
-            self._registry.discard(self._side.transport)
-        self._incoming.cancel()  # nothing more can be written to this socket
-        self._incoming.done = True
-        self._side.connection_lost(exc)
