@@ -192,7 +192,7 @@ class ConnectionWatch:
         later, once the TCP connection is gone. A close we started ourselves (a move, the
         client's close) aside, the connection is lost now, and the next socket is opened
         at once if the loop will reconnect at once (:meth:`LiveRun.dial_after_close`)."""
-        if self.rotating or self.retired or self.client_closed:
+        if self._closed_by_us():
             return
         self.mark_lost()
         self.run.dial_after_close(self, code)
@@ -253,6 +253,11 @@ class ConnectionWatch:
 
     # -- the socket -----------------------------------------------------------------------
 
+    def _closed_by_us(self) -> bool:
+        """The socket is going because we close it (a move, which also covers a retired
+        connection, or the client's close): no loss."""
+        return bool(self.rotating or self.client_closed)
+
     def mark_lost(self) -> None:
         if self.lost_at is None:
             self.lost_at = asyncio.get_running_loop().time()
@@ -269,7 +274,7 @@ class ConnectionWatch:
 
         async def watch() -> None:
             await wait_closed()
-            if not self.rotating and not self.client_closed:
+            if not self._closed_by_us():
                 self.mark_lost()
 
         self._watcher = asyncio.get_running_loop().create_task(

@@ -150,7 +150,8 @@ class LiveRun:
         self.make_before_break = True
         #: Closes retired connections and discarded openings in the background.
         self.closer = BackgroundCloser(policy.close_timeout)
-        #: Opens the next connection's socket on a goAway that waits for its safe point.
+        #: Opens the next connection's socket ahead: on a goAway that waits for its safe
+        #: point, and on a server's close frame.
         self.dialer: early_dial.EarlyDialer | None = (
             early_dial.EarlyDialer(close=self._close_unused_socket)
             if policy.early_dial and early_dial.hook()
@@ -252,8 +253,8 @@ class LiveRun:
 
     def dial_early(self, *, latest: float | None) -> None:
         """Start opening the next connection's socket now (a goAway that must wait for its
-        safe point), after its turn at the process's pacer; the next connect of this run
-        uses it."""
+        safe point, a server's close frame), after its turn at the process's pacer; the next
+        connect of this run uses it."""
         if self.dialer is not None:
             self.dialer.dial(lambda: self._pacer_turn(latest))
 

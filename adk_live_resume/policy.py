@@ -150,8 +150,9 @@ class ResumePolicy:
     process_reconnect_share: float = 0.08
     #: Open the next connection's socket (TCP, TLS and websocket handshakes) as soon as a
     #: reconnect is known to come, after its turn at the pacer: on goAway, while the answer in
-    #: flight ends; after a drop retried at once, while ADK unwinds. The setup, with the
-    #: newest handle, still goes when ADK connects (:mod:`adk_live_resume.early_dial`).
+    #: flight ends; on a server's close frame retried at once, while the close handshake ends.
+    #: The setup, with the newest handle, still goes when ADK connects
+    #: (:mod:`adk_live_resume.early_dial`).
     early_dial: bool = True
 
     def __post_init__(self) -> None:
