@@ -358,6 +358,24 @@ class LiveConnection:
             "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
         )
 
+    def go_away_now(self, time_left: float) -> bool:
+        """Send ``goAway`` with ``time_left`` (real seconds, as on the wire) now and end the
+        connection at that deadline, as the service does; False if the setup was not
+        answered yet (the service sends no goAway before it)."""
+        if not self._setup_answered or self.ending:
+            return False
+        self._spawn(self._go_away(time_left))
+        return True
+
+    async def _go_away(self, time_left: float) -> None:
+        settings = self._settings
+        await self._send(wire.go_away(wire.format_time_left(round(time_left, 3))))
+        self.record.go_away_sent = True
+        await asyncio.sleep(time_left)
+        self.terminate(
+            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
+        )
+
     # ---- setup -----------------------------------------------------------------------------
 
     async def _serve(self) -> None:

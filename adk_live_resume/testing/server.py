@@ -323,6 +323,22 @@ class FakeLiveServer:
             lambda: all(c.record.finished for c in closing), timeout, what="close_open"
         )
 
+    def go_away_now(self, time_left: float, *, connection: int | None = None) -> list[int]:
+        """Send ``goAway{timeLeft}`` now on every open connection (or the one numbered
+        ``connection``) whose setup was answered, and close each with the deadline close
+        (``deadline_close_code``, ``ended_by`` "deadline") ``time_left`` real seconds later,
+        unless the client leaves first. Returns the numbers of the connections warned.
+        """
+        if time_left < 0:
+            raise ValueError(f"time_left must be >= 0 seconds, not {time_left!r}")
+        warned = []
+        for live in sorted(self._live, key=lambda c: c.record.index):
+            if connection is not None and live.record.index != connection:
+                continue
+            if live.go_away_now(time_left):
+                warned.append(live.record.index)
+        return warned
+
     async def issue_handles_now(self) -> dict[int, HandleIssue | None]:
         """Issue a handle now on every open connection that asked for handles.
 
