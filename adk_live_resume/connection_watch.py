@@ -16,6 +16,7 @@ are ignored (the new one resumes the handle the move began with).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from . import adk_compat
 from .errors import classify
 from .handles import redact
 from .outbox import responses_of, without_responses
-from .tap import SessionTap
+from .tap import SessionTap, parse_time_left
 
 if TYPE_CHECKING:
     from .loop import LiveRun
@@ -51,7 +52,6 @@ class ConnectionWatch:
         #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
         self.rotate_by: float | None = None
         self.rotate_on_next_handle = False
-        self.turn_sent_since_handle = False
         self.send_error: BaseException | None = None
         #: The model was in the middle of a turn (output seen, no turnComplete yet).
         self.model_turn_open = False
@@ -79,6 +79,8 @@ class ConnectionWatch:
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             if part.text and not part.thought:
                 outbox.model_text(part.text)
+            else:
+                outbox.model_audio()
             self.model_turn_open = self.output_in_turn = True
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
@@ -96,9 +98,40 @@ class ConnectionWatch:
             self.output_in_turn = False
 
     def on_go_away(self, time_left: float | None) -> None:
+        """The goAway reached ADK's reading of the connection: every message before it has
+        been handled, so the safe point can be judged (the deadline runs since its frame
+        arrived, see :meth:`on_go_away_frame`)."""
         if self.go_away_seen:
             return
         self.go_away_seen = True
+        self._start_deadline(time_left)
+        if self.at_safe_point():
+            self.rotate("goAway at a safe point")
+        else:
+            self.rotate_on_next_handle = True
+            self._dial_ahead()
+
+    def _go_away_frame(self, time_left: object) -> None:
+        self.on_go_away_frame(parse_time_left(time_left))
+
+    def on_go_away_frame(self, time_left: float | None) -> None:
+        """A goAway frame arrived on the socket, possibly while ADK is busy (a blocking tool
+        runs inside its receive step) and reads it only later: the deadline timer starts
+        now, and the next socket is dialed ahead. Whether the move can happen at once is
+        decided when the message is read in order (:meth:`on_go_away`)."""
+        self._start_deadline(time_left)
+        if not self.at_safe_point():
+            self._dial_ahead()
+
+    def _dial_ahead(self) -> None:
+        """The move waits for a safe point: the next socket's handshakes overlap the rest of
+        the turn. (A move at once connects at once: dialing ahead would gain nothing.)"""
+        if not self.rotating:
+            self.run.dial_early(latest=self.rotate_by)
+
+    def _start_deadline(self, time_left: float | None) -> None:
+        if self.rotate_by is not None:
+            return
         self.run.go_aways += 1
         margin = self.run.policy.go_away_margin
         delay = 0.0 if time_left is None else max(0.0, time_left - margin)
@@ -108,14 +141,9 @@ class ConnectionWatch:
             time_left,
             delay,
         )
-        self.rotate_by = asyncio.get_running_loop().time() + delay
-        self._timer = asyncio.get_running_loop().call_later(delay, self._deadline)
-        if self.at_safe_point():
-            self.rotate("goAway at a safe point")
-        else:
-            self.rotate_on_next_handle = True
-            # The next socket's handshakes overlap the rest of the turn.
-            self.run.dial_early(latest=self.rotate_by)
+        loop = asyncio.get_running_loop()
+        self.rotate_by = loop.time() + delay
+        self._timer = loop.call_later(delay, self._deadline)
 
     def _deadline(self) -> None:
         """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new
@@ -128,14 +156,18 @@ class ConnectionWatch:
         self.rotate("goAway deadline")
 
     def at_safe_point(self) -> bool:
-        """The newest handle holds everything: no turn in flight, the user is not speaking
-        and has no utterance waiting for its answer."""
+        """The newest handle holds everything: no turn in flight or waiting for its answer
+        (a handle may cross the user's next turn), no request in ADK's hand, the user is not
+        speaking and has no utterance waiting for its answer."""
         run = self.run
-        activity = run.outbox.activity
+        outbox = run.outbox
+        activity = outbox.activity
+        guard = run.queue_guard
         return bool(
             run.handles.handle
             and run.handles.resumable_now
-            and not self.turn_sent_since_handle
+            and not outbox.turns.waiting
+            and not (guard is not None and guard.in_hand)
             and not activity.speaking
             and not activity.unanswered
         )
@@ -153,7 +185,6 @@ class ConnectionWatch:
             now=loop.time(),
         )
         if changed:
-            self.turn_sent_since_handle = False
             self.run.tool_calls.on_handle()
             transparent = self.run.transparent
             self.run.outbox.covered(last_consumed_index if transparent else None)
@@ -161,7 +192,7 @@ class ConnectionWatch:
             logger.debug("new resumption handle %s", redact(self.run.handles.handle))
             if self.run.handles.handle:
                 self.run.keeper.observe(self.run.handles.handle)  # never blocks
-            if self.rotate_on_next_handle and not self.run.outbox.activity.speaking:
+            if self.rotate_on_next_handle and self.at_safe_point():
                 self.rotate("goAway at a safe point")
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
@@ -224,12 +255,16 @@ class ConnectionWatch:
         if message.audio_ms > 0 and not run.audio_sent:
             run.audio_sent = True
             run.warn_session_limit()
-        if message.user_text or message.response_ids or method == "send":
-            self.turn_sent_since_handle = True
-        if self.dead:
-            # Kept in the outbox for the next connection; the dead socket gets nothing.
+        if self.holds_sends:
+            # Kept in the outbox for the next connection; this socket gets nothing more.
             return None
         return method, kwargs
+
+    @property
+    def holds_sends(self) -> bool:
+        """The connection takes no more client sends: it is gone, or the next connection is
+        being opened to take over (what is sent now goes to that one, from the outbox)."""
+        return self.dead or self.handing_over
 
     def _sent(self, replay: bool) -> None:
         if not replay and self.run.queue_guard is not None:
@@ -264,10 +299,11 @@ class ConnectionWatch:
 
     def watch_socket(self) -> None:
         """Note the moment the websocket closes, even while ADK is busy (a tool runs), and
-        act on the server's close frame as soon as it arrives."""
+        act on the server's close frame and goAway as soon as they arrive."""
         websocket = adk_compat.websocket_of(self.session)
-        if self.run.dialer is not None:
-            adk_compat.on_close_frame(websocket, self.on_close_frame)
+        adk_compat.watch_frames(
+            websocket, on_close=self.on_close_frame, on_go_away=self._go_away_frame
+        )
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return
@@ -310,6 +346,12 @@ class ConnectionWatch:
         self.retired = True
         if self.tap is not None:
             self.tap.retire()
+        # Closed now, in the background: ADK may not read this connection again for a while
+        # (a blocking tool runs), and the server's deadline must not find it open.
+        session = self.session
+        stack = contextlib.AsyncExitStack()
+        stack.push_async_callback(session.close)
+        self.run.closer.close(stack, lambda: abort_transport(session))
 
     def close_socket(self, *, abort: bool) -> None:
         if self._closer is not None or self.session is None:

@@ -42,6 +42,7 @@ from typing import Any, Literal
 from google.genai import types
 
 from .activity import UserActivity
+from .answers import PendingTurns
 
 Method = Literal["send", "send_client_content", "send_realtime_input", "send_tool_response"]
 Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
@@ -109,6 +110,8 @@ class Outbox:
         self.audio_window_ms = audio_window_ms
         self.max_utterance_ms = max_utterance_ms
         self.activity = activity if activity is not None else UserActivity()
+        #: Whether a typed turn or function response waits for its answer.
+        self.turns = PendingTurns()
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         self._audio_ms = 0.0  # audio held now
@@ -142,6 +145,7 @@ class Outbox:
     def begin_connection(self) -> None:
         """Client message numbering restarts on every connection."""
         self._index = 0
+        self.turns.on_new_connection()
 
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
         """Record a client message about to be sent; return its description.
@@ -171,6 +175,8 @@ class Outbox:
                     activity.on_audio_stream_end()
             pcm = audio_pcm(method, kwargs) if audio_ms > 0 else b""
             voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
+        if text or ids:
+            self.turns.on_turn_sent()
         # A typed turn or tool response sent while the user speaks is a turn of its own.
         utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance
@@ -202,7 +208,13 @@ class Outbox:
     def model_text(self, text: str) -> None:
         if text:
             self.activity.on_model_output()
+            self.turns.on_model_output()
             self._items.append(_Fact("model_text", text))
+
+    def model_audio(self) -> None:
+        """Model output without text (audio) arrived: it answers a pending turn as text does,
+        and carries nothing to keep for replay."""
+        self.turns.on_model_output()
 
     def input_text(self, text: str) -> None:
         if text:
@@ -215,15 +227,18 @@ class Outbox:
 
     def tool_call(self, ids: Iterable[str]) -> None:
         self.activity.on_model_output()
+        self.turns.on_model_output()
         self._items.append(_Fact("tool_call", ids=tuple(ids)))
 
     def turn_complete(self) -> None:
         self.activity.on_turn_complete()
+        self.turns.on_generation_end()
         self._items.append(_Fact("turn_complete"))
 
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
+        self.turns.on_generation_end()
         self._items.append(_Fact("interrupted"))
 
     def covered(self, last_consumed_index: int | None) -> None:

@@ -1,0 +1,69 @@
+"""Does a typed turn or a function response still wait for the model's answer?
+
+A planned move to a new connection (goAway) must not happen while the model owes an answer:
+the old connection would start answering, be retired mid-answer, and the turn would be sent
+again on the new one (the user sees a partial answer, then the whole answer again). A
+resumption handle does not tell: it may arrive just after the user's next turn was sent,
+from a state that does not hold that turn. :class:`PendingTurns` answers from what was sent
+and what the server said since:
+
+* a typed turn (``clientContent`` or ``realtimeInput.text`` with user text) or a function
+  response makes a turn *pending*;
+* it is answered when model output (text, a transcription piece, a tool call) that began
+  after it is followed by the end of that generation (``turnComplete``);
+* output already streaming when the turn was sent belongs to an earlier turn: its end
+  (``turnComplete`` or ``interrupted``) does not answer the new turn.
+
+Guarantee: :attr:`PendingTurns.waiting` is never false while a turn sent on this session has
+not been followed by a whole generation that began after it. (It may stay true longer than
+needed, for a turn the model chose not to answer: a planned move then waits for its
+deadline instead.)
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class PendingTurns:
+    """Whether a sent turn waits for its answer (see the module docstring)."""
+
+    #: A turn was sent and no whole generation begun after it has ended yet.
+    waiting: bool = False
+    #: Model output of the generation in progress has been seen.
+    _generating: bool = False
+    #: The generation in progress began before the pending turn was sent.
+    _earlier_generation: bool = False
+    #: Output that began after the pending turn was sent has been seen.
+    _answer_begun: bool = False
+
+    def on_turn_sent(self) -> None:
+        """A typed turn or function response was sent (or recorded to be sent)."""
+        self.waiting = True
+        self._answer_begun = False
+        self._earlier_generation = self._generating
+
+    def on_model_output(self) -> None:
+        """Model output arrived (text, a transcription piece, a tool call)."""
+        self._generating = True
+        if not self._earlier_generation:
+            self._answer_begun = True
+
+    def on_generation_end(self) -> None:
+        """``turnComplete`` or ``interrupted``: the generation in progress ended."""
+        if self._earlier_generation:
+            self._earlier_generation = False
+        elif self._answer_begun:
+            self.waiting = False
+        self._generating = False
+        self._answer_begun = False
+
+    def on_new_connection(self) -> None:
+        """A new connection started: nothing is being generated on it yet. A pending turn
+        stays pending (it is replayed, or its answer comes from a fresh session's history)."""
+        self._generating = False
+        self._earlier_generation = False
+        self._answer_begun = False
