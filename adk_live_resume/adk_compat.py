@@ -381,17 +381,50 @@ def websocket_of(session: Any) -> Any:
     return getattr(session, "_ws", None)
 
 
-def on_close_frame(websocket: Any, callback: Callable[[int, str], None]) -> bool:
-    """Call ``callback(code, reason)`` as soon as ``websocket`` receives a close frame that
-    starts a close (its peer's; not the peer's answer to a close we started).
+#: Server messages at most this long are looked into for a goAway (a goAway is a few dozen
+#: bytes; model audio is kilobytes and is never parsed here).
+GO_AWAY_FRAME_MAX = 2048
+
+
+def go_away_in_frame(data: bytes) -> tuple[bool, object]:
+    """``(True, timeLeft)`` if the websocket payload ``data`` is a server message carrying a
+    ``goAway`` (``timeLeft`` as sent, e.g. ``"57s"``, or ``None``), else ``(False, None)``.
+    Cheap for every other message: only short payloads that contain the key are parsed."""
+    if len(data) > GO_AWAY_FRAME_MAX or (b"goAway" not in data and b"go_away" not in data):
+        return False, None
+    import json
+
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return False, None
+    if not isinstance(message, dict):
+        return False, None
+    go_away = message.get("goAway", message.get("go_away"))
+    if not isinstance(go_away, dict):
+        return False, None
+    return True, go_away.get("timeLeft", go_away.get("time_left"))
+
+
+def watch_frames(
+    websocket: Any,
+    *,
+    on_close: Callable[[int, str], None],
+    on_go_away: Callable[[object], None],
+) -> bool:
+    """Call ``on_close(code, reason)`` as soon as ``websocket`` receives a close frame that
+    starts a close (its peer's; not the peer's answer to a close we started), and
+    ``on_go_away(time_left)`` as soon as a message carrying ``goAway`` arrives.
 
     google-genai reports a close only once ``recv`` raises, and websockets raises there only
     once the TCP connection is gone: after our close frame reached the server and its FIN came
-    back, a round trip after the close frame arrived. The frame is seen in websockets'
-    ``process_event`` (its asyncio implementation, websockets 13 and later), wrapped on this
-    one connection; frames still queued for ``recv`` are untouched. Returns whether the
-    connection could be watched (not the legacy implementation). ``callback`` runs inside
-    websockets' ``data_received``: what it raises is logged (WARNING), never passed on.
+    back, a round trip after the close frame arrived. And a message is read only when ADK
+    asks for the next one, which may be much later (a blocking tool runs inside ADK's receive
+    step). Frames are seen in websockets' ``process_event`` (its asyncio implementation,
+    websockets 13 and later), wrapped on this one connection; every frame is still queued for
+    ``recv`` unchanged. Returns whether the connection could be watched (not the legacy
+    implementation). The callbacks run inside websockets' ``data_received``: what they raise
+    is logged (WARNING), never passed on.
     """
     process_event = getattr(websocket, "process_event", None)
     protocol = getattr(websocket, "protocol", None)
@@ -399,26 +432,30 @@ def on_close_frame(websocket: Any, callback: Callable[[int, str], None]) -> bool
         return False
     from websockets.frames import Opcode
 
-    def process_event_and_notice_close(event: Any) -> None:
-        process_event(event)
-        if (
-            getattr(event, "opcode", None) is Opcode.CLOSE
-            and getattr(protocol, "close_rcvd_then_sent", None) is True
-        ):
-            close = getattr(protocol, "close_rcvd", None)
-            try:
-                if close is None:  # no status in the frame: 1005, as websockets reports it
-                    callback(1005, "")
-                else:
-                    callback(close.code, close.reason)
-            except Exception:  # inside websockets' data_received: never break the socket
-                logging.getLogger("adk_live_resume.loop").warning(
-                    "acting on the server's close frame failed; the close is handled when"
-                    " google-genai reports it",
-                    exc_info=True,
-                )
+    data_opcodes = (Opcode.TEXT, Opcode.BINARY)
 
-    websocket.process_event = process_event_and_notice_close
+    def process_event_and_notice(event: Any) -> None:
+        process_event(event)
+        opcode = getattr(event, "opcode", None)
+        try:
+            if opcode in data_opcodes:
+                found, time_left = go_away_in_frame(getattr(event, "data", b""))
+                if found:
+                    on_go_away(time_left)
+            elif opcode is Opcode.CLOSE and getattr(protocol, "close_rcvd_then_sent", None) is True:
+                close = getattr(protocol, "close_rcvd", None)
+                if close is None:  # no status in the frame: 1005, as websockets reports it
+                    on_close(1005, "")
+                else:
+                    on_close(close.code, close.reason)
+        except Exception:  # inside websockets' data_received: never break the socket
+            logging.getLogger("adk_live_resume.loop").warning(
+                "acting on a frame as it arrived failed; the message is handled when"
+                " google-genai reports it",
+                exc_info=True,
+            )
+
+    websocket.process_event = process_event_and_notice
     return True
 
 
@@ -450,34 +487,6 @@ def speaks_gemini_3_live(model_name: str | None) -> bool:
     utils = _try_import("google.adk.utils.model_name_utils")
     check = getattr(utils, "_is_gemini_3_x_live", None)
     return bool(check(model_name)) if check is not None and model_name else False
-
-
-async def send_at_socket(connection: Any, request: Any) -> None:
-    """Send one ``LiveRequest`` the way ADK's send step would, minus its session work.
-
-    For a request whose user event ADK already appended to the session (its sender was
-    stopped before the socket send): the content, blob or activity signal goes out through
-    the connection's own send methods (and so through the tap and the outbox).
-    """
-    from google.genai import types
-
-    if getattr(request, "activity_start", None):
-        await connection.send_realtime(types.ActivityStart())
-    elif getattr(request, "activity_end", None):
-        await connection.send_realtime(types.ActivityEnd())
-    elif getattr(request, "audio_stream_end", None):
-        await connection.send_realtime(types.LiveClientRealtimeInput(audio_stream_end=True))
-    elif getattr(request, "blob", None) is not None:
-        await connection.send_realtime(request.blob)
-    content = getattr(request, "content", None)
-    if content is not None and content.parts:
-        if content.role is None and not any(p.function_response for p in content.parts):
-            content = content.model_copy(update={"role": "user"})
-        partial_send = getattr(connection, "_send_content", None)
-        if getattr(request, "partial", False) and partial_send is not None:
-            await partial_send(content, partial=True)
-        else:
-            await connection.send_content(content)
 
 
 def agent_to_run(flow: Any, ctx: Any, agent_name: str) -> Any:

@@ -11,7 +11,7 @@ the newest handle) is left to wait for. Against a remote server this takes the T
 websocket handshakes (several round trips) out of the silence after the answer.
 
 The same when the server closes the connection with a code the loop resumes after: the
-socket is opened as the close frame arrives (:func:`adk_compat.on_close_frame`), while
+socket is opened as the close frame arrives (:func:`adk_compat.watch_frames`), while
 google-genai reports the close only after the close handshake, a round trip later; the SDK's
 connect then finds the socket open or on its way, and every message queued before the close
 frame has been read by then, so the setup carries the newest handle. Not on a drop without a
@@ -35,7 +35,10 @@ Guarantees:
 
 * A socket opened ahead is used only for the same uri, headers and TLS settings, only while
   it is open, and only if it is younger than :data:`MAX_AGE` seconds; otherwise it is closed
-  and the SDK opens its own. A failed early dial is never reported: the SDK dials again.
+  and the SDK opens its own. A socket nobody takes is closed :data:`MAX_AGE` seconds after
+  it was dialed (a timer, whatever the run does meanwhile), and before an agent transfer or
+  a restart (the loop discards it). A failed early dial is never reported: the SDK dials
+  again.
 * A socket still being opened is handed over as is: the SDK's connect waits for it and raises
   what opening it raised (the connect error the SDK would have raised itself), and a
   cancelled connect (``connect_timeout``) cancels it.
@@ -87,6 +90,7 @@ class EarlyDialer:
         self._task: asyncio.Task[Any] | None = None
         self._address: Address | None = None  # the one ``_task`` dials
         self._started_at = 0.0
+        self._expiry: asyncio.TimerHandle | None = None
         #: Sockets opened ahead, and how many of them the SDK used.
         self.dialed = 0
         self.used = 0
@@ -128,6 +132,7 @@ class EarlyDialer:
             open_socket(), name="adk_live_resume early dial"
         )
         self._task.add_done_callback(_retrieve)
+        self._expiry = asyncio.get_running_loop().call_later(MAX_AGE, self._expire)
         self.dialed += 1
         logger.debug("opening the next connection's socket ahead")
         return True
@@ -142,7 +147,7 @@ class EarlyDialer:
         task, dialed_for = self._task, self._address
         if task is None:
             return None
-        self._task = self._address = None
+        self._forget()
         age = asyncio.get_running_loop().time() - self._started_at
         if dialed_for != address or age > MAX_AGE:
             why = "another address" if dialed_for != address else f"{age:.1f} s old"
@@ -157,13 +162,31 @@ class EarlyDialer:
 
     async def discard(self) -> None:
         """Close the socket opened ahead, or stop opening it. Never raises."""
-        task, self._task, self._address = self._task, None, None
+        task = self._task
+        self._forget()
         if task is None:
             return
         if not task.done():
             task.cancel()
         await asyncio.wait({task})
         self._give_up(task)
+
+    def _forget(self) -> None:
+        """The socket opened ahead is no longer this dialer's to hand out."""
+        self._task = self._address = None
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    def _expire(self) -> None:
+        """:data:`MAX_AGE` passed and nobody took the socket opened ahead: close it now (the
+        run may go on for long without connecting: an agent transfer, a long turn)."""
+        task = self._task
+        self._expiry = None
+        if task is not None:
+            logger.debug("closing the socket opened ahead: unused for %.0f s", MAX_AGE)
+            self._forget()
+            self._give_up(task)
 
     def _give_up(self, task: asyncio.Task[Any]) -> None:
         if not task.done():

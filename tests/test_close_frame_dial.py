@@ -4,7 +4,7 @@ handshake). Real ``Runner.run_live``, real google-genai, real TLS websockets on 
 fake Gemini Live server, both entry points; some runs through a :class:`LatencyRelay`, where
 that round trip is real.
 
-Also: ``adk_compat.on_close_frame`` on a bare websockets connection (the frame is seen before
+Also: ``adk_compat.watch_frames`` on a bare websockets connection (the frame is seen before
 ``recv`` raises, with its code and reason), and the closes that must open nothing: a code the
 loop does not retry, ``early_dial=False``, and the closes the loop starts itself (a goAway
 move, the end of the run).
@@ -171,7 +171,7 @@ async def test_closes_the_loop_starts_itself_open_no_socket(
 # ---- the hook on a bare websockets connection ------------------------------------------------
 
 
-async def test_on_close_frame_sees_the_frame_before_recv_raises() -> None:
+async def test_watch_frames_sees_the_frame_before_recv_raises() -> None:
     events: list[str] = []
 
     async def handler(connection: ServerConnection) -> None:
@@ -182,8 +182,10 @@ async def test_on_close_frame_sees_the_frame_before_recv_raises() -> None:
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
-            assert adk_compat.on_close_frame(
-                client, lambda code, reason: events.append(f"close frame {code} {reason}")
+            assert adk_compat.watch_frames(
+                client,
+                on_close=lambda code, reason: events.append(f"close frame {code} {reason}"),
+                on_go_away=lambda time_left: events.append(f"goAway {time_left}"),
             )
             await client.send("go")
             with pytest.raises(websockets.ConnectionClosed):
@@ -200,15 +202,52 @@ async def test_on_close_frame_sees_the_frame_before_recv_raises() -> None:
     assert events[-1] == "recv raised" and "message one" in events
 
 
-def test_on_close_frame_declines_a_connection_it_cannot_watch() -> None:
+async def test_watch_frames_sees_a_go_away_before_anyone_reads_it() -> None:
+    """A goAway is noticed as its frame arrives, while nobody reads the socket (ADK runs a
+    blocking tool); the message is still delivered, in order, when read. Other messages,
+    large ones and ones that only mention the word, are not taken for a goAway."""
+    seen: list[object] = []
+    arrived = asyncio.Event()
+
+    async def handler(connection: ServerConnection) -> None:
+        await connection.recv()  # once the client watches
+        await connection.send(b'{"serverContent": {"modelTurn": {"parts": [{"text": "goAway"}]}}}')
+        await connection.send("x" * 5000 + '"goAway"')
+        await connection.send(b'{"goAway": {"timeLeft": "7s"}}')
+        await connection.send('{"usageMetadata": {}, "go_away": {"time_left": "2.5s"}}')
+        await connection.recv()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
+
+            def on_go_away(time_left: object) -> None:
+                seen.append(time_left)
+                if len(seen) == 2:
+                    arrived.set()
+
+            assert adk_compat.watch_frames(
+                client, on_close=lambda code, reason: None, on_go_away=on_go_away
+            )
+            await client.send("go")
+            await arrived.wait()  # nothing was read yet
+            assert seen == ["7s", "2.5s"]
+            messages = [await client.recv() for _ in range(4)]
+            assert messages[2] == b'{"goAway": {"timeLeft": "7s"}}'
+            await client.send("done")
+
+
+def test_watch_frames_declines_a_connection_it_cannot_watch() -> None:
     class Legacy:  # no process_event: websockets' legacy implementation
         protocol = object()
 
-    assert not adk_compat.on_close_frame(Legacy(), lambda code, reason: None)
-    assert not adk_compat.on_close_frame(None, lambda code, reason: None)
+    for websocket in (Legacy(), None):
+        assert not adk_compat.watch_frames(
+            websocket, on_close=lambda code, reason: None, on_go_away=lambda time_left: None
+        )
 
 
-async def test_on_close_frame_ignores_the_answer_to_a_close_we_started() -> None:
+async def test_watch_frames_ignores_the_answer_to_a_close_we_started() -> None:
     events: list[str] = []
 
     async def handler(connection: ServerConnection) -> None:
@@ -217,8 +256,10 @@ async def test_on_close_frame_ignores_the_answer_to_a_close_we_started() -> None
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
-            assert adk_compat.on_close_frame(
-                client, lambda code, reason: events.append(f"close frame {code}")
+            assert adk_compat.watch_frames(
+                client,
+                on_close=lambda code, reason: events.append(f"close frame {code}"),
+                on_go_away=lambda time_left: None,
             )
             await client.close(1000)
             assert client.protocol.close_rcvd is not None  # the server's answer came
@@ -238,7 +279,9 @@ async def test_a_failing_close_frame_callback_is_logged_and_the_close_still_repo
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
-            assert adk_compat.on_close_frame(client, broken)
+            assert adk_compat.watch_frames(
+                client, on_close=broken, on_go_away=lambda time_left: None
+            )
             await client.send("go")
             with (
                 caplog.at_level("WARNING", logger="adk_live_resume.loop"),
@@ -246,5 +289,5 @@ async def test_a_failing_close_frame_callback_is_logged_and_the_close_still_repo
             ):
                 await client.recv()
     assert raised.value.rcvd is not None and raised.value.rcvd.code == 1011
-    assert "acting on the server's close frame failed" in caplog.text
+    assert "acting on a frame as it arrived failed" in caplog.text
     assert "a bug in the callback" in caplog.text
