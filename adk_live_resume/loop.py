@@ -138,9 +138,6 @@ class LiveRun:
         #: RunConfig asked for session resumption, as stock ADK does.
         self.pass_handles = False
         self.replayed_messages = 0
-        #: A request ADK's sender had in hand when its connection died, to send at the
-        #: socket of the next connection (ADK already did its session work for it).
-        self.unsent_request: Any = None
         self.session_limit_warned = False
         self.audio_sent = False
         #: The next connection, opened ahead on goAway (make-before-break).
@@ -425,12 +422,14 @@ class LiveRun:
             end = outcome.end
             if end in (_End.CLIENT_CLOSED, _End.TASK_COMPLETED):
                 return
-            if end in (_End.TRANSFER, _End.RESTART) and self.queue_guard is not None:
-                # The next live run takes the queue over (with a guard of its own).
-                self.queue_guard.resume()
-                if self.unsent_request is not None:
-                    self.queue_guard.push_back(self.unsent_request)
-                    self.unsent_request = None
+            if end in (_End.TRANSFER, _End.RESTART):
+                # The next live run starts its own session: nothing opened ahead serves it.
+                await self._discard_opening()
+                if self.dialer is not None:
+                    await self.dialer.discard()
+                if self.queue_guard is not None:
+                    # The next live run takes the queue over (with a guard of its own).
+                    self.queue_guard.resume()
             if end is _End.TRANSFER:
                 assert outcome.transfer_to is not None
                 async with contextlib.aclosing(self._transfer(outcome.transfer_to)) as child:
@@ -624,9 +623,6 @@ class LiveRun:
                     self.history_sends += 1
                     await connection.send_history(history)
                 await self._replay(watch.tap, replay)
-                if self.unsent_request is not None:
-                    unsent, self.unsent_request = self.unsent_request, None
-                    await adk_compat.send_at_socket(connection, unsent)
                 if replay.dropped_audio_ms:
                     logger.warning(
                         "%.0f ms of user audio sent before the drop left the replay window"
@@ -692,7 +688,11 @@ class LiveRun:
                     if ended:  # not while cancelled or closed
                         await self._let_next_open(watch, outcome)
                 finally:
-                    await self._stop_sender(watch, send_task)
+                    moving_on = ended and outcome.end not in (
+                        _End.CLIENT_CLOSED,
+                        _End.TASK_COMPLETED,
+                    )
+                    await self._stop_sender(watch, send_task, moving_on=moving_on)
                     await watch.finish(graceful=clean_exit)
         finally:
             if watch.retired:  # the next connection is up: do not wait for this one's close
@@ -749,14 +749,19 @@ class LiveRun:
             self.queue_guard.pause()
         await asyncio.wait({opening.task})
 
-    async def _stop_sender(self, watch: ConnectionWatch, task: asyncio.Task[None] | None) -> None:
-        """Stop ADK's send step for a connection that ended, without losing its request.
+    async def _stop_sender(
+        self, watch: ConnectionWatch, task: asyncio.Task[None] | None, *, moving_on: bool
+    ) -> None:
+        """Stop ADK's send step for a connection that ended, without cutting ADK's work short.
 
-        The connection is marked dead first, so what the sender still sends goes to the
-        outbox (and the next connection) instead of the socket, and the queue stops handing
-        it new requests. A request it is working on (ADK appends the user event to the
-        session, runs callbacks) is given up to ``close_timeout`` to get through ADK's own
-        work exactly once; if it does not, it is sent at the next connection's socket.
+        The connection takes no more sends first (what the sender still sends is recorded in
+        the outbox for the next connection), and the queue hands it no new request. A request
+        it is working on (ADK appends the user event to the session, screens the content with
+        ``before_model_callback``) is never cancelled halfway when the session goes on
+        (``moving_on``: a new connection, a transfer, a restart): the next connection waits
+        until ADK's work on it is done, once, and then replays its send, if the screening let
+        it through. Only when the run itself ends (closed, cancelled) is the sender cancelled,
+        after ``close_timeout``.
         """
         watch.dead = True
         guard = self.queue_guard
@@ -764,16 +769,35 @@ class LiveRun:
             guard.pause()
         if task is None:
             return
-        if not task.done() and guard is not None and guard.in_hand:
-            await guard.wait_idle(self.policy.close_timeout)
-        if not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=1.0)
-        if guard is not None:
-            unsent = guard.recover()
-            if unsent is not None:
-                logger.debug("the request in the sender's hand goes to the next connection")
-                self.unsent_request = unsent
+        try:
+            if not task.done() and guard is not None and guard.in_hand:
+                guard.recovered += 1
+                if moving_on:
+                    await self._finish_request(guard, task)
+                else:
+                    await guard.wait_idle(self.policy.close_timeout)
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+
+    async def _finish_request(self, guard: QueueGuard, task: asyncio.Task[None]) -> None:
+        """Wait until ADK's sender is done with the request in its hand (or has stopped)."""
+        idle = asyncio.ensure_future(guard.wait_idle(None))
+        try:
+            done, _ = await asyncio.wait(
+                {idle, task},
+                timeout=self.policy.close_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if not done:
+                logger.debug(
+                    "waiting for ADK to finish a request (session write, before_model_callback)"
+                    " before the next connection takes over"
+                )
+                await asyncio.wait({idle, task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
 
     def _classify_end(
         self, watch: ConnectionWatch, outcome: _Outcome, error: BaseException | None

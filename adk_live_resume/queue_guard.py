@@ -8,21 +8,20 @@ loses the request if the connection dies in between. :class:`QueueGuard` wraps `
 * it knows the request *in hand* (taken, not yet at the socket) until :meth:`mark_sent`;
 * :meth:`pause` makes ``get`` hand out nothing more (the sender of a dead connection must
   not take requests meant for the next one) until :meth:`resume`;
-* :meth:`wait_idle` lets the loop give the sender time to finish ADK's work for the request
-  in hand exactly once (its send then goes to the outbox, not to the dead socket);
-* :meth:`recover` returns a request still in hand after the sender was stopped, for the loop
-  to send at the next connection's socket (not through ADK's send step again, which would
-  append its user event to the session twice);
+* :meth:`wait_idle` lets the loop wait until the sender finished ADK's work for the request
+  in hand, exactly once (its send then goes to the outbox, not to the dead socket): ADK's
+  work (the session write, the screening callbacks) is never cut short when the session moves
+  to a new connection;
 * ``close()`` on the queue is seen at once (:attr:`close_requested`, :meth:`wait_closed`,
   :meth:`on_close`), so closing it during an outage ends the run without a new connection.
 
-A request that reached the socket is never handed out again: the outbox replays it.
+A request taken off the queue is never handed out again: what ADK sends for it is in the
+outbox, which replays it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +33,6 @@ class QueueGuard:
         self.queue = queue
         self._original_get = queue.get
         self._original_close = queue.close
-        self._pushback: collections.deque[Any] = collections.deque()
         self._in_hand: Any = None
         self._sent = False
         self._idle = asyncio.Event()
@@ -43,6 +41,7 @@ class QueueGuard:
         self._open.set()
         self._closed = asyncio.Event()
         self._close_callbacks: list[Callable[[], None]] = []
+        #: Requests in the sender's hand when their connection ended, carried to the next.
         self.recovered = 0
         queue.get = self.get
         queue.close = self.close
@@ -54,7 +53,7 @@ class QueueGuard:
         self._idle.set()
         if not self._open.is_set():
             await self._open.wait()
-        request = self._pushback.popleft() if self._pushback else await self._original_get()
+        request = await self._original_get()
         self._in_hand, self._sent = request, False
         if not getattr(request, "close", False):
             self._idle.clear()
@@ -78,22 +77,14 @@ class QueueGuard:
         self._sent = True
         self._idle.set()
 
-    async def wait_idle(self, timeout: float) -> bool:
-        """Wait until no request is in hand; return whether that happened in time."""
+    async def wait_idle(self, timeout: float | None) -> bool:
+        """Wait until no request is in hand (at most ``timeout`` s, ``None``: as long as it
+        takes); return whether that happened in time."""
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
             return False
         return True
-
-    def recover(self) -> Any:
-        """After the sender was stopped: the request it still had in hand, if any."""
-        request, self._in_hand = self._in_hand, None
-        self._idle.set()
-        if request is None or self._sent or getattr(request, "close", False):
-            return None
-        self.recovered += 1
-        return request
 
     # -- pausing --------------------------------------------------------------------------
 
@@ -103,10 +94,6 @@ class QueueGuard:
 
     def resume(self) -> None:
         self._open.set()
-
-    def push_back(self, request: Any) -> None:
-        """Hand ``request`` out first on the next ``get``."""
-        self._pushback.appendleft(request)
 
     # -- closing --------------------------------------------------------------------------
 
@@ -133,12 +120,9 @@ class QueueGuard:
         return lambda: self._close_callbacks.remove(callback)
 
     def release(self) -> None:
-        """Restore the queue's own methods; pending put-backs go back into the queue."""
+        """Restore the queue's own methods."""
         self._open.set()
         if self.queue.__dict__.get("get") == self.get:
             del self.queue.get
         if self.queue.__dict__.get("close") == self.close:
             del self.queue.close
-        for request in reversed(self._pushback):
-            self.queue.send(request)
-        self._pushback.clear()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from google.genai import types
 
 from adk_live_resume.outbox import Outbox, describe, without_responses
@@ -135,20 +137,23 @@ def test_call_key_ignores_argument_order() -> None:
     assert call_key("f", {"a": 1}) != call_key("g", {"a": 1})
 
 
-async def test_queue_guard_puts_back_only_an_unsent_request() -> None:
+async def test_queue_guard_knows_the_request_in_hand_until_it_is_sent() -> None:
     from google.adk.agents.live_request_queue import LiveRequestQueue
 
     queue = LiveRequestQueue()
     guard = QueueGuard(queue)
     queue.send_content(types.Content(role="user", parts=[types.Part(text="first")]))
-    queue.send_content(types.Content(role="user", parts=[types.Part(text="second")]))
     taken = await queue.get()
-    assert guard.in_hand
-    assert guard.recover() is taken and guard.recovered == 1  # never reached the socket
-    assert not guard.in_hand
-    again = await queue.get()
-    assert again.content.parts[0].text == "second"
+    assert taken.content.parts[0].text == "first" and guard.in_hand
+    assert not await guard.wait_idle(0.01)  # ADK still works on it
     guard.mark_sent()
-    assert guard.recover() is None  # it reached the socket: the outbox replays it instead
+    assert not guard.in_hand and await guard.wait_idle(None)
+    guard.pause()
+    queue.send_content(types.Content(role="user", parts=[types.Part(text="second")]))
+    waiting = asyncio.ensure_future(queue.get())
+    await asyncio.sleep(0.01)
+    assert not waiting.done(), "a paused queue hands out nothing"
+    guard.resume()
+    assert (await asyncio.wait_for(waiting, 1)).content.parts[0].text == "second"
     guard.release()
     assert "get" not in queue.__dict__
