@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -102,3 +104,28 @@ def launcher_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(key, "")
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+def adk_screens_live_content() -> bool:
+    """Whether this google-adk release screens typed live content with
+    ``before_model_callback`` in its send step (2.x): a blocked turn never reaches the model."""
+    import importlib
+
+    from adk_live_resume import adk_compat
+
+    module = importlib.import_module(adk_compat.surface().live_module)
+    return callable(getattr(module, "screen_live_user_content", None))
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` processes that spin on the CPU for the duration of the block: a slow event
+    loop opens the windows between connections that an idle one hides."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()

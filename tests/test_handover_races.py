@@ -27,11 +27,11 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 import adk_live_resume
-from adk_live_resume import ResumableLlmAgent, ResumePolicy, RunStats, adk_compat, early_dial
+from adk_live_resume import ResumableLlmAgent, ResumePolicy, RunStats, early_dial
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, adk_screens_live_content
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -163,18 +163,11 @@ async def test_a_handle_that_crosses_the_next_turn_does_not_move_the_session_bef
 # ---- a request in ADK's hand when the socket drops ---------------------------------------------
 
 
-def _screening_exists() -> bool:
-    """Whether this google-adk release screens live typed content with
-    ``before_model_callback`` in its send step (2.x)."""
-    module = adk_compat.surface().live_module
-    return callable(getattr(__import__(module, fromlist=["x"]), "screen_live_user_content", None))
-
-
 @pytest.mark.parametrize("verdict", ["blocked", "allowed"])
 async def test_a_turn_being_screened_at_a_drop_is_screened_once_and_blocked_content_never_sent(
     make_agent: AgentFactory, verdict: str
 ) -> None:
-    if not _screening_exists():
+    if not adk_screens_live_content():
         pytest.skip("this google-adk release does not screen live content in its send step")
     entered = asyncio.Event()
 
