@@ -204,7 +204,9 @@ class ScriptedModel:
         (a NON_BLOCKING call, whose result is :data:`STARTED`, as ``<name> started``)."""
         return Reply(
             "; ".join(
-                f"{name} started" if isinstance(r, Started) else f"{name} returned {compact_json(r)}"
+                f"{name} started"
+                if isinstance(r, Started)
+                else f"{name} returned {compact_json(r)}"
                 for name, r in results
             )
         )
