@@ -20,6 +20,7 @@ from adk_live_resume import adk_compat
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver, answer_text
 from adk_live_resume.testing.handles import HandleSchedule
+from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
 
 from .conftest import AgentFactory
 
@@ -184,3 +185,39 @@ async def test_identical_calls_cut_by_a_drop_are_answered_in_issue_order(
         results = [server.tool_call(c.id).responses for c in second.tool_calls]
         assert results == [[{"n": n}] for n in range(1, calls + 1)]
         assert json.dumps(second.answers).count("counter returned") == calls
+
+
+@needs_background_tools
+async def test_a_running_tool_that_fails_answers_the_repeat_with_an_error_and_never_reruns(
+    make_agent: AgentFactory,
+) -> None:
+    runs: list[str] = []
+    started = asyncio.Event()
+
+    async def flaky_job(job_name: str) -> dict[str, Any]:
+        """Run a job that fails after a while."""
+        runs.append(job_name)
+        started.set()
+        await asyncio.sleep(1.0)
+        raise RuntimeError("the job failed")
+
+    async with asyncio.timeout(30):
+        server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
+        async with server:
+            agent = make_agent(server, tools=[non_blocking(flaky_job)])
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("hello") == "echo: hello"
+                assert (await server.issue_handles_now())[1] is not None
+                mark = live.send_text('call flaky_job {"job_name": "pay"}')
+                await asyncio.wait_for(started.wait(), 10)
+                await server.close_open(1011)
+                await server.wait_for_connections(2)
+                answer = await answer_like(live, mark, "flaky_job returned")
+                assert answer == "flaky_job returned " + json.dumps(
+                    ENDED_WITHOUT_RESULT, separators=(",", ":")
+                )
+                await live.close()
+            second = server.connections[1]
+            [repeat] = second.tool_calls
+            assert runs == ["pay"], "the failed tool is not run again"
+            assert second.accepted_tool_response_ids == [repeat.id]
