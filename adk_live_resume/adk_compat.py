@@ -22,12 +22,19 @@ each release's wheel; see the README's "Supported ADK releases"):
   module functions from 2.9 (with ``mode`` resume/restart). Taken from the namespace of the
   receive step actually used, so it is the class that step yields.
 * ``LlmResponse.go_away`` from 1.29; ``LiveRequestQueue.closed`` from 2.9.
+* **NON_BLOCKING tools** (run in a background task; the response goes out through the
+  ``LiveRequestQueue`` when the tool ends): none up to 1.36 and 2.0 - 2.4; the
+  ``InvocationContext.active_non_blocking_tool_tasks`` field keyed ``f"{tool}_{call id}"``
+  in 1.37 - 1.39 and 2.5 - 2.12; the private registry
+  ``InvocationContext._active_background_tools`` keyed by call id from 2.13 (the field is a
+  deprecated view of it there). See :func:`running_tool_task`.
 
 The version string is used for one thing only: the supported-range check of ``install()``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import inspect
@@ -487,6 +494,33 @@ def speaks_gemini_3_live(model_name: str | None) -> bool:
     utils = _try_import("google.adk.utils.model_name_utils")
     check = getattr(utils, "_is_gemini_3_x_live", None)
     return bool(check(model_name)) if check is not None and model_name else False
+
+
+def runs_tools_in_background() -> bool:
+    """The installed ADK runs NON_BLOCKING tools in the background (see the module docstring)."""
+    from google.adk.agents.invocation_context import InvocationContext
+
+    private = getattr(InvocationContext, "__private_attributes__", {})
+    return "_active_background_tools" in private or (
+        "active_non_blocking_tool_tasks" in InvocationContext.model_fields
+    )
+
+
+def running_tool_task(ctx: Any, call_id: str, name: str | None) -> asyncio.Task[Any] | None:
+    """The task in which ADK runs call ``call_id`` of the NON_BLOCKING tool ``name``, while it
+    runs; ``None`` otherwise (not started, ended, a blocking or streaming tool, or a release
+    without NON_BLOCKING tools)."""
+    task: Any = None
+    registry = getattr(ctx, "_active_background_tools", None)  # 2.13+
+    if isinstance(registry, dict):
+        entry = registry.get(call_id)
+        if entry is not None and not getattr(entry, "is_generator", False):
+            task = getattr(entry, "task", None)
+    elif "active_non_blocking_tool_tasks" in type(ctx).model_fields:  # 1.37 - 1.39, 2.5 - 2.12
+        task = (ctx.active_non_blocking_tool_tasks or {}).get(f"{name}_{call_id}")
+    if isinstance(task, asyncio.Task) and not task.done():
+        return task
+    return None
 
 
 def agent_to_run(flow: Any, ctx: Any, agent_name: str) -> Any:

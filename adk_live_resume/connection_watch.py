@@ -25,7 +25,7 @@ from google.genai import types
 from . import adk_compat
 from .errors import classify
 from .handles import redact
-from .outbox import responses_of, without_responses
+from .outbox import readdressed, responses_of, without_responses
 from .tap import SessionTap, parse_time_left
 
 if TYPE_CHECKING:
@@ -198,9 +198,17 @@ class ConnectionWatch:
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         run = self.run
         with_ids = [call for call in calls if call.id]
-        decision = run.tool_calls.on_calls((str(c.id), c.name, c.args) for c in with_ids)
+        decision = run.tool_calls.on_calls(
+            ((str(c.id), c.name, c.args) for c in with_ids), running=run.tool_running
+        )
         run.outbox.tool_call(str(call.id) for call in with_ids)
         held = {call_id for call_id, _ in decision.answer}
+        for repeat, running in decision.hold:
+            logger.debug(
+                "holding a repeated tool call until the earlier call, still running, answers"
+            )
+            held.add(repeat)
+            run.watch_running_call(running)
         if decision.answer and self.tap is not None:
             names = {str(call.id): call.name for call in with_ids}
             logger.debug(
@@ -236,11 +244,22 @@ class ConnectionWatch:
         unknown: set[str] = set()
         # (realtime input, every microphone chunk, carries no function responses)
         responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
+        readdress: dict[str, tuple[str, str | None]] = {}
         for response in responses:
             if response.id:
-                book.on_result(str(response.id), dict(response.response or {}))
-                if book.is_unknown(str(response.id)):
-                    unknown.add(str(response.id))
+                call_id, result = str(response.id), dict(response.response or {})
+                book.on_result(call_id, result)
+                repeat = book.take_repeat(call_id)
+                if repeat is not None:
+                    # A running call's result: the repeat the current session issued gets it.
+                    readdress[call_id] = repeat
+                    call_id = repeat[0]
+                    book.on_result(call_id, result)
+                if book.is_unknown(call_id):
+                    unknown.add(call_id)
+        if readdress:
+            logger.debug("sending %d result(s) to the repeated call(s) waiting", len(readdress))
+            kwargs = readdressed(method, kwargs, readdress)
         if unknown:
             # The resumed session never saw these calls: a response would confuse it. The
             # replayed user turn makes the model ask again; the result is reused then.

@@ -70,7 +70,7 @@ from .outbox import (
 from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
 from .tap import ConnectionRetired, SessionTap
-from .tool_calls import ToolCallBook
+from .tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -128,6 +128,8 @@ class LiveRun:
         self.queue_guard: QueueGuard | None = None
         self.transparent = False
         self.tool_calls = ToolCallBook()
+        #: Running calls whose end is watched (a repeat waits for their response).
+        self._watched_calls: set[str] = set()
         self.chunk_encoder = ChunkEncoder()
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
@@ -338,6 +340,7 @@ class LiveRun:
             self.handles = ResumptionState.starting_with(stored.handle)
             self.handles.received_at = asyncio.get_running_loop().time() - stored.age()
         self.queue_guard = QueueGuard(self.ctx.live_request_queue)
+        self.queue_guard.on_content(self._content_queued)
         try:
             async with contextlib.aclosing(self._connections()) as stream:
                 async for event in stream:
@@ -352,6 +355,45 @@ class LiveRun:
             await surface.stop_background(self.flow, self.ctx)
             await self.keeper.close()
             observe.run_ended(self, ending)
+
+    # -- tools ADK runs in the background (NON_BLOCKING) ----------------------------------
+
+    def tool_running(self, call_id: str, name: str | None) -> bool:
+        """ADK runs the tool of ``call_id`` in the background now."""
+        return adk_compat.running_tool_task(self.ctx, call_id, name) is not None
+
+    def watch_running_call(self, call_id: str) -> None:
+        """A repeat waits for the response of the running ``call_id``: learn when ADK's
+        background run of it ends (the response, if any, is queued before that)."""
+        if call_id in self._watched_calls:
+            return
+        task = adk_compat.running_tool_task(self.ctx, call_id, self.tool_calls.name_of(call_id))
+        if task is None:  # ended in between: its response, if any, is queued already
+            self._running_call_ended(call_id)
+            return
+        self._watched_calls.add(call_id)
+        task.add_done_callback(lambda _: self._running_call_ended(call_id))
+
+    def _running_call_ended(self, call_id: str) -> None:
+        self._watched_calls.discard(call_id)
+        repeat = self.tool_calls.on_running_ended(call_id)
+        if repeat is None:
+            return
+        repeat_id, name = repeat
+        logger.warning(
+            "tool %s ended without a response while the model's repeat of the call waited"
+            " for it; the repeat is answered with an error and the tool is not run again",
+            name,
+        )
+        response = types.FunctionResponse(id=repeat_id, name=name, response=ENDED_WITHOUT_RESULT)
+        content = types.Content(role="user", parts=[types.Part(function_response=response)])
+        self.ctx.live_request_queue.send_content(content)
+
+    def _content_queued(self, content: Any) -> None:
+        for part in getattr(content, "parts", None) or []:
+            response = getattr(part, "function_response", None)
+            if response is not None and response.id:
+                self.tool_calls.on_response_queued(str(response.id))
 
     async def _prepare_request(self) -> AsyncGenerator[Any, None]:
         """ADK's request preprocessing: history from the ADK session, tools, config."""

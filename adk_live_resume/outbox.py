@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -697,28 +697,54 @@ def _ids(responses: Iterable[Any] | None) -> tuple[str, ...]:
     return tuple(str(i) for r in responses or [] if (i := _get(r, "id")))
 
 
-def without_responses(
-    method: str, kwargs: Mapping[str, Any], ids: set[str]
+def _map_responses(
+    method: str, kwargs: Mapping[str, Any], change: Callable[[Any], Any]
 ) -> dict[str, Any] | None:
-    """``kwargs`` minus the function responses with ``ids``; ``None`` if nothing is left."""
+    """``kwargs`` with each function response replaced by ``change(response)`` (dropped when
+    it returns ``None``); ``None`` if no response is left."""
 
-    def keep(responses: Iterable[Any]) -> list[Any]:
-        return [r for r in responses if str(_get(r, "id")) not in ids]
+    def mapped(responses: Iterable[Any]) -> list[Any]:
+        return [c for c in (change(r) for r in responses) if c is not None]
 
     if method == "send_tool_response":
-        kept = keep(_responses(kwargs.get("function_responses")))
+        kept = mapped(_responses(kwargs.get("function_responses")))
         return {**kwargs, "function_responses": kept} if kept else None
     if method == "send":
         value = kwargs.get("input")
         if isinstance(value, types.LiveClientToolResponse):
-            kept = keep(value.function_responses or [])
+            kept = mapped(value.function_responses or [])
             if not kept:
                 return None
             return {**kwargs, "input": value.model_copy(update={"function_responses": kept})}
         if isinstance(value, (list, types.FunctionResponse)):
-            kept = keep(_responses(value))
+            kept = mapped(_responses(value))
             return {**kwargs, "input": kept} if kept else None
     return dict(kwargs)
+
+
+def without_responses(
+    method: str, kwargs: Mapping[str, Any], ids: set[str]
+) -> dict[str, Any] | None:
+    """``kwargs`` minus the function responses with ``ids``; ``None`` if nothing is left."""
+    return _map_responses(method, kwargs, lambda r: None if str(_get(r, "id")) in ids else r)
+
+
+def readdressed(
+    method: str, kwargs: Mapping[str, Any], to: Mapping[str, tuple[str, str | None]]
+) -> dict[str, Any]:
+    """``kwargs`` with the function response of each id in ``to`` sent as the answer to
+    another call: ``to[id]`` is that call's ``(id, name)``. Nothing else changes."""
+
+    def change(response: Any) -> Any:
+        target = to.get(str(_get(response, "id")))
+        if target is None:
+            return response
+        update = {"id": target[0], "name": target[1]}
+        if isinstance(response, types.FunctionResponse):
+            return response.model_copy(update=update)
+        return {**response, **update}
+
+    return _map_responses(method, kwargs, change) or dict(kwargs)
 
 
 def responses_of(method: str, kwargs: Mapping[str, Any]) -> list[types.FunctionResponse]:

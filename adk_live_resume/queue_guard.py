@@ -12,6 +12,8 @@ loses the request if the connection dies in between. :class:`QueueGuard` wraps `
   in hand, exactly once (its send then goes to the outbox, not to the dead socket): ADK's
   work (the session write, the screening callbacks) is never cut short when the session moves
   to a new connection;
+* :meth:`on_content` reports every ``send_content`` as it is queued (ADK queues the response
+  of a NON_BLOCKING tool that way before its background task ends);
 * ``close()`` on the queue is seen at once (:attr:`close_requested`, :meth:`wait_closed`,
   :meth:`on_close`), so closing it during an outage ends the run without a new connection.
 
@@ -27,12 +29,15 @@ from typing import Any
 
 
 class QueueGuard:
-    """Wraps ``get`` and ``close`` of one ``LiveRequestQueue``; undo with :meth:`release`."""
+    """Wraps ``get``, ``send_content`` and ``close`` of one ``LiveRequestQueue``; undo with
+    :meth:`release`."""
 
     def __init__(self, queue: Any) -> None:
         self.queue = queue
         self._original_get = queue.get
         self._original_close = queue.close
+        self._original_send_content = queue.send_content
+        self._content_callbacks: list[Callable[[Any], None]] = []
         self._in_hand: Any = None
         self._sent = False
         self._idle = asyncio.Event()
@@ -45,6 +50,7 @@ class QueueGuard:
         self.recovered = 0
         queue.get = self.get
         queue.close = self.close
+        queue.send_content = self.send_content
 
     # -- the wrapped queue methods --------------------------------------------------------
 
@@ -58,6 +64,16 @@ class QueueGuard:
         if not getattr(request, "close", False):
             self._idle.clear()
         return request
+
+    def send_content(self, content: Any, *args: Any, **kwargs: Any) -> None:
+        for callback in list(self._content_callbacks):
+            callback(content)
+        self._original_send_content(content, *args, **kwargs)
+
+    def on_content(self, callback: Callable[[Any], None]) -> None:
+        """Call ``callback(content)`` for every ``send_content``, before it is queued; the
+        callback must not raise."""
+        self._content_callbacks.append(callback)
 
     def close(self) -> None:
         self._closed.set()
@@ -126,3 +142,5 @@ class QueueGuard:
             del self.queue.get
         if self.queue.__dict__.get("close") == self.close:
             del self.queue.close
+        if self.queue.__dict__.get("send_content") == self.send_content:
+            del self.queue.send_content

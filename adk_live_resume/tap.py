@@ -14,7 +14,8 @@ send, and gives ADK one behaviour on all releases:
   emits it as an event, as stock ADK does); otherwise it is removed too, so no event that
   ``run_live`` yields (and no session database row) carries a handle the app never asked for.
 * tool calls are reported; the listener may answer some itself (a call the model repeats
-  after a resume, whose result is already known) and those are removed.
+  after a resume, whose result is already known) or hold them (a repeat of a call whose tool
+  still runs, answered with its result later) and those are removed.
 * every client send goes through :meth:`TapListener.before_send`, which records it (for
   replay) and may rewrite or drop it (a function response for a call the session never saw).
   With an ``encoder``, a microphone chunk then goes on the websocket as the text the SDK

@@ -1,18 +1,30 @@
 """Tool calls by id across connections: each call runs its tool once, each answer goes once.
 
 A resumed session knows the calls its handle's state holds, not the ones issued after it.
-So, per run, :class:`ToolCallBook` keeps:
+So, per run, :class:`ToolCallBook` keeps every call issued, in issue order, with its *key*
+(tool name and canonical JSON arguments) and its state: *answered* (its result is known),
+*running* (ADK runs its tool in the background, a NON_BLOCKING tool whose response ADK
+queues when the tool ends; or its response is queued and not sent yet), *held* (a repeat
+waiting for a running call's result), or none of these.
+And:
 
-* every call id issued, with its *key* (tool name and canonical JSON arguments);
 * the ids issued since the newest handle: a session resumed from that handle never saw
   them, so a response for one of them must not be sent to it (the model would get an answer
   to a question it never asked) but is kept;
 * *repeatable* calls: after a resume, the model answers the replayed input again and may
-  issue the same call anew, under a new id. The first new call with the same key is then
-  answered with the earlier result instead of running the tool twice. If the earlier call
-  has no result (ADK 1.28+ holds calls until ``turnComplete`` and never ran it, or it was
-  cut off), the tool runs for the new call: ADK runs tools inside its receive step, so a
-  call that ran to the end always has its result before the loop can reconnect;
+  issue the same call anew, under a new id. The first new call with the same key (earliest
+  earlier call first, in issue order) is then a *repeat* of it:
+
+  - the earlier call was answered: the repeat is answered at once with its result;
+  - the earlier call is running (ADK really started its tool): the repeat is held, not passed
+    to ADK, and the earlier call's response, once ADK sends it, goes once, re-addressed to the
+    repeat's id and name. If the tool ends without a response (ADK only logs the tool's
+    exception), the repeat is answered with :data:`ENDED_WITHOUT_RESULT`: the tool ran and
+    failed, and running it again could repeat what it did before failing;
+  - otherwise the tool runs for the repeat: ADK 1.28+ holds calls until ``turnComplete`` and
+    may never have run it, or it was cut off. ADK runs blocking tools inside its receive
+    step, so a blocking call that ran to the end always has its result before the loop can
+    reconnect;
 * everything else is a new call and runs its tool, even with the same name and arguments
   as an earlier one (a balance looked up again must be looked up again).
 
@@ -20,10 +32,12 @@ Guarantees:
 
 * a repeat is recognised only on a connection resumed from a handle older than the earlier
   call, only until the resumed session finished answering (its first turn with model output
-  completes), and each earlier call answers at most one repeat;
+  completes), and each earlier call answers at most one repeat; identical calls are paired
+  in issue order (the n-th repeat gets the n-th earlier call's result);
 * after a fresh session (the handle was dead) nothing is repeatable: the rebuilt history
   holds the calls and results the ADK session has;
-* a response is never sent for an id the current session does not know.
+* a response is never sent for an id the current session does not know, and a running
+  call's result reaches the model once, under the id of the newest call waiting for it.
 
 Pure: no I/O.
 """
@@ -31,14 +45,23 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+#: The answer to a held repeat whose running call ended without a response.
+ENDED_WITHOUT_RESULT: dict[str, Any] = {
+    "error": "the tool ended without a result; it is not run again"
+}
 
 
 def call_key(name: str | None, args: Any) -> str:
     """A stable key for "the same call": tool name and canonical JSON of its arguments."""
     return f"{name}:{json.dumps(args or {}, sort_keys=True, default=str)}"
+
+
+def _never(call_id: str, name: str | None) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -49,6 +72,8 @@ class Decision:
     run: tuple[str, ...]
     #: ``(new id, result)`` to answer at once with a result known from before the resume.
     answer: tuple[tuple[str, dict[str, Any]], ...]
+    #: ``(new id, running id)``: repeats held until the running call's response is sent.
+    hold: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -56,11 +81,21 @@ class ToolCallBook:
     """The run's tool calls; see the module docstring for the rules."""
 
     max_results: int = 256
+    #: Every call issued, in issue order: id -> key.
     _keys: dict[str, str] = field(default_factory=dict)
-    _since_handle: set[str] = field(default_factory=set)
+    _names: dict[str, str | None] = field(default_factory=dict)
+    #: Ids issued since the newest handle, in issue order.
+    _since_handle: dict[str, None] = field(default_factory=dict)
     _unknown: set[str] = field(default_factory=set)
+    #: Earlier calls a repeat may answer, in issue order: id -> key.
     _repeatable: dict[str, str] = field(default_factory=dict)
     _results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Running id -> the held repeat its response goes to.
+    _waiting: dict[str, str] = field(default_factory=dict)
+    #: Held repeat -> the running id whose response it waits for.
+    _held: dict[str, str] = field(default_factory=dict)
+    #: Ids whose response ADK has queued and that did not reach the send path yet.
+    _queued: set[str] = field(default_factory=set)
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
 
@@ -70,31 +105,80 @@ class ToolCallBook:
         """A resumable handle arrived: its state holds every call issued so far."""
         self._since_handle.clear()
 
-    def on_calls(self, calls: Iterable[tuple[str, str | None, Any]]) -> Decision:
-        """The model issued ``(id, name, args)`` calls in one message; decide for each."""
+    def on_calls(
+        self,
+        calls: Iterable[tuple[str, str | None, Any]],
+        running: Callable[[str, str | None], bool] = _never,
+    ) -> Decision:
+        """The model issued ``(id, name, args)`` calls in one message; decide for each.
+
+        ``running(id, name)`` tells whether ADK runs the tool of an earlier call in the
+        background now (its response is still to come)."""
         run: list[str] = []
         answer: list[tuple[str, dict[str, Any]]] = []
+        hold: list[tuple[str, str]] = []
         for call_id, name, args in calls:
             key = call_key(name, args)
             self._keys[call_id] = key
-            self._since_handle.add(call_id)
+            self._names[call_id] = name
+            self._since_handle[call_id] = None
             earlier = next((e for e, k in self._repeatable.items() if k == key), None)
-            if earlier is not None:
-                del self._repeatable[earlier]
-            if earlier is None or earlier not in self._results:
+            if earlier is None:
                 run.append(call_id)
                 continue
-            self.reused += 1
-            result = self._results[earlier]
-            self._results[call_id] = result
-            answer.append((call_id, result))
-        return Decision(tuple(run), tuple(answer))
+            del self._repeatable[earlier]
+            if earlier in self._results:
+                self.reused += 1
+                result = self._results[earlier]
+                self._results[call_id] = result
+                answer.append((call_id, result))
+                continue
+            origin = self._held.pop(earlier, None)
+            if origin is None and (
+                earlier in self._queued or running(earlier, self._names.get(earlier))
+            ):
+                origin = earlier
+            if origin is None:
+                run.append(call_id)
+                continue
+            # The newest repeat is the one the current session knows: it takes the result.
+            self._waiting[origin] = call_id
+            self._held[call_id] = origin
+            hold.append((call_id, origin))
+        return Decision(tuple(run), tuple(answer), tuple(hold))
 
     def on_result(self, call_id: str, result: dict[str, Any]) -> None:
         """The tool of ``call_id`` finished with ``result`` (its response is being sent)."""
         self._results[call_id] = result
+        self._queued.discard(call_id)
         while len(self._results) > self.max_results:
             del self._results[next(iter(self._results))]
+
+    def take_repeat(self, call_id: str) -> tuple[str, str | None] | None:
+        """The response of ``call_id`` is being sent: the held repeat it now answers
+        (``(id, name)``; the response goes under that id, once), or ``None``."""
+        repeat = self._waiting.pop(call_id, None)
+        if repeat is None:
+            return None
+        del self._held[repeat]
+        self.reused += 1
+        return repeat, self._names.get(repeat)
+
+    def on_response_queued(self, call_id: str) -> None:
+        """ADK queued the response of ``call_id``: it will be sent (a repeat waits for it)."""
+        if call_id in self._keys and call_id not in self._results:
+            self._queued.add(call_id)
+
+    def on_running_ended(self, call_id: str) -> tuple[str, str | None] | None:
+        """ADK's background run of ``call_id`` ended. Without a response (none queued), the
+        repeat held for it, if any, as ``(id, name)``: it is to be answered with
+        :data:`ENDED_WITHOUT_RESULT`."""
+        if call_id in self._queued or call_id not in self._waiting:
+            return None
+        repeat = self._waiting.pop(call_id)
+        del self._held[repeat]
+        self._results[repeat] = ENDED_WITHOUT_RESULT
+        return repeat, self._names.get(repeat)
 
     def on_answered(self) -> None:
         """The session finished a turn with model output: later calls are new calls."""
@@ -104,16 +188,16 @@ class ToolCallBook:
 
     def on_resumed(self) -> None:
         """A new connection resumed from the newest handle."""
-        missed = set(self._since_handle)
-        self._unknown |= missed
-        # Accumulated: a connection that drops again before the model repeated the call
-        # must not make the call forgettable.
-        self._repeatable.update({i: self._keys[i] for i in missed if i in self._keys})
+        missed = [i for i in self._since_handle if i in self._keys]
+        self._unknown.update(missed)
+        # Accumulated (a connection that drops again before the model repeated the call
+        # must not make the call forgettable), and in issue order.
+        self._repeatable.update((i, self._keys[i]) for i in missed)
         self._since_handle.clear()
 
     def on_fresh_session(self) -> None:
         """A new session started without a handle: it knows no call id at all."""
-        self._unknown |= set(self._keys)
+        self._unknown.update(self._keys)
         self._repeatable.clear()
         self._since_handle.clear()
 
@@ -125,3 +209,6 @@ class ToolCallBook:
 
     def is_unknown(self, call_id: str) -> bool:
         return call_id in self._unknown
+
+    def name_of(self, call_id: str) -> str | None:
+        return self._names.get(call_id)

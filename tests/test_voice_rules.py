@@ -4,14 +4,18 @@ per dialect, bounded audio, tool calls by id."""
 from __future__ import annotations
 
 import math
+import os
 import struct
+import subprocess
+import sys
 import tracemalloc
+from collections.abc import Callable
 
 from google.genai import types
 
 from adk_live_resume.activity import UserActivity, is_voiced, pcm_rms
 from adk_live_resume.outbox import Outbox, audio_pcm, fresh_history, signals
-from adk_live_resume.tool_calls import ToolCallBook
+from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
 
 RATE = 16000
 
@@ -350,3 +354,101 @@ def test_an_utterance_replayed_from_its_start_turns_its_transcription_into_a_fra
     history, _ = fresh_history(joined, "", speaking=False, fragments=outbox.transcript_fragments)
     assert [c.parts[0].text for c in history] == ["one", "echo: one", "fhtgv"]
     assert joined[2].parts[0].text == "fhtfhtgv", "ADK's contents are not changed in place"
+
+
+def test_identical_calls_are_paired_with_their_repeats_in_issue_order() -> None:
+    book = ToolCallBook()
+    ids = [f"c{n}" for n in range(12)]
+    for n, call_id in enumerate(ids):
+        book.on_calls([(call_id, "counter", {})])
+        book.on_result(call_id, {"n": n})
+    book.on_resumed()
+    answered = [book.on_calls([(f"r{n}", "counter", {})]).answer for n in range(12)]
+    assert answered == [((f"r{n}", {"n": n}),) for n in range(12)]
+
+
+def test_issue_order_pairing_does_not_depend_on_the_hash_seed() -> None:
+    """The same pairing in fresh interpreters with different string hash seeds."""
+    script = (
+        "from adk_live_resume.tool_calls import ToolCallBook\n"
+        "book = ToolCallBook()\n"
+        "for n in range(6):\n"
+        "    book.on_calls([(f'id-{n}', 'f', {})]); book.on_result(f'id-{n}', {'n': n})\n"
+        "book.on_resumed()\n"
+        "print([book.on_calls([(f'r{n}', 'f', {})]).answer[0][1]['n'] for n in range(6)])\n"
+    )
+    for seed in ("0", "1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.getcwd()}
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == "[0, 1, 2, 3, 4, 5]", (seed, out.stdout, out.stderr)
+
+
+def _running(*ids: str) -> Callable[[str, str | None], bool]:
+    return lambda call_id, name: call_id in ids
+
+
+def test_a_repeat_of_a_running_call_is_held_and_gets_its_result_once() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "send_mail", {"to": "a"})])
+    book.on_resumed()  # the handle predates c1, which ADK still runs
+    decision = book.on_calls([("c2", "send_mail", {"to": "a"})], running=_running("c1"))
+    assert decision.hold == (("c2", "c1"),) and decision.run == () and decision.answer == ()
+    book.on_result("c1", {"sent": True})
+    assert book.take_repeat("c1") == ("c2", "send_mail")
+    assert book.take_repeat("c1") is None, "once"
+    assert not book.is_unknown("c2") and book.is_unknown("c1")
+
+
+def test_a_repeat_of_a_call_that_is_not_running_runs_the_tool() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "send_mail", {})])  # held by ADK until turnComplete, never ran
+    book.on_resumed()
+    decision = book.on_calls([("c2", "send_mail", {})], running=_running())
+    assert decision.run == ("c2",) and decision.hold == ()
+
+
+def test_a_repeat_of_a_call_whose_response_is_queued_waits_for_it() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])
+    book.on_response_queued("c1")  # the tool ended; its response waits in ADK's queue
+    book.on_resumed()
+    decision = book.on_calls([("c2", "f", {})], running=_running())
+    assert decision.hold == (("c2", "c1"),)
+    assert book.on_running_ended("c1") is None, "the queued response will come"
+    book.on_result("c1", {"v": 1})
+    assert book.take_repeat("c1") == ("c2", "f")
+
+
+def test_a_running_call_that_ends_without_a_response_answers_its_repeat_with_an_error() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])
+    book.on_resumed()
+    book.on_calls([("c2", "f", {})], running=_running("c1"))
+    assert book.on_running_ended("c1") == ("c2", "f")
+    assert book.on_running_ended("c1") is None
+    book.on_resumed()  # dropped again: a further repeat gets the same error, no new run
+    assert book.on_calls([("c3", "f", {})]).answer == (("c3", ENDED_WITHOUT_RESULT),)
+
+
+def test_a_held_repeat_cut_off_by_another_drop_passes_the_wait_to_the_next_repeat() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])
+    book.on_resumed()
+    book.on_calls([("c2", "f", {})], running=_running("c1"))
+    book.on_resumed()  # dropped before c1 ended; the next session never saw c2
+    decision = book.on_calls([("c3", "f", {})], running=_running())
+    assert decision.hold == (("c3", "c1"),)
+    book.on_result("c1", {"v": 1})
+    assert book.take_repeat("c1") == ("c3", "f")
+
+
+def test_a_running_call_covered_by_the_handle_is_not_repeatable() -> None:
+    book = ToolCallBook()
+    book.on_calls([("c1", "f", {})])
+    book.on_handle()  # the session holds the open call
+    book.on_resumed()
+    assert not book.is_unknown("c1")
+    assert book.on_calls([("c2", "f", {})], running=_running("c1")).run == ("c2",)
+    assert book.take_repeat("c1") is None, "its response goes under its own id"

@@ -25,6 +25,10 @@ Input and turns:
 * handles are issued at resumable points per the :class:`~adk_live_resume.testing.handles.
   HandleSchedule` (see :mod:`~adk_live_resume.testing.handles` for what a snapshot holds and
   what ``lastConsumedClientMessageIndex`` counts);
+* NON_BLOCKING functions (``behavior`` in the setup's declaration): their calls do not hold
+  the turn nor the resumable point; they stay open in the session (and in the snapshots of
+  the handles issued meanwhile) until their response arrives, which the model then answers
+  per its ``scheduling`` (see :mod:`~adk_live_resume.testing.model`);
 * on a resumed connection, a client message whose identity the snapshot already consumed is
   recorded in ``record.resent_consumed`` (and handled as usual);
 * Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): ``clientContent`` is accepted only
@@ -59,7 +63,7 @@ from . import protocol as wire
 from .dialect import history_in_client_content, is_gemini_3_live, model_name
 from .faults import Fault
 from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot, fingerprint
-from .model import CallTools, ScriptedModel, Turn, split_chunks
+from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
 from .records import (
     ConnectionRecord,
@@ -134,6 +138,10 @@ class LiveConnection:
         self._generation: asyncio.Task[None] | None = None
         self._finishing = False
         self._pending_tools: dict[str, tuple[str, asyncio.Future[Any]]] = {}
+        #: Functions declared NON_BLOCKING in the setup.
+        self._non_blocking: frozenset[str] = frozenset()
+        #: Open NON_BLOCKING calls of the session, by id (name): kept across resumption.
+        self._background: dict[str, str] = {}
         self._tracker = SpeechTracker(VadConfig())
         self._audio_rate = 16000
         self._message_index = 0
@@ -468,12 +476,16 @@ class LiveConnection:
         self._modality = "AUDIO" if any(str(m).upper() == "AUDIO" for m in modalities) else "TEXT"
         self._session_audio = self._modality == "AUDIO"
         names: list[str] = []
+        non_blocking: list[str] = []
         for tool in pick_list(setup, "tools"):
             for declaration in pick_list(tool, "functionDeclarations"):
                 name = pick(declaration, "name")
                 if isinstance(name, str):
                     names.append(name)
+                    if str(pick(declaration, "behavior") or "").upper() == "NON_BLOCKING":
+                        non_blocking.append(name)
         self._model = ScriptedModel(names)
+        self._non_blocking = frozenset(non_blocking)
         self._gemini3 = is_gemini_3_live(model_name(setup))
         self._history_in_client_content = history_in_client_content(setup)
         self._compression = bool(pick(setup, "contextWindowCompression"))
@@ -512,6 +524,7 @@ class LiveConnection:
             self.terminate("refused", code=code, reason=reason)
             return False
         self._memory = list(snapshot.turns)
+        self._background = dict(snapshot.background)
         self._session = snapshot.session
         self._session_audio = self._session_audio or snapshot.session.audio
         self._base_consumed = collections.Counter(snapshot.consumed)
@@ -732,9 +745,14 @@ class LiveConnection:
             if known is not None:
                 known.responses.append(pick(response, "response", {}))
             pending = self._pending_tools.pop(call_id, None) if isinstance(call_id, str) else None
+            background = self._background.pop(call_id, None) if isinstance(call_id, str) else None
             if pending is not None:
+                self.record.accepted_tool_response_ids.append(str(call_id))
                 if not pending[1].done():
                     pending[1].set_result(pick(response, "response", {}))
+            elif background is not None:
+                self.record.accepted_tool_response_ids.append(str(call_id))
+                self._background_result(background, response)
             elif isinstance(call_id, str) and call_id in self._shared.issued_tool_ids:
                 self.record.stale_tool_response_ids.append(call_id)
             else:
@@ -744,6 +762,21 @@ class LiveConnection:
                     self.record.index,
                     call_id,
                 )
+
+    def _background_result(self, name: str, response: JsonDict) -> None:
+        """The response of an open NON_BLOCKING call: react per its ``scheduling``."""
+        scheduling = str(pick(response, "scheduling") or "WHEN_IDLE").upper()
+        result = pick(response, "response", {})
+        if scheduling == "SILENT":
+            return
+        self._spawn(self._answer_result(name, result, interrupt=scheduling == "INTERRUPT"))
+
+    async def _answer_result(self, name: str, result: Any, *, interrupt: bool) -> None:
+        if interrupt:
+            await self._interrupt()
+        while self._generation is not None and not self._generation.done():
+            await asyncio.wait([self._generation])  # WHEN_IDLE: the answer in progress first
+        self._start_generation("", tool_results=[(name, result)], answers_user=False)
 
     # ---- resumption handles ----------------------------------------------------------------
 
@@ -781,7 +814,13 @@ class LiveConnection:
         session = SessionInfo(self._session.id, self._session.started_at, self._session_audio)
         sent_index = index if self.record.transparent else None
         snapshot = Snapshot(
-            tuple(self._memory), now, self.record.index, session, sent_index, consumed
+            tuple(self._memory),
+            now,
+            self.record.index,
+            session,
+            sent_index,
+            consumed,
+            tuple(self._background.items()),
         )
         handle = self._shared.handles.issue(snapshot)
         issue = HandleIssue(handle, self.record.index, point, sent_index, len(self._memory), now)
@@ -893,10 +932,14 @@ class LiveConnection:
         await self._send(wire.server_content(interrupted=True))
 
     def _start_generation(
-        self, user_text: str, *, tool_results: Sequence[tuple[str, Any]] = ()
+        self,
+        user_text: str,
+        *,
+        tool_results: Sequence[tuple[str, Any]] = (),
+        answers_user: bool = True,
     ) -> None:
-        previous = tuple(self._memory[:-1])
-        coro = self._generate(user_text, previous, tuple(tool_results))
+        previous = tuple(self._memory[:-1] if answers_user else self._memory)
+        coro = self._generate(user_text, previous, tuple(tool_results), answers_user)
         self._generation = self._loop.create_task(self._guard(coro))
         self._generation.add_done_callback(lambda _: coro.close())  # cancelled before it ran
 
@@ -916,8 +959,15 @@ class LiveConnection:
             for call in step:
                 call_id = self._shared.new_tool_call_id()
                 future: asyncio.Future[Any] = self._loop.create_future()
-                self._pending_tools[call_id] = (call.name, future)
-                record = ToolCallRecord(call_id, call.name, call.args, self.record.index, number)
+                non_blocking = call.name in self._non_blocking
+                if non_blocking:  # the model goes on; the call stays open in the session
+                    self._background[call_id] = call.name
+                    future.set_result(STARTED)
+                else:
+                    self._pending_tools[call_id] = (call.name, future)
+                record = ToolCallRecord(
+                    call_id, call.name, call.args, self.record.index, number, non_blocking
+                )
                 self.record.tool_calls.append(record)
                 self._shared.tool_calls[call_id] = record
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
@@ -927,7 +977,8 @@ class LiveConnection:
                 return None
             if not self._gemini3:  # Gemini 2.x ends the turn; 3.x holds it until the answer
                 await self._send(wire.server_content(turn_complete=True))
-            await self._not_resumable()
+            if self._pending_tools:
+                await self._not_resumable()
             for name, future in futures:
                 results.append((name, await future))
         return results
@@ -937,6 +988,7 @@ class LiveConnection:
         user_text: str,
         previous: tuple[Turn, ...],
         tool_results: tuple[tuple[str, Any], ...] = (),
+        answers_user: bool = True,
     ) -> None:
         try:
             await self._not_resumable()
@@ -980,8 +1032,9 @@ class LiveConnection:
                     final.append(update)
             await self._send(*final)
             self.record.answers.append(reply.text)
-            self.record.answered_user_turns.append(user_text)
-            self._shared.answered_user_turns.append(user_text)
+            if answers_user:
+                self.record.answered_user_turns.append(user_text)
+                self._shared.answered_user_turns.append(user_text)
             if issue is not None:
                 self._issued(issue)
         finally:

@@ -106,6 +106,9 @@ class Snapshot:
     session: SessionInfo
     last_consumed_index: int | None = None
     consumed: collections.Counter[str] = field(default_factory=collections.Counter)
+    #: Open NON_BLOCKING calls ``(id, name)``: a session resumed from here accepts their
+    #: responses.
+    background: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

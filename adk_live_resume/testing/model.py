@@ -21,6 +21,19 @@ user turn                        answer
                                  binds tighter: ``call a {} and call b {} then call c {}``.
                                  With several calls the answer names every result, in call
                                  order: ``a returned {..}; b returned {..}``.
+``call <tool> ..`` (NON_BLOCKING) a function declared with ``behavior: NON_BLOCKING`` (either
+                                 casing) does not make the model wait: after its ``toolCall``
+                                 the answer names it ``<tool> started`` (``; ``-joined with
+                                 the other calls' results, in call order) and the turn ends.
+                                 The call stays open in the session (a handle issued now
+                                 covers it: a session resumed from that handle accepts its
+                                 response). When its response arrives the model reacts per
+                                 the response's ``scheduling``: ``INTERRUPT`` cuts the answer
+                                 in progress (``interrupted``) and answers
+                                 ``<tool> returned <json>`` at once; ``WHEN_IDLE`` (the
+                                 default) gives the same answer once the answer in progress
+                                 is complete; ``SILENT`` answers nothing (the result is
+                                 recorded only). These answers answer no user turn.
 ``what did I say first?``        ``you first said: <first user turn in memory>``
 ``recall``                       ``you said: <t1> | <t2> | ...``: every user turn in memory, in
                                  order, duplicates included
@@ -48,7 +61,17 @@ from typing import Any, Literal
 
 from .protocol import compact_json
 
-__all__ = ["CallTool", "CallTools", "Reply", "ScriptedModel", "Turn", "parse_calls", "split_chunks"]
+__all__ = [
+    "STARTED",
+    "CallTool",
+    "CallTools",
+    "Reply",
+    "ScriptedModel",
+    "Started",
+    "Turn",
+    "parse_calls",
+    "split_chunks",
+]
 
 _CALL = re.compile(r"call\s+([^\s{]+)\s*", re.IGNORECASE)
 _JOIN = re.compile(r"\s*\b(and|then)\b\s*", re.IGNORECASE)
@@ -88,6 +111,15 @@ class CallTools:
     def calls(self) -> tuple[CallTool, ...]:
         """Every call, in order."""
         return tuple(call for step in self.steps for call in step)
+
+
+@dataclass(frozen=True)
+class Started:
+    """The result of a NON_BLOCKING call in the answer of its turn: it runs in the background."""
+
+
+#: The one :class:`Started` value.
+STARTED = Started()
 
 
 def parse_calls(text: str) -> list[list[tuple[str, Any]]] | None:
@@ -168,8 +200,16 @@ class ScriptedModel:
 
     @staticmethod
     def after_tools(results: Sequence[tuple[str, Any]]) -> Reply:
-        """The answer once every call's response arrived: each result named, in call order."""
-        return Reply("; ".join(f"{name} returned {compact_json(r)}" for name, r in results))
+        """The answer once every call's response arrived: each result named, in call order
+        (a NON_BLOCKING call, whose result is :data:`STARTED`, as ``<name> started``)."""
+        return Reply(
+            "; ".join(
+                f"{name} started"
+                if isinstance(r, Started)
+                else f"{name} returned {compact_json(r)}"
+                for name, r in results
+            )
+        )
 
 
 def split_chunks(text: str, *, minimum: int = 3, size: int = 16) -> list[str]:

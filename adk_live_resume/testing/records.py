@@ -51,7 +51,8 @@ class ToolCallRecord:
     ``message`` numbers the ``toolCall`` messages of the server (1-based, server-wide): calls
     with the same number were issued together (parallel). ``responses`` holds every response
     received for this id, on any connection, in order (more than one means it was answered
-    again). ``cancelled`` is True once a ``toolCallCancellation`` named it.
+    again). ``cancelled`` is True once a ``toolCallCancellation`` named it. ``non_blocking``:
+    the function was declared NON_BLOCKING (the model did not wait for the response).
     """
 
     id: str
@@ -59,6 +60,7 @@ class ToolCallRecord:
     args: dict[str, Any]
     connection: int
     message: int = 0
+    non_blocking: bool = False
     responses: list[Any] = field(default_factory=list)
     cancelled: bool = False
 
@@ -130,6 +132,9 @@ class ConnectionRecord:
         answered_user_turns: the user turn each of ``answers`` answered, in the same order.
         tool_calls: function calls issued on this connection.
         tool_responses: raw function responses received on this connection.
+        accepted_tool_response_ids: the ids of the responses the session took as the answer
+            to a call it had open (pending on this connection, or an open NON_BLOCKING call
+            of the session), in order of arrival.
         handles_issued: resumption handles sent on this connection, in order.
         handle_issues: the same handles with the point at which each was issued.
         heard: every user turn received, with how it arrived (:class:`HeardTurn`).
@@ -175,6 +180,7 @@ class ConnectionRecord:
     answered_user_turns: list[str] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     tool_responses: list[dict[str, Any]] = field(default_factory=list)
+    accepted_tool_response_ids: list[str] = field(default_factory=list)
     handles_issued: list[str] = field(default_factory=list)
     handle_issues: list[HandleIssue] = field(default_factory=list)
     heard: list[HeardTurn] = field(default_factory=list)

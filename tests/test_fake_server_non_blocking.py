@@ -1,0 +1,147 @@
+"""NON_BLOCKING function calls on the fake server, against the bare google-genai SDK."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from google.genai import types
+
+from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing.handles import HandleSchedule
+
+from .test_fake_server import (
+    MODEL,
+    chat,
+    config,
+    next_handle,
+    raw,
+    raw_recv,
+    raw_until,
+    say,
+    session,
+    text_of,
+    turn,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+SLOW = types.Tool(
+    function_declarations=[
+        types.FunctionDeclaration(
+            name="slow", description="slow", behavior=types.Behavior.NON_BLOCKING
+        ),
+        types.FunctionDeclaration(name="fast", description="fast"),
+    ]
+)
+
+
+def response(call_id: str, result: dict[str, Any], scheduling: str | None = None) -> Any:
+    return types.FunctionResponse(
+        id=call_id,
+        name="slow",
+        response=result,
+        scheduling=types.FunctionResponseScheduling(scheduling) if scheduling else None,
+    )
+
+
+async def started(live: Any, text: str) -> types.FunctionCall:
+    """Ask for ``text`` (a NON_BLOCKING call); the model goes on without waiting."""
+    await say(live, text)
+    first = await turn(live)  # toolCall, then turnComplete
+    calls = [c for m in first if m.tool_call for c in m.tool_call.function_calls or []]
+    assert len(calls) == 1, first
+    assert text_of(await turn(live)) == "slow started"
+    return calls[0]
+
+
+async def test_a_non_blocking_call_does_not_hold_the_model_and_when_idle_answers_after(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(chunk_delay=0.05)
+    async with session(server, config(tools=[SLOW])) as live:
+        call = await started(live, "call slow {}")
+        assert await chat(live, "between") == "echo: between", "the model did not wait"
+        await say(live, "a long answer while the result arrives")
+        await live.send_tool_response(function_responses=[response(str(call.id), {"v": 1})])
+        # WHEN_IDLE (the default): the answer in progress completes first, uncut.
+        assert text_of(await turn(live)) == "echo: a long answer while the result arrives"
+        assert text_of(await turn(live)) == 'slow returned {"v":1}'
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    assert record.accepted_tool_response_ids == [call.id]
+    assert [(c.id, c.non_blocking) for c in record.tool_calls] == [(call.id, True)]
+    assert record.interrupted == 0 and record.errors == []
+    assert server.user_turns_answered() == [
+        "call slow {}",
+        "between",
+        "a long answer while the result arrives",
+    ], "the result's answer answers no user turn"
+
+
+async def test_interrupt_cuts_the_answer_and_silent_says_nothing(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(chunk_delay=0.2)
+    async with session(server, config(tools=[SLOW])) as live:
+        first = await started(live, "call slow {}")
+        second = await started(live, "call slow {}")
+        await live.send_tool_response(
+            function_responses=[response(str(first.id), {"quiet": 1}, "SILENT")]
+        )
+        await say(live, "a long answer that gets cut")
+        await live.send_tool_response(
+            function_responses=[response(str(second.id), {"now": 2}, "INTERRUPT")]
+        )
+        messages = await turn(live)
+        cut = next(
+            i for i, m in enumerate(messages) if m.server_content and m.server_content.interrupted
+        )
+        assert text_of(messages[:cut]) != "echo: a long answer that gets cut"
+        assert text_of(messages[cut:]) == 'slow returned {"now":2}'
+        assert await chat(live, "after") == "echo: after", "SILENT: no answer of its own"
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    assert record.interrupted == 1
+    assert record.accepted_tool_response_ids == [first.id, second.id]
+    assert "quiet" not in json.dumps(record.answers)
+
+
+async def test_a_handle_issued_while_the_call_runs_covers_it(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory()
+    async with session(server, config(tools=[SLOW])) as live:
+        assert await chat(live, "before") == "echo: before"
+        old = await next_handle(live)
+        call = await started(live, "call slow {}")
+        covering = await next_handle(live)  # issued at the turnComplete of "slow started"
+    async with session(server, config(tools=[SLOW], handle=covering)) as live:
+        await live.send_tool_response(function_responses=[response(str(call.id), {"v": 3})])
+        assert text_of(await turn(live)) == 'slow returned {"v":3}'
+    async with session(server, config(tools=[SLOW], handle=old)) as live:
+        await live.send_tool_response(function_responses=[response(str(call.id), {"v": 4})])
+        assert await chat(live, "after") == "echo: after"
+    second, third = (await server.wait_for_connections(3, finished=True))[1:]
+    assert second.resumed and second.accepted_tool_response_ids == [call.id]
+    assert third.resumed and third.accepted_tool_response_ids == []
+    assert third.stale_tool_response_ids == [call.id], "the older handle predates the call"
+
+
+@pytest.mark.parametrize("spelling", ["NON_BLOCKING", "non_blocking"])
+async def test_the_behavior_is_read_in_either_casing(spelling: str) -> None:
+    declaration = {"name": "slow", "behavior": spelling}
+    async with FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False)) as server:
+        setup = {
+            "model": f"models/{MODEL}",
+            "generation_config": {"response_modalities": ["TEXT"]},
+            "tools": [{"function_declarations": [declaration]}],
+        }
+        async with raw(server, setup) as ws:
+            assert "setupComplete" in await raw_recv(ws)
+            turn_ = {"turns": [{"role": "user", "parts": [{"text": "call slow {}"}]}]}
+            await ws.send(json.dumps({"client_content": {**turn_, "turn_complete": True}}))
+            messages = await raw_until(ws, "turnComplete")
+            assert "toolCall" in messages[0]
+            texts = await raw_until(ws, "turnComplete")
+            parts = [m["serverContent"].get("modelTurn", {}) for m in texts]
+            assert "".join(p["parts"][0]["text"] for p in parts if p) == "slow started"

@@ -1,0 +1,223 @@
+"""Tool calls cut by a dropped socket, end to end: real ``Runner.run_live``, real google-genai,
+real TLS websockets, the fake server. Both entry points.
+
+* A NON_BLOCKING tool still running when the socket drops runs once: the resumed session's
+  repeat of the call waits for its result, which goes to the repeat's id, once.
+* Identical calls cut by a drop are answered in issue order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from google.adk.tools.function_tool import FunctionTool
+from google.genai import types
+
+from adk_live_resume import adk_compat
+from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing.driver import LiveDriver, answer_text
+from adk_live_resume.testing.handles import HandleSchedule
+from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
+
+from .conftest import AgentFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+needs_background_tools = pytest.mark.skipif(
+    not adk_compat.runs_tools_in_background(),
+    reason="the installed google-adk has no NON_BLOCKING tools (they came in 1.37 and 2.5)",
+)
+
+
+def non_blocking(function: Any) -> FunctionTool:
+    tool = FunctionTool(function)
+    if hasattr(tool, "behavior"):
+        tool.behavior = types.Behavior.NON_BLOCKING
+    else:  # 1.37 - 2.12: a response scheduling makes a tool NON_BLOCKING
+        tool.response_scheduling = types.FunctionResponseScheduling.WHEN_IDLE
+    return tool
+
+
+def answers(live: LiveDriver, mark: int) -> list[str]:
+    """The texts of the completed turns with text after event ``mark``."""
+    texts: list[str] = []
+    start = mark
+    for index in range(mark, len(live.events)):
+        event = live.events[index]
+        if getattr(event, "interrupted", False):
+            start = index + 1
+        if getattr(event, "turn_complete", False):
+            text = answer_text(live.events[start : index + 1])
+            start = index + 1
+            if text:
+                texts.append(text)
+    return texts
+
+
+async def answer_like(live: LiveDriver, mark: int, prefix: str, timeout: float = 10) -> str:
+    async with asyncio.timeout(timeout):
+        while True:
+            found = [text for text in answers(live, mark) if text.startswith(prefix)]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.02)
+
+
+class SlowJob:
+    """A NON_BLOCKING tool that takes ``seconds`` and counts its runs."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.runs: list[str] = []
+        self.started = asyncio.Event()
+
+    async def __call__(self, job: str) -> dict[str, Any]:
+        """Run a slow job (sends an email, places an order...)."""
+        self.runs.append(job)
+        self.started.set()
+        await asyncio.sleep(self.seconds)
+        return {"job": job, "run": len(self.runs)}
+
+
+def slow_job_tool(job: SlowJob) -> FunctionTool:
+    async def slow_job(job_name: str) -> dict[str, Any]:
+        """Run a slow job (sends an email, places an order...)."""
+        return await job(job_name)
+
+    return non_blocking(slow_job)
+
+
+@needs_background_tools
+async def test_a_running_non_blocking_tool_runs_once_and_its_result_goes_to_the_repeat(
+    make_agent: AgentFactory,
+) -> None:
+    job = SlowJob(1.0)
+    async with asyncio.timeout(30):
+        server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
+        async with server:
+            agent = make_agent(server, tools=[slow_job_tool(job)])
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("hello") == "echo: hello"
+                issued = await server.issue_handles_now()
+                assert issued[1] is not None  # the newest handle: older than the call
+                mark = live.send_text('call slow_job {"job_name": "mail"}')
+                await asyncio.wait_for(job.started.wait(), 10)
+                await server.close_open(1011)
+                await server.wait_for_connections(2)
+                answer = await answer_like(live, mark, "slow_job returned")
+                assert answer == 'slow_job returned {"job":"mail","run":1}'
+                await asyncio.sleep(0.3)  # nothing more may arrive
+                await live.close()
+            first, second = server.connections
+            assert job.runs == ["mail"], "the tool ran once"
+            assert second.resumed and second.resume_handle == first.handles_issued[-1]
+            [original] = first.tool_calls
+            [repeat] = second.tool_calls
+            assert first.accepted_tool_response_ids == [] and first.tool_responses == []
+            assert second.accepted_tool_response_ids == [repeat.id]
+            assert [r.get("id") for r in second.tool_responses] == [repeat.id], "once"
+            assert server.tool_call(original.id).responses == []
+            assert server.tool_call(repeat.id).responses == [{"job": "mail", "run": 1}]
+            for record in server.connections:
+                assert not record.stale_tool_response_ids and not record.unknown_tool_response_ids
+                assert not record.errors
+
+
+@needs_background_tools
+async def test_a_running_non_blocking_call_covered_by_the_handle_is_answered_under_its_id(
+    make_agent: AgentFactory,
+) -> None:
+    job = SlowJob(1.0)
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        agent = make_agent(server, tools=[slow_job_tool(job)])
+        async with await LiveDriver.start(agent) as live:
+            mark = live.send_text('call slow_job {"job_name": "order"}')
+            await asyncio.wait_for(job.started.wait(), 10)
+            first = server.connections[0]
+            # the handle issued with "slow_job started" covers the running call
+            await server.wait_for(lambda: len(first.handles_issued) == 1, 5, what="a handle")
+            await server.close_open(1011)
+            await server.wait_for_connections(2)
+            answer = await answer_like(live, mark, "slow_job returned")
+            assert answer == 'slow_job returned {"job":"order","run":1}'
+            await live.close()
+        second = server.connections[1]
+        [original] = first.tool_calls
+        assert job.runs == ["order"]
+        assert second.resumed and second.tool_calls == [], "the model did not repeat the call"
+        assert second.accepted_tool_response_ids == [original.id]
+        assert server.tool_call(original.id).responses == [{"job": "order", "run": 1}]
+
+
+async def test_identical_calls_cut_by_a_drop_are_answered_in_issue_order(
+    make_agent: AgentFactory,
+) -> None:
+    """Eight identical calls with different results: the repeats after the resume get them
+    in issue order (a hash-ordered pairing matches it once in 8! = 40320 runs)."""
+    count = 0
+
+    def counter() -> dict[str, int]:
+        """Count up."""
+        nonlocal count
+        count += 1
+        return {"n": count}
+
+    calls = 8
+    expected = "; ".join(f'counter returned {{"n":{n}}}' for n in range(1, calls + 1))
+    server = FakeLiveServer(
+        handle_schedule=HandleSchedule(on_turn_complete=False, idle_interval=0.05)
+    )
+    async with asyncio.timeout(40), server:
+        server.script(Fault.close(1011, "cut", mid_turn=True), connection=1)
+        agent = make_agent(server, tools=[counter])
+        async with await LiveDriver.start(agent) as live:
+            await server.wait_for(lambda: bool(server.handles_issued()), 5, what="a handle")
+            mark = live.send_text(" then ".join(["call counter {}"] * calls))
+            await server.wait_for_connections(2)
+            assert await answer_like(live, mark, "counter returned", timeout=20) == expected
+            await live.close()
+        first, second = server.connections
+        assert first.ended_by == "fault" and second.resumed
+        assert count == calls, "every repeat was answered from the earlier result"
+        results = [server.tool_call(c.id).responses for c in second.tool_calls]
+        assert results == [[{"n": n}] for n in range(1, calls + 1)]
+        assert json.dumps(second.answers).count("counter returned") == calls
+
+
+@needs_background_tools
+async def test_a_running_tool_that_fails_answers_the_repeat_with_an_error_and_never_reruns(
+    make_agent: AgentFactory,
+) -> None:
+    runs: list[str] = []
+    started = asyncio.Event()
+
+    async def flaky_job(job_name: str) -> dict[str, Any]:
+        """Run a job that fails after a while."""
+        runs.append(job_name)
+        started.set()
+        await asyncio.sleep(1.0)
+        raise RuntimeError("the job failed")
+
+    async with asyncio.timeout(30):
+        server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
+        async with server:
+            agent = make_agent(server, tools=[non_blocking(flaky_job)])
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("hello") == "echo: hello"
+                assert (await server.issue_handles_now())[1] is not None
+                mark = live.send_text('call flaky_job {"job_name": "pay"}')
+                await asyncio.wait_for(started.wait(), 10)
+                await server.close_open(1011)
+                await server.wait_for_connections(2)
+                answer = await answer_like(live, mark, "flaky_job returned")
+                assert answer == "flaky_job returned " + json.dumps(
+                    ENDED_WITHOUT_RESULT, separators=(",", ":")
+                )
+                await live.close()
+            second = server.connections[1]
+            [repeat] = second.tool_calls
+            assert runs == ["pay"], "the failed tool is not run again"
+            assert second.accepted_tool_response_ids == [repeat.id]
