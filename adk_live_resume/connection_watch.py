@@ -266,7 +266,7 @@ class ConnectionWatch:
         """Note the moment the websocket closes, even while ADK is busy (a tool runs), and
         act on the server's close frame as soon as it arrives."""
         websocket = adk_compat.websocket_of(self.session)
-        if self.run.dialer is not None:
+        if self.run.dialer is not None and self.run.close_frame_dial:
             adk_compat.on_close_frame(websocket, self.on_close_frame)
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
