@@ -140,6 +140,31 @@ def test_a_wrapped_send_realtime_input_sees_every_chunk() -> None:
     assert encoder.encoded == 0
 
 
+def test_a_wrapper_put_in_place_after_learning_gets_the_chunks_from_then_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = _session(vertex=False)
+    encoder = ChunkEncoder()
+    chunk = _send("audio", b"\x01\x02" * 320, "audio/pcm;rate=16000")
+    assert encoder.encode(session, "send_realtime_input", chunk) is not None  # learnt
+    original = live.AsyncSession.send_realtime_input
+    calls: list[Any] = []
+
+    @functools.wraps(original)
+    async def traced(self: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return await original(self, **kwargs)
+
+    monkeypatch.setattr(live.AsyncSession, "send_realtime_input", traced)
+    assert encoder.encode(session, "send_realtime_input", chunk) is None
+    monkeypatch.setattr(session, "send_realtime_input", traced.__get__(session), raising=False)
+    monkeypatch.setattr(live.AsyncSession, "send_realtime_input", original)
+    assert encoder.encode(session, "send_realtime_input", chunk) is None  # set on the session
+    monkeypatch.delattr(session, "send_realtime_input")
+    assert encoder.encode(session, "send_realtime_input", chunk) is not None  # the SDK's again
+    assert encoder.encoded == 2 and calls == []
+
+
 def test_a_shape_whose_learning_failed_is_not_tried_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
