@@ -39,6 +39,7 @@ import functools
 import importlib
 import inspect
 import logging
+import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -373,19 +374,145 @@ def sdk_accepts_history_config(vertex: bool) -> bool:
     return "history_config parameter is not supported" not in source
 
 
+# ---- other libraries' internals the patch hooks (checked once: adk_live_resume.hooks) ----------
+
+#: ``GeminiLlmConnection``'s google-genai session (essential: without it nothing resumes).
+ADK_GENAI_SESSION = "_gemini_session"
+#: ``AsyncSession``'s websockets connection.
+GENAI_WEBSOCKET = "_ws"
+#: The function of ``google.genai.live`` that opens every live websocket.
+GENAI_WS_CONNECT = "ws_connect"
+#: ``AsyncSession``'s method for microphone chunks.
+GENAI_SEND_REALTIME_INPUT = "send_realtime_input"
+#: The method of a websockets (asyncio) connection that every incoming frame goes through.
+WEBSOCKETS_PROCESS_EVENT = "process_event"
+#: The attributes of websockets' sans-I/O ``Protocol`` that tell a close the peer started.
+WEBSOCKETS_CLOSE_RCVD_THEN_SENT = "close_rcvd_then_sent"
+WEBSOCKETS_CLOSE_RCVD = "close_rcvd"
+#: ADK's CLI logging set-up (``adk web``, ``adk api_server``, ``adk run``...): the module and
+#: the functions it calls before serving (every release from 1.27 to 2.13).
+ADK_CLI_LOGS_MODULE = "google.adk.cli.utils.logs"
+ADK_CLI_LOGGING_SETUPS = ("setup_adk_logger", "log_to_tmp_folder")
+
+
+class _Marker:
+    """Stands for a value handed to a constructor, to see where it is kept."""
+
+
+def probe_internals() -> dict[str, bool]:
+    """Whether each internal of another library the patch hooks is where it looks for it,
+    by its qualified name. Constructs a few objects (none does any I/O) to find attributes
+    set in ``__init__``."""
+    from google.adk.models.gemini_llm_connection import GeminiLlmConnection
+    from google.genai import live
+    from websockets.asyncio.client import ClientConnection
+    from websockets.protocol import Protocol, Side
+
+    found: dict[str, bool] = {}
+    marker = _Marker()
+    try:
+        found[f"GeminiLlmConnection.{ADK_GENAI_SESSION}"] = (
+            getattr(GeminiLlmConnection(marker), ADK_GENAI_SESSION, None) is marker  # type: ignore[arg-type]
+        )
+    except Exception:
+        found[f"GeminiLlmConnection.{ADK_GENAI_SESSION}"] = False
+    try:
+        session = live.AsyncSession(api_client=None, websocket=marker)  # type: ignore[arg-type]
+        found[f"google.genai.live.AsyncSession.{GENAI_WEBSOCKET}"] = websocket_of(session) is marker
+    except Exception:
+        found[f"google.genai.live.AsyncSession.{GENAI_WEBSOCKET}"] = False
+    found[f"google.genai.live.AsyncSession.{GENAI_SEND_REALTIME_INPUT}"] = callable(
+        getattr(live.AsyncSession, GENAI_SEND_REALTIME_INPUT, None)
+    )
+    found[f"google.genai.live.{GENAI_WS_CONNECT}"] = callable(getattr(live, GENAI_WS_CONNECT, None))
+    found[f"websockets.asyncio.client.ClientConnection.{WEBSOCKETS_PROCESS_EVENT}"] = callable(
+        getattr(ClientConnection, WEBSOCKETS_PROCESS_EVENT, None)
+    )
+    protocol = Protocol(Side.CLIENT)
+    for name in (WEBSOCKETS_CLOSE_RCVD_THEN_SENT, WEBSOCKETS_CLOSE_RCVD):
+        found[f"websockets.protocol.Protocol.{name}"] = hasattr(protocol, name)
+    return found
+
+
+_cli_logging_hooked = False
+
+
+def after_adk_cli_logging_setup(then: Callable[[], None]) -> None:
+    """Call ``then()`` right after each time ADK's CLI sets logging up (``adk web``, ``adk
+    api_server``, ``adk run``...: it configures the root logger before serving), from the
+    moment its logs module is imported; nothing is imported here. The first call hooks it;
+    later calls do nothing. On a release without those functions nothing is called."""
+    global _cli_logging_hooked
+    if _cli_logging_hooked:
+        return
+    _cli_logging_hooked = True
+
+    def hook(module: ModuleType) -> None:
+        for name in ADK_CLI_LOGGING_SETUPS:
+            original = getattr(module, name, None)
+            if callable(original):
+                setattr(module, name, _then_after(original, then))
+
+    from . import import_hook
+
+    import_hook.after_import(ADK_CLI_LOGS_MODULE, hook)
+
+
+def _then_after(original: Callable[..., Any], then: Callable[[], None]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def setup(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        try:
+            then()
+        except Exception:  # never break ADK's CLI
+            logging.getLogger("adk_live_resume").debug("after ADK's logging set-up", exc_info=True)
+        return result
+
+    return setup
+
+
 def genai_session(connection: Any) -> Any:
     """The google-genai ``AsyncSession`` under an ADK ``GeminiLlmConnection``."""
-    return connection._gemini_session
+    return getattr(connection, ADK_GENAI_SESSION)
 
 
 def set_genai_session(connection: Any, session: Any) -> None:
     """Replace the ``AsyncSession`` under an ADK ``GeminiLlmConnection`` (to tap it)."""
-    connection._gemini_session = session
+    setattr(connection, ADK_GENAI_SESSION, session)
 
 
 def websocket_of(session: Any) -> Any:
     """The ``websockets`` connection under a google-genai ``AsyncSession``, if reachable."""
-    return getattr(session, "_ws", None)
+    return getattr(session, GENAI_WEBSOCKET, None)
+
+
+def sdk_send_realtime_input(session: Any) -> Any:
+    """google-genai's own ``AsyncSession.send_realtime_input`` if that is what a call of
+    ``session.send_realtime_input`` runs, else None (wrapped, replaced or overridden).
+
+    Told by the function's code, defined in google-genai's ``live`` module under that name,
+    not by ``__module__``/``__qualname__``, which a ``functools.wraps`` wrapper copies; a
+    function carrying ``__wrapped__``, or one set on the instance, is not the SDK's own.
+    """
+    if GENAI_SEND_REALTIME_INPUT in getattr(session, "__dict__", ()):
+        return None
+    method = getattr(type(session), GENAI_SEND_REALTIME_INPUT, None)
+    return method if _is_sdk_send_realtime_input(method) else None
+
+
+def _is_sdk_send_realtime_input(method: Any) -> bool:
+    code = getattr(method, "__code__", None)
+    if code is None or hasattr(method, "__wrapped__"):
+        return False
+    from google.genai import live
+
+    source = getattr(live, "__file__", None)
+    return (
+        source is not None
+        and code.co_name == GENAI_SEND_REALTIME_INPUT
+        and os.path.normcase(os.path.abspath(code.co_filename))
+        == os.path.normcase(os.path.abspath(source))
+    )
 
 
 #: Server messages at most this long are looked into for a goAway (a goAway is a few dozen
@@ -416,8 +543,8 @@ def go_away_in_frame(data: bytes) -> tuple[bool, object]:
 def watch_frames(
     websocket: Any,
     *,
-    on_close: Callable[[int, str], None],
-    on_go_away: Callable[[object], None],
+    on_close: Callable[[int, str], None] | None,
+    on_go_away: Callable[[object], None] | None,
 ) -> bool:
     """Call ``on_close(code, reason)`` as soon as ``websocket`` receives a close frame that
     starts a close (its peer's; not the peer's answer to a close we started), and
@@ -429,13 +556,14 @@ def watch_frames(
     asks for the next one, which may be much later (a blocking tool runs inside ADK's receive
     step). Frames are seen in websockets' ``process_event`` (its asyncio implementation,
     websockets 13 and later), wrapped on this one connection; every frame is still queued for
-    ``recv`` unchanged. Returns whether the connection could be watched (not the legacy
-    implementation). The callbacks run inside websockets' ``data_received``: what they raise
-    is logged (WARNING), never passed on.
+    ``recv`` unchanged. A callback given as ``None`` is not watched for. Returns whether the
+    connection could be watched (not the legacy implementation, and a callback was given).
+    The callbacks run inside websockets' ``data_received``: what they raise is logged
+    (WARNING), never passed on.
     """
-    process_event = getattr(websocket, "process_event", None)
+    process_event = getattr(websocket, WEBSOCKETS_PROCESS_EVENT, None)
     protocol = getattr(websocket, "protocol", None)
-    if process_event is None or protocol is None:
+    if process_event is None or protocol is None or (on_close is None and on_go_away is None):
         return False
     from websockets.frames import Opcode
 
@@ -446,11 +574,16 @@ def watch_frames(
         opcode = getattr(event, "opcode", None)
         try:
             if opcode in data_opcodes:
-                found, time_left = go_away_in_frame(getattr(event, "data", b""))
-                if found:
-                    on_go_away(time_left)
-            elif opcode is Opcode.CLOSE and getattr(protocol, "close_rcvd_then_sent", None) is True:
-                close = getattr(protocol, "close_rcvd", None)
+                if on_go_away is not None:
+                    found, time_left = go_away_in_frame(getattr(event, "data", b""))
+                    if found:
+                        on_go_away(time_left)
+            elif (
+                on_close is not None
+                and opcode is Opcode.CLOSE
+                and getattr(protocol, WEBSOCKETS_CLOSE_RCVD_THEN_SENT, None) is True
+            ):
+                close = getattr(protocol, WEBSOCKETS_CLOSE_RCVD, None)
                 if close is None:  # no status in the frame: 1005, as websockets reports it
                     on_close(1005, "")
                 else:
@@ -462,14 +595,14 @@ def watch_frames(
                 exc_info=True,
             )
 
-    websocket.process_event = process_event_and_notice
+    setattr(websocket, WEBSOCKETS_PROCESS_EVENT, process_event_and_notice)
     return True
 
 
 def set_websocket(session: Any, websocket: Any) -> None:
     """Point a google-genai ``AsyncSession`` (a copy: see :mod:`.chunk_encoding`) at another
     websocket."""
-    session._ws = websocket
+    setattr(session, GENAI_WEBSOCKET, websocket)
 
 
 def genai_live_module() -> Any:
@@ -477,6 +610,16 @@ def genai_live_module() -> Any:
     import google.genai.live
 
     return google.genai.live
+
+
+def genai_ws_connect() -> Any:
+    """google-genai's ``ws_connect`` as it is now (ours once hooked), or None if absent."""
+    return getattr(genai_live_module(), GENAI_WS_CONNECT, None)
+
+
+def set_genai_ws_connect(function: Any) -> None:
+    """Put ``function`` in place of google-genai's ``ws_connect``."""
+    setattr(genai_live_module(), GENAI_WS_CONNECT, function)
 
 
 def is_vertex_session(session: Any) -> bool:

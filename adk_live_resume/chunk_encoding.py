@@ -21,10 +21,13 @@ Guarantees:
   that standard and URL-safe base64 encode differently (exactly one alphabet must match).
 * Anything else goes through the SDK unchanged: another method or argument, several
   arguments, a ``Blob`` with fields other than ``data`` and ``mime_type``, data that is not
-  ``bytes``, an empty chunk, a session without a reachable websocket, a session whose
-  ``send_realtime_input`` is not google-genai's own (wrapped for tracing, say: it must
-  still see every chunk), or a shape whose learning failed (tried once per shape, then
-  left to the SDK).
+  ``bytes``, an empty chunk, a session without a reachable websocket, or a shape whose
+  learning failed (tried once per shape, then left to the SDK).
+* A ``send_realtime_input`` that is not google-genai's own (wrapped for tracing, with
+  ``functools.wraps`` or not; replaced; overridden; set on the session) sees every chunk,
+  exactly once, and never a probe: the SDK's own is told by its code
+  (:func:`adk_compat.sdk_send_realtime_input`), checked for every chunk (a wrapper put in
+  place mid-run gets the chunks from then on), and learning calls only the SDK's own.
 * Socket errors are the SDK's own: the same ``websocket.send`` is called.
 """
 
@@ -49,8 +52,6 @@ logger = logging.getLogger(__name__)
 _PROBE = bytes(range(256)) + b"\xfb\xff\xbf" * 2 + bytes(range(255, -1, -1)) + b"\xfb\xef" * 62
 #: The probes checked against the SDK: no padding, ``==`` and ``=``.
 _PROBES = (_PROBE, _PROBE[:-2], _PROBE[:-1])
-#: Where google-genai defines ``AsyncSession.send_realtime_input``.
-_SDK_MODULE = "google.genai.live"
 _BLOB_FIELDS = frozenset({"data", "mime_type"})
 
 
@@ -76,7 +77,8 @@ def _run_now(coroutine: Coroutine[Any, Any, Any]) -> None:
 
 def sdk_text(session: Any, key: str, data: bytes, mime_type: str) -> Any:
     """What ``session.send_realtime_input(**{key: Blob(data, mime_type)})`` sends, computed by
-    the SDK itself against a stand-in websocket (nothing reaches the real one)."""
+    the SDK itself against a stand-in websocket (nothing reaches the real one). The caller
+    makes sure the method is the SDK's own (:class:`ChunkEncoder` does)."""
     kept = _KeptText()
     stand_in = copy.copy(session)
     adk_compat.set_websocket(stand_in, kept)
@@ -133,6 +135,8 @@ class ChunkEncoder:
     def __init__(self) -> None:
         self._templates: dict[tuple[bool, str, str], Template | None] = {}
         self.encoded = 0
+        #: The last ``send_realtime_input`` found to be the SDK's own (checked once each).
+        self._sdk_own: Any = None
 
     def encode(self, session: Any, method: str, arguments: Mapping[str, Any]) -> str | None:
         """The text the SDK would send for ``session.<method>(**arguments)`` if it is a plain
@@ -142,6 +146,8 @@ class ChunkEncoder:
             return None
         key, blob = plain
         if not blob.mime_type or not blob.model_fields_set <= _BLOB_FIELDS:
+            return None
+        if not self._sends_through_sdk_own(session):
             return None
         shape = (adk_compat.is_vertex_session(session), key, blob.mime_type)
         try:
@@ -153,13 +159,24 @@ class ChunkEncoder:
         self.encoded += 1
         return template.text(blob.data)  # type: ignore[arg-type]  # bytes, per plain_blob
 
+    def _sends_through_sdk_own(self, session: Any) -> bool:
+        """``session.send_realtime_input`` is google-genai's own (else every chunk must go
+        through whatever it is: a tracing wrapper, say)."""
+        method = getattr(type(session), adk_compat.GENAI_SEND_REALTIME_INPUT, None)
+        if method is self._sdk_own and adk_compat.GENAI_SEND_REALTIME_INPUT not in getattr(
+            session, "__dict__", ()
+        ):
+            return True
+        if adk_compat.sdk_send_realtime_input(session) is None:
+            if self._sdk_own is not False:
+                logger.debug("send_realtime_input is not google-genai's own; chunks go through it")
+            self._sdk_own = False
+            return False
+        self._sdk_own = method
+        return True
+
     @staticmethod
     def _learn(session: Any, key: str, mime_type: str) -> Template | None:
-        method = getattr(type(session), "send_realtime_input", None)
-        if getattr(method, "__module__", None) != _SDK_MODULE:
-            # Wrapped (tracing, say) or replaced: every chunk must still go through it.
-            logger.debug("send_realtime_input is not google-genai's own; chunks go through it")
-            return None
         try:
             template = learn(session, key, mime_type)
         except Exception:  # any surprise leaves the shape to the SDK

@@ -320,8 +320,13 @@ class ConnectionWatch:
         """Note the moment the websocket closes, even while ADK is busy (a tool runs), and
         act on the server's close frame and goAway as soon as they arrive."""
         websocket = adk_compat.websocket_of(self.session)
+        run = self.run
         adk_compat.watch_frames(
-            websocket, on_close=self.on_close_frame, on_go_away=self._go_away_frame
+            websocket,
+            on_close=self.on_close_frame
+            if run.dialer is not None and run.close_frame_dial
+            else None,
+            on_go_away=self._go_away_frame if run.go_away_frame else None,
         )
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:

@@ -275,8 +275,7 @@ def hook() -> bool:
     return whether it is in place (not on an SDK without that name: no early dial there)."""
     global _original, _hooked
     with _lock:
-        module = adk_compat.genai_live_module()
-        current = getattr(module, "ws_connect", None)
+        current = adk_compat.genai_ws_connect()
         if current is None:
             return False
         if _hooked is not None:
@@ -288,7 +287,7 @@ def hook() -> bool:
             _hooked = current
             return _original is not None
         _original, _hooked = current, _ws_connect
-        module.ws_connect = _ws_connect
+        adk_compat.set_genai_ws_connect(_ws_connect)
         return True
 
 
@@ -298,10 +297,10 @@ def unhook() -> None:
     with _lock:
         if _hooked is None:
             return
-        module = adk_compat.genai_live_module()
-        if getattr(module, "ws_connect", None) is _hooked:
-            module.ws_connect = _original
-        else:
+        current = adk_compat.genai_ws_connect()
+        if current is _hooked:
+            adk_compat.set_genai_ws_connect(_original)
+        elif current is not None:
             logger.warning(
                 "google.genai.live.ws_connect was replaced after adk_live_resume hooked it;"
                 " leaving the replacement in place"

@@ -4,6 +4,10 @@
 ``ResumableSingleFlow`` / ``ResumableAutoFlow`` are the flows it uses, for code that builds
 flows itself. They run the same loop as :func:`adk_live_resume.install`.
 
+Without :func:`adk_live_resume.install`, the first live run of the process says once (INFO
+on ``adk_live_resume``, where ADK's lines go) that live runs resume, and checks the hooks into
+other libraries (:mod:`adk_live_resume.hooks`) as ``install()`` would.
+
 Sub-agents reached by ``transfer_to_agent`` run their own flow: make them
 ``ResumableLlmAgent`` too (or use :func:`adk_live_resume.install`).
 """
@@ -19,7 +23,7 @@ from google.adk.flows.llm_flows.auto_flow import AutoFlow
 from google.adk.flows.llm_flows.single_flow import SingleFlow
 from pydantic import Field
 
-from . import loop, patch
+from . import adk_compat, hooks, loop, patch, startup_log
 from .policy import ResumePolicy
 
 logger = logging.getLogger("adk_live_resume")
@@ -39,8 +43,18 @@ class _ResumableRunLive:
 
     async def run_live(self, invocation_context: Any) -> AsyncGenerator[Any, None]:
         fallback = super().run_live  # type: ignore[misc]
+        policy = self._effective_policy()
+        if not patch.is_installed():
+            hooks.check()  # what install() would have checked (once per process)
+            startup_log.announce_subclass(
+                logger,
+                "adk_live_resume: live runs of ResumableLlmAgent resume across dropped "
+                "connections and goAway (google-adk %s); %r",
+                adk_compat.adk_version(),
+                policy,
+            )
         async for event in loop.run_live(
-            self, invocation_context, policy=self._effective_policy(), fallback=fallback
+            self, invocation_context, policy=policy, fallback=fallback
         ):
             yield event
 

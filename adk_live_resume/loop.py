@@ -48,7 +48,7 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat, early_dial, log_redaction, observe, pacing
+from . import adk_compat, early_dial, hooks, log_redaction, observe, pacing, startup_log
 from .chunk_encoding import ChunkEncoder
 from .connection_watch import ConnectionWatch, abort_connection, abort_transport
 from .errors import (
@@ -104,7 +104,9 @@ class _Outcome:
 class LiveRun:
     """One call of ``run_live``: the request, the handle, the counters."""
 
-    def __init__(self, flow: Any, ctx: Any, llm: Any, policy: ResumePolicy) -> None:
+    def __init__(
+        self, flow: Any, ctx: Any, llm: Any, policy: ResumePolicy, available: hooks.Hooks
+    ) -> None:
         self.flow = flow
         self.ctx = ctx
         self.llm = llm
@@ -130,7 +132,12 @@ class LiveRun:
         self.tool_calls = ToolCallBook()
         #: Running calls whose end is watched (a repeat waits for their response).
         self._watched_calls: set[str] = set()
-        self.chunk_encoder = ChunkEncoder()
+        #: Encodes microphone chunks as the SDK would (``None``: the SDK encodes them).
+        self.chunk_encoder = ChunkEncoder() if available.on(hooks.CHUNK_ENCODING) else None
+        #: Act on a server's close frame as it arrives (see :mod:`.early_dial`).
+        self.close_frame_dial = available.on(hooks.CLOSE_FRAME_DIAL)
+        #: Start a goAway's deadline when its frame arrives, not when ADK reads it.
+        self.go_away_frame = available.on(hooks.GO_AWAY_FRAME)
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
         self.fresh_starts = 0
@@ -153,7 +160,7 @@ class LiveRun:
         #: point, and on a server's close frame.
         self.dialer: early_dial.EarlyDialer | None = (
             early_dial.EarlyDialer(close=self._close_unused_socket)
-            if policy.early_dial and early_dial.hook()
+            if policy.early_dial and available.on(hooks.EARLY_DIAL) and early_dial.hook()
             else None
         )
 
@@ -971,8 +978,10 @@ async def run_live(
             async for event in original:
                 yield event
         return
+    available = hooks.check()  # (once per process: install() did it, if it ran)
+    startup_log.flush()  # an announcement held until logging was set up
     log_redaction.protect_adk_loggers(adk_compat.HANDLE_LOGGING_LOGGERS)
-    run = LiveRun(flow, ctx, llm, policy)
+    run = LiveRun(flow, ctx, llm, policy, available)
     async with contextlib.aclosing(run.events()) as events:
         async for event in events:
             yield event

@@ -245,7 +245,7 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         dropped_audio_ms=run.outbox.dropped_audio_ms_total,
         peak_replay_audio_ms=run.outbox.peak_audio_ms,
         peak_replay_messages=run.outbox.peak_messages,
-        chunks_encoded=run.chunk_encoder.encoded,
+        chunks_encoded=run.chunk_encoder.encoded if run.chunk_encoder is not None else 0,
         sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
         early_sockets_used=run.dialer.used if run.dialer is not None else 0,
         error=described,

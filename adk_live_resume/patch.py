@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from . import adk_compat, config
+from . import adk_compat, config, startup_log
 from .errors import UnsupportedAdkVersionError
 from .policy import ResumePolicy
 
@@ -57,7 +57,15 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
 
     Raises :class:`TypeError` at once if ``policy`` is not a :class:`ResumePolicy`, and
     :class:`~adk_live_resume.config.ConfigError` (a ``ValueError``) for a bad environment
-    variable. Logs one INFO line on ``adk_live_resume`` when installed.
+    variable.
+
+    Every hook into another library's internals is checked here (:mod:`.hooks`): one WARNING
+    per optional feature that is off and why; ADK's essential one missing raises
+    :class:`~adk_live_resume.errors.UnsupportedAdkVersionError`.
+
+    Logs one INFO line on ``adk_live_resume`` when installed, where ADK's own lines go: if
+    logging is not set up yet (the launcher installs before ADK's CLI sets it up), the line
+    waits until it is (:mod:`.startup_log`).
     """
     global _installed
     if policy is not None and not isinstance(policy, ResumePolicy):
@@ -90,7 +98,9 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 
-        from . import loop  # here, not at the top: `import adk_live_resume` stays light
+        from . import hooks, loop  # here, not at the top: `import adk_live_resume` stays light
+
+        hooks.check()  # the essential one raises; a WARNING per optional feature that is off
 
         original = BaseLlmFlow.__dict__["run_live"]
 
@@ -105,7 +115,9 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
         setattr(run_live, _MARK, True)
         BaseLlmFlow.run_live = run_live  # type: ignore[method-assign]
         _installed = _Installed(chosen, original, run_live)
-        logger.info(
+        startup_log.announce(
+            "install",
+            logger,
             "adk_live_resume installed on google-adk %s: live sessions resume across dropped "
             "connections and goAway; %r",
             adk_compat.adk_version(),
@@ -166,6 +178,7 @@ def uninstall() -> bool:
                 "adk_live_resume.install(); leaving their version in place"
             )
         _installed = None
+        startup_log.withdraw("install")
         from . import early_dial
 
         early_dial.unhook()
