@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import random
@@ -52,10 +53,12 @@ from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.models.llm_response import LlmResponse
 from google.adk.sessions import InMemorySessionService
+from google.adk.tools.function_tool import FunctionTool
+from google.genai import live as genai_live
 from google.genai import types
 
 import adk_live_resume
-from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, early_dial
+from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, chunk_encoding, early_dial
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
@@ -90,8 +93,9 @@ WORDS = ["alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor"
 BLOCKED_REPLY = "not allowed"
 FORBIDDEN = "forbidden"
 #: WARNINGs a run of this soak may log, each only when true (checked per message).
-EXPECTED_WARNINGS = ("left the replay window and was not replayed",)
+EXPECTED_WARNINGS = ("was not replayed",)
 SCREENS = adk_screens_live_content()
+BACKGROUND = adk_compat.runs_tools_in_background()
 
 
 @dataclass
@@ -111,6 +115,10 @@ class VoicePlan:
     session_latency: float = 0.0
     #: How each "window" step opens its window: "go_away", "drop" or "screening".
     windows: dict[str, str] = field(default_factory=dict)
+    #: Seconds each NON_BLOCKING job takes, by name.
+    jobs: dict[str, float] = field(default_factory=dict)
+    #: google-genai's ``send_realtime_input`` is wrapped (tracing, as an app may do).
+    wrapped_send: bool = False
 
     def describe(self) -> str:
         faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
@@ -120,7 +128,8 @@ class VoicePlan:
             f" steps={[k for k, _ in self.steps]} windows={list(self.windows.values())}"
             f" faults=[{faults}] restart_after={self.restart_after}"
             f" slow_screening={sorted(t for t, d in self.screening.items() if d > 0.5)}"
-            f" session_latency={self.session_latency:.2f}"
+            f" session_latency={self.session_latency:.2f} jobs={self.jobs}"
+            f" wrapped_send={self.wrapped_send}"
         )
 
     @property
@@ -136,6 +145,7 @@ def make_plan(seed: int) -> VoicePlan:
     plan.every_audio_ms = rng.choice([None, 160, 400, 1000])
     plan.lifetime = rng.choice([60.0, rng.uniform(2.5, 6.0)])
     extra = ["speech", "text", "barge", "window"] + (["blocked"] if SCREENS else [])
+    extra += ["background"] if BACKGROUND else []
     kinds = ["speech", "text", "tools", *rng.choices(extra, k=rng.randint(1, 3))]
     rng.shuffle(kinds)
     if rng.random() < 0.2:  # an agent transfer, then the rest of the talk is the child's
@@ -156,12 +166,16 @@ def make_plan(seed: int) -> VoicePlan:
             )
         elif kind == "transfer":
             word = 'call transfer_to_agent {"agent_name": "helper"}'
+        elif kind == "background":
+            name = f"j{seed}-{n}"
+            plan.jobs[name] = rng.uniform(0.1, 1.5)
+            word = f'call job {{"name": "{name}"}}'
         elif kind == "window":
             plan.windows[word] = rng.choice(
                 ["go_away", "drop", *(["screening"] if SCREENS else [])]
             )
         plan.steps.append((kind, word))
-        if kind in ("text", "tools", "window", "blocked"):
+        if kind in ("text", "tools", "window", "blocked", "background"):
             slow = rng.random() < 0.15 or plan.windows.get(word) == "screening"
             plan.screening[word] = rng.uniform(1.05, 1.5) if slow else rng.uniform(0.0, 0.02)
     for connection in (1, 2, 3):
@@ -173,6 +187,7 @@ def make_plan(seed: int) -> VoicePlan:
         plan.restart_after = rng.uniform(0.2, 2.0)
     plan.session_latency = rng.choice([0.0, 0.0, 0.2, 1.2])
     plan.entry = rng.choice(["install", "subclass"])
+    plan.wrapped_send = rng.random() < 0.3
     return plan
 
 
@@ -263,6 +278,68 @@ class Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+class Tracer:
+    """Wraps google-genai's ``AsyncSession.send_realtime_input`` with ``functools.wraps``, as
+    a tracing library does, for the block; counts the microphone chunks it is given and
+    fails if it sees one of the chunk encoder's probes (they never go on the wire)."""
+
+    def __init__(self) -> None:
+        self.chunks = 0
+        self.probes = 0
+
+    @contextlib.contextmanager
+    def installed(self, on: bool) -> Iterator[None]:
+        original = genai_live.AsyncSession.send_realtime_input
+        if not on:
+            yield
+            return
+
+        @functools.wraps(original)
+        async def traced(session: Any, **kwargs: Any) -> Any:
+            blob = kwargs.get("audio") or kwargs.get("media")
+            data = getattr(blob, "data", None)
+            if isinstance(data, bytes):
+                self.chunks += 1
+                self.probes += data in chunk_encoding._PROBES
+            return await original(session, **kwargs)
+
+        genai_live.AsyncSession.send_realtime_input = traced  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            genai_live.AsyncSession.send_realtime_input = original  # type: ignore[method-assign]
+
+
+def _audio_messages(server: FakeLiveServer) -> int:
+    """Client messages carrying audio that the server received, on every connection."""
+    count = 0
+    for record in server.connections:
+        for message in record.client_messages:
+            body = message.get("realtime_input") or message.get("realtimeInput") or {}
+            if isinstance(body, dict) and (
+                body.get("audio") or body.get("media") or body.get("mediaChunks")
+            ):
+                count += 1
+    return count
+
+
+def _background_job(plan: VoicePlan, runs: list[str]) -> FunctionTool:
+    """A NON_BLOCKING tool: ADK runs it in the background while the talk goes on."""
+
+    async def job(name: str) -> dict[str, str]:
+        """Start a background job."""
+        runs.append(name)
+        await asyncio.sleep(plan.jobs.get(name, 0.1))
+        return {"name": name, "done": "yes"}
+
+    tool = FunctionTool(job)
+    if hasattr(tool, "behavior"):
+        tool.behavior = types.Behavior.NON_BLOCKING
+    else:  # 1.37 - 2.12: a response scheduling makes a tool NON_BLOCKING
+        tool.response_scheduling = types.FunctionResponseScheduling.WHEN_IDLE
+    return tool
+
+
 def _items(text: str) -> list[str]:
     return [part.split('"item": "')[1].split('"')[0] for part in text.split(" and ")]
 
@@ -296,10 +373,12 @@ async def run_plan(plan: VoicePlan) -> None:
     tool_runs: list[str] = []
     runs: list[adk_live_resume.RunStats] = []
     warnings = Warnings()
+    tracer = Tracer()
     remove = adk_live_resume.on_run_end(runs.append)
     logging.getLogger("adk_live_resume").addHandler(warnings)
     try:
-        await _run_plan(plan, tool_runs, runs, warnings)
+        with tracer.installed(plan.wrapped_send):
+            await _run_plan(plan, tool_runs, runs, warnings, tracer)
     finally:
         logging.getLogger("adk_live_resume").removeHandler(warnings)
         remove()
@@ -334,12 +413,16 @@ async def _run_plan(
     tool_runs: list[str],
     runs: list[adk_live_resume.RunStats],
     warnings: Warnings,
+    tracer: Tracer,
 ) -> None:
 
     def lookup(item: str) -> dict[str, str]:
         """Look an item up."""
         tool_runs.append(item)
         return {"item": item, "found": "yes"}
+
+    job_runs: list[str] = []
+    tools: list[Any] = [lookup, *([_background_job(plan, job_runs)] if plan.jobs else [])]
 
     async with FakeLiveServer(
         chunk_delay=0.004,
@@ -350,7 +433,7 @@ async def _run_plan(
     ) as server:
         for connection, fault in plan.faults.items():
             server.script(fault, connection=connection)
-        agent, screening = _build_agents(plan, server, [lookup])
+        agent, screening = _build_agents(plan, server, tools)
         sessions = SlowSessions(plan.session_latency, random.Random(plan.seed))
         config = RunConfig(
             response_modalities=[types.Modality.TEXT],
@@ -401,6 +484,10 @@ async def _run_plan(
                         assert answer == f"echo: {text}", (kind, text, answer)
                     elif kind == "blocked":
                         assert await live.say(text, timeout=20) == BLOCKED_REPLY
+                    elif kind == "background":
+                        # The model does not wait: the job runs while the talk goes on.
+                        assert await live.say(text, timeout=20) == "job started"
+
                     elif kind == "transfer":
                         mark = live.send_text(text)
                         await live.wait_for_event(
@@ -410,6 +497,8 @@ async def _run_plan(
                         )
                     else:
                         assert await live.say(text, timeout=20) == f"echo: {text}"
+                for name in plan.jobs:  # each job's result is told to the user, once
+                    await live.wait_for_event(lambda e, n=name: _says_job_done(e, n), timeout=20)
                 recall = await live.say("recall", timeout=20)
             finally:
                 await mic.stop()
@@ -432,6 +521,13 @@ async def _run_plan(
             assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
         sent = [str(m) for record in server.connections for m in record.client_messages]
         assert not [m for m in sent if FORBIDDEN in m], "blocked content reached the server"
+        assert sorted(job_runs) == sorted(plan.jobs), f"jobs ran: {job_runs}"
+        for name in plan.jobs:
+            told = [e for e in live.events if _says_job_done(e, name)]
+            assert len(told) == 1, f"the result of job {name} was told {len(told)}x"
+        if plan.wrapped_send:
+            assert tracer.probes == 0, "the wrapper saw the chunk encoder's probes"
+            assert tracer.chunks >= _audio_messages(server), "a chunk went past the wrapper"
         expected_items = sorted(
             i for kind, text in plan.steps if kind == "tools" for i in _items(text)
         )
@@ -457,10 +553,19 @@ async def _run_plan(
             (r.agent_name, r.peak_replay_messages, held) for r in runs
         ]
         assert all(run.error is None for run in runs), runs
-        unexpected = [m for m in warnings.messages if not m.endswith(EXPECTED_WARNINGS)]
+        unexpected = [m for m in warnings.messages if not any(w in m for w in EXPECTED_WARNINGS)]
         assert unexpected == [], unexpected
     await asyncio.sleep(0)
     assert our_tasks() == []
+
+
+def _says_job_done(event: object, name: str) -> bool:
+    """A final event of the model telling the result of the background job ``name``."""
+    content = getattr(event, "content", None)
+    if getattr(event, "partial", False) or content is None:
+        return False
+    text = "".join(p.text or "" for p in content.parts or [])
+    return text.startswith("job returned") and f'"name":"{name}"' in text
 
 
 def _says(event: object, text: str) -> bool:
