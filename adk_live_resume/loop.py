@@ -138,6 +138,10 @@ class LiveRun:
         #: RunConfig asked for session resumption, as stock ADK does.
         self.pass_handles = False
         self.replayed_messages = 0
+        #: The input transcription ADK had shown as pieces and not finished when the last
+        #: connection ended; the next one continues it, so that its finished transcription
+        #: holds the utterance whole (the pieces a replay repeats are not shown again).
+        self.unfinished_input = ""
         #: A request ADK's sender had in hand when its connection died, to send at the
         #: socket of the next connection (ADK already did its session work for it).
         self.unsent_request: Any = None
@@ -584,6 +588,7 @@ class LiveRun:
         opening, self.opening = self.opening, None
         handle = opening.handle if opening is not None else self.handles.handle
         send_task: asyncio.Task[None] | None = None
+        connection: Any = None
         clean_exit = ended = False
         stack = contextlib.AsyncExitStack()
         try:
@@ -605,6 +610,8 @@ class LiveRun:
                     encoder=self.chunk_encoder,
                 )
                 adk_compat.set_genai_session(connection, watch.tap)
+                adk_compat.continue_input_transcription(connection, self.unfinished_input)
+                self.unfinished_input = ""
                 watch.watch_socket()
                 self.outbox.begin_connection()
                 history: list[Any] = []  # a resumed session has it already
@@ -695,6 +702,8 @@ class LiveRun:
                     await self._stop_sender(watch, send_task)
                     await watch.finish(graceful=clean_exit)
         finally:
+            if connection is not None:
+                self.unfinished_input = adk_compat.unfinished_input_transcription(connection)
             if watch.retired:  # the next connection is up: do not wait for this one's close
                 session = watch.session
                 self.closer.close(stack, lambda: abort_transport(session))

@@ -42,6 +42,8 @@ from typing import Any, Literal
 from google.genai import types
 
 from .activity import UserActivity
+from .transcript_echo import TranscriptEcho
+from .transcript_echo import squeeze as _squeeze
 
 Method = Literal["send", "send_client_content", "send_realtime_input", "send_tool_response"]
 Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
@@ -128,6 +130,9 @@ class Outbox:
         #: were replayed whole: ADK keeps their pieces, so its history reads "start" + "whole
         #: utterance" (see :func:`fresh_history`). The newest :data:`MAX_FRAGMENTS` are kept.
         self.transcript_fragments: list[str] = []
+        #: What the user was shown of the unanswered utterance's transcription, and what of
+        #: a replay's new transcription repeats it.
+        self.echo = TranscriptEcho()
 
     def __len__(self) -> int:
         return sum(isinstance(item, ClientMessage) for item in self._items)
@@ -142,6 +147,7 @@ class Outbox:
     def begin_connection(self) -> None:
         """Client message numbering restarts on every connection."""
         self._index = 0
+        self.echo.new_connection()
 
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
         """Record a client message about to be sent; return its description.
@@ -204,14 +210,19 @@ class Outbox:
             self.activity.on_model_output()
             self._items.append(_Fact("model_text", text))
 
-    def input_text(self, text: str) -> None:
-        if text:
-            self.activity.on_input_transcription()
-            current = self._current_utterance()
-            if current:  # the pieces carry their own spacing
-                before = self._heard[1] if self._heard[0] == current else ""
-                self._heard = (current, before + text)
-            self._items.append(_Fact("input_text", text))
+    def input_text(self, text: str) -> str:
+        """Record an ``inputTranscription`` piece; return what of it to show the user (pass
+        on to ADK): all of it, except what repeats a transcription shown before a replay
+        (:class:`~adk_live_resume.transcript_echo.TranscriptEcho`)."""
+        if not text:
+            return text
+        self.activity.on_input_transcription()
+        current = self._current_utterance()
+        if current:  # the pieces carry their own spacing
+            before = self._heard[1] if self._heard[0] == current else ""
+            self._heard = (current, before + text)
+        self._items.append(_Fact("input_text", text))
+        return self.echo.piece(current, text)
 
     def tool_call(self, ids: Iterable[str]) -> None:
         self.activity.on_model_output()
@@ -336,12 +347,16 @@ class Outbox:
 
     def _note_replayed_start(self, replay: Replay) -> None:
         """When ``replay`` sends the unanswered utterance again from its start, the next
-        connection transcribes it from the start: what was heard so far becomes a fragment."""
+        connection transcribes it from the start: what was heard so far becomes a fragment,
+        and what the user was shown of it is not shown again."""
         current = self._current_utterance()
-        number, heard = self._heard
-        if not current or number != current or not heard.strip():
+        if not current or not any(
+            m.starts_utterance and m.utterance == current for m in replay.messages
+        ):
             return
-        if any(m.starts_utterance and m.utterance == current for m in replay.messages):
+        self.echo.replaying(current)
+        number, heard = self._heard
+        if number == current and heard.strip():
             self.transcript_fragments = [*self.transcript_fragments, heard][-MAX_FRAGMENTS:]
             self._heard = (current, "")
 
@@ -470,11 +485,6 @@ def _user_text(contents: Sequence[Any]) -> str:
         for part in content.parts or []
         if part.text
     )
-
-
-def _squeeze(text: str) -> str:
-    """``text`` without white space, lower case: transcription pieces carry odd spacing."""
-    return "".join(text.split()).lower()
 
 
 #: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).
