@@ -636,12 +636,17 @@ class LiveRun:
                     await adk_compat.send_at_socket(connection, unsent)
                 if replay.dropped_audio_ms:
                     logger.warning(
-                        "%.0f ms of user audio sent before the drop left the replay window"
-                        " (%.1f s, plus the unanswered utterance up to %.0f s) and was not"
-                        " replayed",
+                        "%.0f ms of voiced user audio sent before the drop left the replay"
+                        " window (%.1f s, plus the unanswered utterance up to %.0f s) and was"
+                        " not replayed",
                         replay.dropped_audio_ms,
                         self.policy.replay_audio_seconds,
                         self.policy.max_utterance_seconds,
+                    )
+                if replay.dropped_silence_ms:
+                    logger.debug(
+                        "%.0f ms of unvoiced user audio (silence) left the replay window",
+                        replay.dropped_silence_ms,
                     )
                 self.replayed_messages += len(replay.messages)
                 self._report_reconnect(state_restored=bool(handle), replay=replay)
@@ -860,6 +865,7 @@ class LiveRun:
                 connection_number=self.connections,
                 replayed_messages=len(replay.messages) + (1 if replay.context else 0),
                 dropped_audio_ms=replay.dropped_audio_ms,
+                dropped_silence_ms=replay.dropped_silence_ms,
             )
         )
         self.pending_reason = None

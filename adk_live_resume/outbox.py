@@ -15,7 +15,9 @@ before it, and these client messages:
 Memory is bounded: user audio is kept only while it may still be needed, i.e. the newest
 ``audio_window_ms`` of audio plus the current unanswered utterance (at most
 ``max_utterance_ms`` of it). Audio that leaves without being covered is counted when it
-leaves (:attr:`Outbox.dropped_audio_ms_total`), never dropped silently.
+leaves, never dropped silently: voiced audio (loud enough to be speech, see
+:mod:`adk_live_resume.activity`) as lost (:attr:`Outbox.dropped_audio_ms_total`), unvoiced
+audio (silence, room noise) apart (:attr:`Outbox.dropped_silence_ms_total`).
 
 On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved* turn (a
 ``turnComplete`` with no tool call still waiting for its response):
@@ -87,8 +89,11 @@ class Replay:
 
     context: list[tuple[str, str]] = field(default_factory=list)
     messages: list[ClientMessage] = field(default_factory=list)
-    #: User audio that left the outbox uncovered since the previous replay (ms).
+    #: Voiced user audio (speech) that left the outbox uncovered since the previous replay
+    #: (ms): what the user said that the resumed session will not hear.
     dropped_audio_ms: float = 0.0
+    #: Unvoiced user audio (silence, room noise) that left it the same way (ms).
+    dropped_silence_ms: float = 0.0
     dropped_responses: list[str] = field(default_factory=list)
 
     def context_contents(self) -> list[types.Content]:
@@ -114,9 +119,12 @@ class Outbox:
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         self._audio_ms = 0.0  # audio held now
-        #: Total audio (ms) that left the outbox without being covered, over the run.
+        #: Voiced audio (ms) that left the outbox without being covered, over the run.
         self.dropped_audio_ms_total = 0.0
+        #: Unvoiced audio (ms) that left the outbox without being covered, over the run.
+        self.dropped_silence_ms_total = 0.0
         self._dropped_since_replay = 0.0
+        self._silence_since_replay = 0.0
         #: ``(utterance number, what the server transcribed of it)``.
         self._heard: tuple[int, str] = (0, "")
         #: The most audio (ms) and the most entries (client messages and the server facts
@@ -295,7 +303,7 @@ class Outbox:
             else:
                 window = 0.0
         kept: list[ClientMessage | _Fact] = []
-        dropped = 0.0
+        voiced = unvoiced = 0.0
         for position, item in enumerate(self._items):
             if (
                 isinstance(item, ClientMessage)
@@ -303,13 +311,18 @@ class Outbox:
                 and position not in keep_window
                 and position not in keep_utterance
             ):
-                dropped += item.audio_ms
+                if item.voiced:
+                    voiced += item.audio_ms
+                else:
+                    unvoiced += item.audio_ms
                 continue
             kept.append(item)
         self._items = kept
-        self._audio_ms -= dropped
-        self.dropped_audio_ms_total += dropped
-        self._dropped_since_replay += dropped
+        self._audio_ms -= voiced + unvoiced
+        self.dropped_audio_ms_total += voiced
+        self._dropped_since_replay += voiced
+        self.dropped_silence_ms_total += unvoiced
+        self._silence_since_replay += unvoiced
 
     # -- replaying ------------------------------------------------------------------------
 
@@ -380,7 +393,8 @@ class Outbox:
                 item = ClientMessage(item.index, item.method, kept, audio_ms, text, ids)
             replay.messages.append(item)
         replay.dropped_audio_ms = self._dropped_since_replay
-        self._dropped_since_replay = 0.0
+        replay.dropped_silence_ms = self._silence_since_replay
+        self._dropped_since_replay = self._silence_since_replay = 0.0
         return replay
 
     def utterance_transcript(self) -> str:

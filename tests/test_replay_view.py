@@ -10,10 +10,13 @@ worth a WARNING; voiced audio that left the replay window is.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
 
+import adk_live_resume
+from adk_live_resume import ReconnectInfo, ResumePolicy
 from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
@@ -126,3 +129,80 @@ async def test_an_utterance_cut_by_a_drop_while_spoken_is_shown_once(
     assert _squeeze(_shown(events, finished=True)) == _squeeze(text)
     assert _squeeze(stored) == _squeeze(text)
     assert server.user_turns_answered() == [text, "recall"]
+
+
+def _dropped_audio_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and "replay window" in r.getMessage()
+    ]
+
+
+async def test_a_microphone_sending_silence_across_a_drop_is_no_warning(
+    make_agent: AgentFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A microphone that never stops sends silence that leaves the small replay window long
+    before the drop: nothing the user said was lost, so nothing is said above DEBUG; the
+    silence is counted apart."""
+    caplog.set_level(logging.DEBUG, logger="adk_live_resume")
+    reconnects: list[ReconnectInfo] = []
+    runs: list[adk_live_resume.RunStats] = []
+    policy = ResumePolicy(replay_audio_seconds=0.5, max_utterance_seconds=1.0, sliding_window=True)
+    remove = adk_live_resume.on_reconnect(reconnects.append)
+    remove_runs = adk_live_resume.on_run_end(runs.append)
+    try:
+        async with asyncio.timeout(30), FakeLiveServer() as server:
+            # 5 s of silence is 250 chunks of 20 ms: the socket dies after 4 s of it
+            server.script(Fault.abort(after_client_messages=200), connection=1)
+            agent = make_agent(server, policy=policy)
+            async with await LiveDriver.start(agent) as live:
+                await _stream(live, silence_pcm(5.0), pace=10)
+                await server.wait_for_connections(2)
+                assert await live.say("one") == "echo: one"
+                await _stream(live, silence_pcm(1.0), pace=10)
+                await live.close()
+    finally:
+        remove()
+        remove_runs()
+    assert len(reconnects) == 1 and reconnects[0].dropped_audio_ms == 0, reconnects
+    assert reconnects[0].dropped_silence_ms >= 3000, reconnects
+    assert len(runs) == 1 and runs[0].dropped_audio_ms == 0, runs
+    assert runs[0].dropped_silence_ms >= reconnects[0].dropped_silence_ms, runs
+    assert _dropped_audio_warnings(caplog) == []
+    assert any(
+        r.levelno == logging.DEBUG and "unvoiced user audio" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+async def test_voiced_audio_that_left_the_replay_window_is_a_warning(
+    make_agent: AgentFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An utterance longer than ``max_utterance_seconds`` is cut by a drop: the speech older
+    than the cap is not replayed, and the WARNING says how much speech that was."""
+    caplog.set_level(logging.WARNING, logger="adk_live_resume")
+    reconnects: list[ReconnectInfo] = []
+    policy = ResumePolicy(replay_audio_seconds=0.5, max_utterance_seconds=1.0, sliding_window=True)
+    remove = adk_live_resume.on_reconnect(reconnects.append)
+    try:
+        async with asyncio.timeout(30), FakeLiveServer() as server:
+            # "one", then 3 s of speech in 150 chunks of 20 ms: the socket dies after 2.4 s
+            server.script(Fault.abort(after_client_messages=1 + 120), connection=1)
+            agent = make_agent(server, policy=policy)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                speech = speech_pcm("a very long sentence that goes on", seconds=3.0)
+                await _stream(live, speech + silence_pcm(0.7), pace=4)
+                await server.wait_for_connections(2)
+                await server.wait_for(lambda: bool(reconnects), 10, what="the reconnect")
+                await live.close()
+    finally:
+        remove()
+    assert len(reconnects) == 1 and reconnects[0].state_restored, reconnects
+    lost = reconnects[0].dropped_audio_ms
+    # Of the 2.4 s to 3 s of speech sent when the replay went, the newest 1.5 s were kept.
+    assert 2400 - 1500 <= lost <= 3000 - 1500, reconnects
+    warnings = _dropped_audio_warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"{lost:.0f} ms of voiced user audio"), warnings
