@@ -95,6 +95,72 @@ async def test_an_utterance_replayed_after_a_drop_mid_answer_is_shown_once(
     assert server.user_turns_answered() == [text, "recall"]
 
 
+async def test_on_vertex_ai_an_utterance_cut_while_spoken_is_shown_once(
+    make_agent: AgentFactory,
+) -> None:
+    """With ``transparent`` resumption the index says which messages the server consumed;
+    it holds no unfinished utterance, so the utterance cut by the drop is replayed from its
+    start: the part already shown is not shown again, and Vertex AI's ``finished``
+    transcription reads whole, once."""
+    from google.adk.agents import LlmAgent
+
+    from adk_live_resume import ResumableLlmAgent
+
+    text = "what is the weather like today"
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        # 2 s of speech is 100 chunks of 20 ms: the socket dies in the middle
+        server.script(Fault.abort(after_client_messages=50), connection=1)
+        make_agent(server)  # installs the patch for the "install" entry point
+        cls = LlmAgent if make_agent.entry == "install" else ResumableLlmAgent
+        agent = cls(name="assistant", model=server.gemini(vertex=True))
+        async with await LiveDriver.start(agent) as live:
+            mark = len(live.events)
+            await _stream(live, speech_pcm(text, seconds=2.0) + silence_pcm(0.7), pace=2)
+            assert await live.answer_after(mark, timeout=15) == f"echo: {text}"
+            assert await live.say("recall") == f"you said: {text}"
+            await live.close()
+            stored = await _stored(live)
+        events = live.events[mark:]
+    assert all(c.transparent for c in server.connections)
+    assert text in server.connections[1].user_turns, "the utterance was replayed whole"
+    assert _squeeze(_shown(events, finished=False)) == _squeeze(text)
+    assert _squeeze(_shown(events, finished=True)) == _squeeze(text)
+    assert _squeeze(stored) == _squeeze(text)
+    assert server.user_turns_answered() == [text, "recall"]
+
+
+async def test_a_second_drop_during_the_replay_still_shows_the_utterance_once(
+    make_agent: AgentFactory,
+) -> None:
+    """The connection that replays the utterance drops too, in the middle of the replay,
+    after its transcription began: the third connection replays it again, and the user
+    still sees its transcription once."""
+    text = "tell me a story"
+    async with asyncio.timeout(30), FakeLiveServer(chunk_delay=0.05) as server:
+        server.script(Fault.abort(mid_turn=True), connection=1)
+        # the replay is 85 chunks of 20 ms (1 s of speech, 0.7 s of silence)
+        server.script(Fault.abort(after_client_messages=30), connection=2)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            mark = len(live.events)
+            await _stream(live, speech_pcm(text, seconds=1.0) + silence_pcm(0.7), pace=4)
+            cut = await live.wait_for_event(lambda e: e.interrupted, after=mark, timeout=10)
+            answer = await live.answer_after(live.events.index(cut) + 1, timeout=15)
+            assert answer == f"echo: {text}"
+            assert await live.say("recall") == f"you said: {text}"
+            await live.close()
+            stored = await _stored(live)
+        events = live.events[mark:]
+    second = server.connections[1]
+    assert second.ended_by == "fault" and any(
+        "inputTranscription" in m.get("serverContent", {}) for m in second.server_messages
+    ), "the second connection transcribed part of the replay"
+    assert _squeeze(_shown(events, finished=False)) == _squeeze(text)
+    assert _squeeze(_shown(events, finished=True)) == _squeeze(text)
+    assert _squeeze(stored) == _squeeze(text)
+    assert server.user_turns_answered() == [text, "recall"]
+
+
 async def test_an_utterance_cut_by_a_drop_while_spoken_is_shown_once(
     make_agent: AgentFactory,
 ) -> None:
