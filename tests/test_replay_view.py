@@ -154,7 +154,7 @@ async def test_a_second_drop_during_the_replay_still_shows_the_utterance_once(
     second = server.connections[1]
     assert second.ended_by == "fault" and any(
         "inputTranscription" in m.get("serverContent", {}) for m in second.server_messages
-    ), "the second connection transcribed part of the replay"
+    ), "the second connection began transcribing the replay"
     assert _squeeze(_shown(events, finished=False)) == _squeeze(text)
     assert _squeeze(_shown(events, finished=True)) == _squeeze(text)
     assert _squeeze(stored) == _squeeze(text)

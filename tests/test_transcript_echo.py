@@ -134,3 +134,23 @@ def test_the_echo_follows_an_utterance_whose_replay_counts_as_a_new_one() -> Non
         assert outbox.activity.utterances > first, "the replay counts as a new utterance"
         assert outbox.input_text("tell") == ""
     assert [outbox.input_text(p) for p in (" me", " a story")] == ["", " a story"]
+
+
+def test_a_replay_dropped_before_its_transcription_came_leaves_the_echo_armed() -> None:
+    """The replayed audio counts as a new utterance, and the connection that replayed it
+    drops before the server sent any transcription: the next replay still holds back what
+    the user was shown, under the utterance's new number."""
+    outbox = Outbox()
+    for _ in range(10):
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    for _ in range(30):
+        outbox.record("send_realtime_input", _audio(SILENCE))
+    assert outbox.input_text("tell me") == "tell me"
+    outbox.model_text("echo: ")  # the answer began, and the drop cut it
+    first = outbox.activity.utterances
+    for _ in range(2):  # the first replay's connection drops before any piece came
+        outbox.begin_connection()
+        for message in outbox.take_replay().messages:
+            outbox.record(message.method, message.kwargs)
+    assert outbox.activity.utterances == first + 2, "each replay counts as a new utterance"
+    assert [outbox.input_text(p) for p in ("tell", " me", " more")] == ["", "", " more"]
