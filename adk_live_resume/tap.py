@@ -15,7 +15,7 @@ send, and gives ADK one behaviour on all releases:
   ``run_live`` yields (and no session database row) carries a handle the app never asked for.
 * ``inputTranscription`` text is passed to ADK as far as the listener says (a replayed
   utterance's transcription that repeats what the user was already shown is held back);
-  a transcription left without text or end mark is removed.
+  a transcription left without text or end mark is removed, and a message left empty.
 * tool calls are reported; the listener may answer some itself (a call the model repeats
   after a resume, whose result is already known) and those are removed.
 * every client send goes through :meth:`TapListener.before_send`, which records it (for
@@ -167,11 +167,12 @@ class SessionTap:
             shown = self._listener.input_transcription(heard.text)
             if shown != heard.text:
                 kept = heard.model_copy(update={"text": shown or None})
-                changes["server_content"] = content.model_copy(
+                rest = content.model_copy(
                     update={
                         "input_transcription": kept if kept.model_dump(exclude_none=True) else None
                     }
                 )
+                changes["server_content"] = rest if rest.model_dump(exclude_none=True) else None
         if message.go_away is not None:
             self._listener.on_go_away(parse_time_left(message.go_away.time_left))
             changes["go_away"] = None
