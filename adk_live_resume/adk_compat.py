@@ -481,6 +481,24 @@ def set_genai_session(connection: Any, session: Any) -> None:
     setattr(connection, ADK_GENAI_SESSION, session)
 
 
+def unfinished_input_transcription(connection: Any) -> str:
+    """The input transcription an ADK ``GeminiLlmConnection`` yielded as pieces and has not
+    yet yielded as a finished transcription (it does at the next ``turnComplete``,
+    ``generationComplete``, ``interrupted`` or ``finished``); "" if none. Every supported
+    release keeps it in ``_input_transcription_text`` (Gemini 3.x Live on 2.x: always "")."""
+    text = getattr(connection, "_input_transcription_text", "")
+    return text if isinstance(text, str) else ""
+
+
+def continue_input_transcription(connection: Any, text: str) -> None:
+    """Make ``text`` the start of the unfinished input transcription of a new ADK connection
+    (see :func:`unfinished_input_transcription`), so that its finished transcription holds
+    the utterance whole."""
+    current = getattr(connection, "_input_transcription_text", None)
+    if text and isinstance(current, str):
+        connection._input_transcription_text = text + current
+
+
 def websocket_of(session: Any) -> Any:
     """The ``websockets`` connection under a google-genai ``AsyncSession``, if reachable."""
     return getattr(session, GENAI_WEBSOCKET, None)

@@ -65,6 +65,8 @@ class ConnectionWatch:
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
+        #: ``(text, what ADK gets of it)`` for the input transcription just handled.
+        self._input_shown: tuple[str, str] | None = None
 
     # -- TapListener ----------------------------------------------------------------------
 
@@ -86,7 +88,8 @@ class ConnectionWatch:
             outbox.model_text(content.output_transcription.text)
             self.model_turn_open = self.output_in_turn = True
         if content.input_transcription and content.input_transcription.text:
-            outbox.input_text(content.input_transcription.text)
+            text = content.input_transcription.text
+            self._input_shown = (text, outbox.input_text(text))
         if content.interrupted:
             outbox.interrupted()
         if content.turn_complete or content.interrupted:
@@ -96,6 +99,10 @@ class ConnectionWatch:
             if self.output_in_turn:
                 self.run.tool_calls.on_answered()
             self.output_in_turn = False
+
+    def input_transcription(self, text: str) -> str:
+        handled, self._input_shown = self._input_shown, None
+        return handled[1] if handled is not None and handled[0] == text else text
 
     def on_go_away(self, time_left: float | None) -> None:
         """The goAway reached ADK's reading of the connection: every message before it has

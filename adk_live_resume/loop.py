@@ -147,6 +147,10 @@ class LiveRun:
         #: RunConfig asked for session resumption, as stock ADK does.
         self.pass_handles = False
         self.replayed_messages = 0
+        #: The input transcription ADK had shown as pieces and not finished when the last
+        #: connection ended; the next one continues it, so that its finished transcription
+        #: holds the utterance whole (the pieces a replay repeats are not shown again).
+        self.unfinished_input = ""
         self.session_limit_warned = False
         self.audio_sent = False
         #: The next connection, opened ahead on goAway (make-before-break).
@@ -632,6 +636,7 @@ class LiveRun:
         opening, self.opening = self.opening, None
         handle = opening.handle if opening is not None else self.handles.handle
         send_task: asyncio.Task[None] | None = None
+        connection: Any = None
         clean_exit = ended = False
         stack = contextlib.AsyncExitStack()
         try:
@@ -653,6 +658,8 @@ class LiveRun:
                     encoder=self.chunk_encoder,
                 )
                 adk_compat.set_genai_session(connection, watch.tap)
+                adk_compat.continue_input_transcription(connection, self.unfinished_input)
+                self.unfinished_input = ""
                 watch.watch_socket()
                 self.outbox.begin_connection()
                 history: list[Any] = []  # a resumed session has it already
@@ -674,12 +681,17 @@ class LiveRun:
                 await self._replay(watch.tap, replay)
                 if replay.dropped_audio_ms:
                     logger.warning(
-                        "%.0f ms of user audio sent before the drop left the replay window"
-                        " (%.1f s, plus the unanswered utterance up to %.0f s) and was not"
-                        " replayed",
+                        "%.0f ms of voiced user audio sent before the drop left the replay"
+                        " window (%.1f s, plus the unanswered utterance up to %.0f s) and was"
+                        " not replayed",
                         replay.dropped_audio_ms,
                         self.policy.replay_audio_seconds,
                         self.policy.max_utterance_seconds,
+                    )
+                if replay.dropped_silence_ms:
+                    logger.debug(
+                        "%.0f ms of unvoiced user audio (silence) left the replay window",
+                        replay.dropped_silence_ms,
                     )
                 self.replayed_messages += len(replay.messages)
                 self._report_reconnect(state_restored=bool(handle), replay=replay)
@@ -744,6 +756,8 @@ class LiveRun:
                     await self._stop_sender(watch, send_task, moving_on=moving_on)
                     await watch.finish(graceful=clean_exit)
         finally:
+            if connection is not None:
+                self.unfinished_input = adk_compat.unfinished_input_transcription(connection)
             if watch.retired:  # the next connection is up: do not wait for this one's close
                 session = watch.session
                 self.closer.close(stack, lambda: abort_transport(session))
@@ -924,6 +938,7 @@ class LiveRun:
                 connection_number=self.connections,
                 replayed_messages=len(replay.messages) + (1 if replay.context else 0),
                 dropped_audio_ms=replay.dropped_audio_ms,
+                dropped_silence_ms=replay.dropped_silence_ms,
             )
         )
         self.pending_reason = None

@@ -55,8 +55,12 @@ class ReconnectInfo:
     connection_number: int
     #: Client messages sent again on the new connection (user turns, audio, tool responses).
     replayed_messages: int = 0
-    #: User audio (ms) too old for the replay window, so not replayed.
+    #: Voiced user audio (ms, speech) that left the replay window uncovered since the
+    #: previous reconnect, so was not replayed: what the user said that the model lost.
     dropped_audio_ms: float = 0.0
+    #: Unvoiced user audio (ms: silence, room noise) that left it the same way; nothing
+    #: said was lost with it.
+    dropped_silence_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,10 @@ class RunStats:
     requests_recovered: int
     #: Tool calls answered from an earlier result instead of running the tool again.
     tool_calls_reused: int
-    #: User audio (ms) too old for the replay window, so not replayed.
+    #: Voiced user audio (ms, speech) that left the replay window uncovered, over the run.
     dropped_audio_ms: float
+    #: Unvoiced user audio (ms: silence, room noise) that left it uncovered, over the run.
+    dropped_silence_ms: float = 0.0
     #: The most user audio (ms) held for replay at once: at most 1.25 x
     #: (``replay_audio_seconds`` + ``max_utterance_seconds``) plus one chunk.
     peak_replay_audio_ms: float = 0.0
@@ -173,7 +179,8 @@ def report(info: ReconnectInfo) -> None:
     """Log ``info`` at INFO on ``adk_live_resume`` and call the registered callbacks."""
     logger.info(
         "live session %s reconnected: reason=%s attempt=%d gap=%.0fms state_restored=%s "
-        "cause=%r agent=%s connection=%d replayed=%d dropped_audio=%.0fms",
+        "cause=%r agent=%s connection=%d replayed=%d dropped_audio=%.0fms"
+        " dropped_silence=%.0fms",
         info.session_id,
         info.reason,
         info.attempt,
@@ -184,6 +191,7 @@ def report(info: ReconnectInfo) -> None:
         info.connection_number,
         info.replayed_messages,
         info.dropped_audio_ms,
+        info.dropped_silence_ms,
     )
     telemetry.record_reconnect(
         {
@@ -195,6 +203,7 @@ def report(info: ReconnectInfo) -> None:
             "adk_live_resume.connection_number": info.connection_number,
             "adk_live_resume.replayed_messages": info.replayed_messages,
             "adk_live_resume.dropped_audio_ms": info.dropped_audio_ms,
+            "adk_live_resume.dropped_silence_ms": info.dropped_silence_ms,
         }
     )
     _call_all(_callbacks, info)
@@ -243,6 +252,7 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         requests_recovered=guard.recovered if guard is not None else 0,
         tool_calls_reused=run.tool_calls.reused,
         dropped_audio_ms=run.outbox.dropped_audio_ms_total,
+        dropped_silence_ms=run.outbox.dropped_silence_ms_total,
         peak_replay_audio_ms=run.outbox.peak_audio_ms,
         peak_replay_messages=run.outbox.peak_messages,
         chunks_encoded=run.chunk_encoder.encoded if run.chunk_encoder is not None else 0,

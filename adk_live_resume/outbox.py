@@ -15,7 +15,9 @@ before it, and these client messages:
 Memory is bounded: user audio is kept only while it may still be needed, i.e. the newest
 ``audio_window_ms`` of audio plus the current unanswered utterance (at most
 ``max_utterance_ms`` of it). Audio that leaves without being covered is counted when it
-leaves (:attr:`Outbox.dropped_audio_ms_total`), never dropped silently.
+leaves, never dropped silently: voiced audio (loud enough to be speech, see
+:mod:`adk_live_resume.activity`) as lost (:attr:`Outbox.dropped_audio_ms_total`), unvoiced
+audio (silence, room noise) apart (:attr:`Outbox.dropped_silence_ms_total`).
 
 On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved* turn (a
 ``turnComplete`` with no tool call still waiting for its response):
@@ -43,6 +45,8 @@ from google.genai import types
 
 from .activity import UserActivity
 from .answers import PendingTurns
+from .transcript_echo import TranscriptEcho
+from .transcript_echo import squeeze as _squeeze
 
 Method = Literal["send", "send_client_content", "send_realtime_input", "send_tool_response"]
 Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
@@ -86,8 +90,11 @@ class Replay:
 
     context: list[tuple[str, str]] = field(default_factory=list)
     messages: list[ClientMessage] = field(default_factory=list)
-    #: User audio that left the outbox uncovered since the previous replay (ms).
+    #: Voiced user audio (speech) that left the outbox uncovered since the previous replay
+    #: (ms): what the user said that the resumed session will not hear.
     dropped_audio_ms: float = 0.0
+    #: Unvoiced user audio (silence, room noise) that left it the same way (ms).
+    dropped_silence_ms: float = 0.0
     dropped_responses: list[str] = field(default_factory=list)
 
     def context_contents(self) -> list[types.Content]:
@@ -115,9 +122,12 @@ class Outbox:
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         self._audio_ms = 0.0  # audio held now
-        #: Total audio (ms) that left the outbox without being covered, over the run.
+        #: Voiced audio (ms) that left the outbox without being covered, over the run.
         self.dropped_audio_ms_total = 0.0
+        #: Unvoiced audio (ms) that left the outbox without being covered, over the run.
+        self.dropped_silence_ms_total = 0.0
         self._dropped_since_replay = 0.0
+        self._silence_since_replay = 0.0
         #: ``(utterance number, what the server transcribed of it)``.
         self._heard: tuple[int, str] = (0, "")
         #: The most audio (ms) and the most entries (client messages and the server facts
@@ -131,6 +141,9 @@ class Outbox:
         #: were replayed whole: ADK keeps their pieces, so its history reads "start" + "whole
         #: utterance" (see :func:`fresh_history`). The newest :data:`MAX_FRAGMENTS` are kept.
         self.transcript_fragments: list[str] = []
+        #: What the user was shown of the unanswered utterance's transcription, and what of
+        #: a replay's new transcription repeats it.
+        self.echo = TranscriptEcho()
 
     def __len__(self) -> int:
         return sum(isinstance(item, ClientMessage) for item in self._items)
@@ -146,6 +159,7 @@ class Outbox:
         """Client message numbering restarts on every connection."""
         self._index = 0
         self.turns.on_new_connection()
+        self.echo.new_connection()
 
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
         """Record a client message about to be sent; return its description.
@@ -216,14 +230,19 @@ class Outbox:
         and carries nothing to keep for replay."""
         self.turns.on_model_output()
 
-    def input_text(self, text: str) -> None:
-        if text:
-            self.activity.on_input_transcription()
-            current = self._current_utterance()
-            if current:  # the pieces carry their own spacing
-                before = self._heard[1] if self._heard[0] == current else ""
-                self._heard = (current, before + text)
-            self._items.append(_Fact("input_text", text))
+    def input_text(self, text: str) -> str:
+        """Record an ``inputTranscription`` piece; return what of it to show the user (pass
+        on to ADK): all of it, except what repeats a transcription shown before a replay
+        (:class:`~adk_live_resume.transcript_echo.TranscriptEcho`)."""
+        if not text:
+            return text
+        self.activity.on_input_transcription()
+        current = self._current_utterance()
+        if current:  # the pieces carry their own spacing
+            before = self._heard[1] if self._heard[0] == current else ""
+            self._heard = (current, before + text)
+        self._items.append(_Fact("input_text", text))
+        return self.echo.piece(current, text)
 
     def tool_call(self, ids: Iterable[str]) -> None:
         self.activity.on_model_output()
@@ -299,7 +318,7 @@ class Outbox:
             else:
                 window = 0.0
         kept: list[ClientMessage | _Fact] = []
-        dropped = 0.0
+        voiced = unvoiced = 0.0
         for position, item in enumerate(self._items):
             if (
                 isinstance(item, ClientMessage)
@@ -307,13 +326,18 @@ class Outbox:
                 and position not in keep_window
                 and position not in keep_utterance
             ):
-                dropped += item.audio_ms
+                if item.voiced:
+                    voiced += item.audio_ms
+                else:
+                    unvoiced += item.audio_ms
                 continue
             kept.append(item)
         self._items = kept
-        self._audio_ms -= dropped
-        self.dropped_audio_ms_total += dropped
-        self._dropped_since_replay += dropped
+        self._audio_ms -= voiced + unvoiced
+        self.dropped_audio_ms_total += voiced
+        self._dropped_since_replay += voiced
+        self.dropped_silence_ms_total += unvoiced
+        self._silence_since_replay += unvoiced
 
     # -- replaying ------------------------------------------------------------------------
 
@@ -351,12 +375,16 @@ class Outbox:
 
     def _note_replayed_start(self, replay: Replay) -> None:
         """When ``replay`` sends the unanswered utterance again from its start, the next
-        connection transcribes it from the start: what was heard so far becomes a fragment."""
+        connection transcribes it from the start: what was heard so far becomes a fragment,
+        and what the user was shown of it is not shown again."""
         current = self._current_utterance()
-        number, heard = self._heard
-        if not current or number != current or not heard.strip():
+        if not current or not any(
+            m.starts_utterance and m.utterance == current for m in replay.messages
+        ):
             return
-        if any(m.starts_utterance and m.utterance == current for m in replay.messages):
+        self.echo.replaying(current)
+        number, heard = self._heard
+        if number == current and heard.strip():
             self.transcript_fragments = [*self.transcript_fragments, heard][-MAX_FRAGMENTS:]
             self._heard = (current, "")
 
@@ -380,7 +408,8 @@ class Outbox:
                 item = ClientMessage(item.index, item.method, kept, audio_ms, text, ids)
             replay.messages.append(item)
         replay.dropped_audio_ms = self._dropped_since_replay
-        self._dropped_since_replay = 0.0
+        replay.dropped_silence_ms = self._silence_since_replay
+        self._dropped_since_replay = self._silence_since_replay = 0.0
         return replay
 
     def utterance_transcript(self) -> str:
@@ -485,11 +514,6 @@ def _user_text(contents: Sequence[Any]) -> str:
         for part in content.parts or []
         if part.text
     )
-
-
-def _squeeze(text: str) -> str:
-    """``text`` without white space, lower case: transcription pieces carry odd spacing."""
-    return "".join(text.split()).lower()
 
 
 #: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).

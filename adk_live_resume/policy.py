@@ -112,8 +112,9 @@ class ResumePolicy:
     #: rejects the field).
     transparent: bool = True
     #: Seconds of the newest unconfirmed user audio replayed after a resume, besides the
-    #: utterance the model has not answered yet; older audio is counted as dropped
-    #: (``ReconnectInfo.dropped_audio_ms``) when it leaves the buffer.
+    #: utterance the model has not answered yet; older audio is counted as dropped when it
+    #: leaves the buffer (voiced audio in ``ReconnectInfo.dropped_audio_ms``, silence in
+    #: ``dropped_silence_ms``).
     replay_audio_seconds: float = 2.0
     #: Longest unanswered utterance kept whole for replay (s); its older audio is counted as
     #: dropped. Bounds memory: one voice run holds at most this plus ``replay_audio_seconds``.

@@ -13,6 +13,9 @@ send, and gives ADK one behaviour on all releases:
   ``pass_handles=True`` (the caller's ``RunConfig`` asked for session resumption: ADK 2.x then
   emits it as an event, as stock ADK does); otherwise it is removed too, so no event that
   ``run_live`` yields (and no session database row) carries a handle the app never asked for.
+* ``inputTranscription`` text is passed to ADK as far as the listener says (a replayed
+  utterance's transcription that repeats what the user was already shown is held back);
+  a transcription left without text or end mark is removed, and a message left empty.
 * tool calls are reported; the listener may answer some itself (a call the model repeats
   after a resume, whose result is already known) or hold them (a repeat of a call whose tool
   still runs, answered with its result later) and those are removed.
@@ -49,6 +52,10 @@ class TapListener(Protocol):
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         """Any message arrived (proves the connection healthy; carries content facts)."""
+
+    def input_transcription(self, text: str) -> str:
+        """The message just reported to :meth:`on_server_message` carries this
+        ``inputTranscription`` text: return what of it ADK should get ("" for none)."""
 
     def on_go_away(self, time_left: float | None) -> None:
         """The server announced the end of this connection in ``time_left`` seconds."""
@@ -155,6 +162,18 @@ class SessionTap:
     async def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
         self._listener.on_server_message(message)
         changes: dict[str, Any] = {}
+        content = message.server_content
+        heard = content.input_transcription if content is not None else None
+        if content is not None and heard is not None and heard.text:
+            shown = self._listener.input_transcription(heard.text)
+            if shown != heard.text:
+                kept = heard.model_copy(update={"text": shown or None})
+                rest = content.model_copy(
+                    update={
+                        "input_transcription": kept if kept.model_dump(exclude_none=True) else None
+                    }
+                )
+                changes["server_content"] = rest if rest.model_dump(exclude_none=True) else None
         if message.go_away is not None:
             self._listener.on_go_away(parse_time_left(message.go_away.time_left))
             changes["go_away"] = None

@@ -9,7 +9,8 @@ tracing is on):
 
 * ``adk_live_resume.reconnect``: attributes ``adk_live_resume.reason``, ``.attempt``,
   ``.gap_ms``, ``.state_restored``, ``.cause``, ``.connection_number``, ``.replayed_messages``,
-  ``.dropped_audio_ms``;
+  ``.dropped_audio_ms`` (voiced user audio, i.e. speech, that left the replay window and was
+  not replayed), ``.dropped_silence_ms`` (unvoiced audio that left it: nothing said lost);
 * ``adk_live_resume.gave_up``: attributes ``adk_live_resume.error`` (the exception class) and
   ``adk_live_resume.cause``.
 

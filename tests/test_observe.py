@@ -96,6 +96,8 @@ async def test_a_reconnect_is_a_span_event_and_metrics(
     reconnect = [e for e in events if e.name == "adk_live_resume.reconnect"]
     assert reconnect and reconnect[-1].attributes["adk_live_resume.reason"] == "drop"
     assert reconnect[-1].attributes["adk_live_resume.state_restored"] is True
+    assert reconnect[-1].attributes["adk_live_resume.dropped_audio_ms"] == 0.0
+    assert reconnect[-1].attributes["adk_live_resume.dropped_silence_ms"] == 0.0
     # the run's counters, once, at the end
     assert len(runs) == 1
     stats = runs[0]
