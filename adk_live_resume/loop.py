@@ -48,7 +48,16 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat, early_dial, hooks, log_redaction, observe, pacing, startup_log
+from . import (
+    adk_compat,
+    early_dial,
+    hooks,
+    log_redaction,
+    observe,
+    pacing,
+    startup_log,
+    withheld,
+)
 from .chunk_encoding import ChunkEncoder
 from .connection_watch import ConnectionWatch, abort_connection, abort_transport
 from .errors import (
@@ -71,6 +80,7 @@ from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
 from .tap import ConnectionRetired, SessionTap
 from .tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
+from .withheld import without_withheld
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -352,6 +362,7 @@ class LiveRun:
             self.handles.received_at = asyncio.get_running_loop().time() - stored.age()
         self.queue_guard = QueueGuard(self.ctx.live_request_queue)
         self.queue_guard.on_content(self._content_queued)
+        self.queue_guard.on_withheld(self._withheld)
         try:
             async with contextlib.aclosing(self._connections()) as stream:
                 async for event in stream:
@@ -399,6 +410,14 @@ class LiveRun:
         response = types.FunctionResponse(id=repeat_id, name=name, response=ENDED_WITHOUT_RESULT)
         content = types.Content(role="user", parts=[types.Part(function_response=response)])
         self.ctx.live_request_queue.send_content(content)
+
+    @property
+    def session_id(self) -> str:
+        return str(getattr(getattr(self.ctx, "session", None), "id", "") or "")
+
+    def _withheld(self, content: Any) -> None:
+        logger.debug("ADK's send step withheld a user turn (screened): kept out of history")
+        withheld.note(self.session_id, content)
 
     def _content_queued(self, content: Any) -> None:
         for part in getattr(content, "parts", None) or []:
@@ -669,7 +688,9 @@ class LiveRun:
                 else:
                     self.tool_calls.on_fresh_session()
                     history, in_history = fresh_history(
-                        self.request.contents or [],
+                        without_withheld(
+                            self.request.contents or [], withheld.texts(self.session_id)
+                        ),
                         self.outbox.utterance_transcript(),
                         speaking=self.outbox.activity.speaking,
                         fragments=self.outbox.transcript_fragments,

@@ -12,6 +12,8 @@ loses the request if the connection dies in between. :class:`QueueGuard` wraps `
   in hand, exactly once (its send then goes to the outbox, not to the dead socket): ADK's
   work (the session write, the screening callbacks) is never cut short when the session moves
   to a new connection;
+* :meth:`on_withheld` reports a user turn the sender took and came back from without sending
+  it (ADK's screening blocked it: :mod:`adk_live_resume.withheld`);
 * :meth:`on_content` reports every ``send_content`` as it is queued (ADK queues the response
   of a NON_BLOCKING tool that way before its background task ends);
 * ``close()`` on the queue is seen at once (:attr:`close_requested`, :meth:`wait_closed`,
@@ -38,6 +40,7 @@ class QueueGuard:
         self._original_close = queue.close
         self._original_send_content = queue.send_content
         self._content_callbacks: list[Callable[[Any], None]] = []
+        self._withheld_callbacks: list[Callable[[Any], None]] = []
         self._in_hand: Any = None
         self._sent = False
         self._idle = asyncio.Event()
@@ -55,7 +58,9 @@ class QueueGuard:
     # -- the wrapped queue methods --------------------------------------------------------
 
     async def get(self) -> Any:
-        self._in_hand = None
+        previous, self._in_hand = self._in_hand, None
+        if previous is not None and not self._sent:
+            self._withheld(previous)
         self._idle.set()
         if not self._open.is_set():
             await self._open.wait()
@@ -69,6 +74,21 @@ class QueueGuard:
         for callback in list(self._content_callbacks):
             callback(content)
         self._original_send_content(content, *args, **kwargs)
+
+    def _withheld(self, request: Any) -> None:
+        """ADK's send step came back for the next request without sending ``request``: its
+        screening (``before_model_callback``) blocked it."""
+        content = getattr(request, "content", None)
+        parts = getattr(content, "parts", None) or []
+        if content is None or any(getattr(p, "function_response", None) for p in parts):
+            return
+        for callback in list(self._withheld_callbacks):
+            callback(content)
+
+    def on_withheld(self, callback: Callable[[Any], None]) -> None:
+        """Call ``callback(content)`` for every user turn the send step took and came back
+        from without sending (blocked by its screening); the callback must not raise."""
+        self._withheld_callbacks.append(callback)
 
     def on_content(self, callback: Callable[[Any], None]) -> None:
         """Call ``callback(content)`` for every ``send_content``, before it is queued; the

@@ -319,3 +319,52 @@ async def test_a_socket_opened_ahead_and_never_taken_is_closed_at_its_maximum_ag
         remove()
     assert len(stats) == 1 and stats[0].sockets_dialed_early == 1
     assert stats[0].early_sockets_used == 0
+
+
+# ---- content ADK's screening blocked --------------------------------------------------------
+
+
+@pytest.mark.parametrize("then", ["dead handle", "transfer"])
+async def test_a_blocked_turn_stays_out_of_every_history_sent_later(
+    make_agent: AgentFactory, then: str
+) -> None:
+    # ADK writes the typed turn to its session before it screens it; a turn the callback
+    # blocks stays there. A fresh session rebuilt from the ADK session (a dead handle, or the
+    # child of a transfer) must not get it as history.
+    if not adk_screens_live_content():
+        pytest.skip("this google-adk release does not screen live content in its send step")
+
+    async def screen(callback_context: Any, llm_request: Any) -> LlmResponse | None:
+        text = "".join(p.text or "" for c in llm_request.contents for p in c.parts or [])
+        if "forbidden" in text:
+            return LlmResponse(
+                content=types.Content(role="model", parts=[types.Part(text="not allowed")])
+            )
+        return None
+
+    async with FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        make_agent(server)  # installs the patch for the "install" entry point
+        cls = LlmAgent if make_agent.entry == "install" else ResumableLlmAgent
+        helper = cls(name="helper", model=server.gemini(), before_model_callback=screen)
+        agent = cls(
+            name="assistant",
+            model=server.gemini(),
+            before_model_callback=screen,
+            sub_agents=[helper],
+        )
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            assert await live.say("a forbidden thing") == "not allowed"
+            if then == "dead handle":
+                await server.close_open(1011)  # the resume is refused: a fresh session
+            else:
+                mark = live.send_text('call transfer_to_agent {"agent_name": "helper"}')
+                await live.wait_for_event(
+                    lambda e: e.author == "helper" and bool(e.turn_complete), after=mark
+                )
+            assert await live.say("two") == "echo: two"
+            await live.close()
+    sent = [str(m) for c in server.connections for m in c.client_messages]
+    assert not [m for m in sent if "forbidden" in m], "blocked content reached the model"
+    assert any("one" in t.text for c in server.connections[1:] for t in c.heard), "history"
