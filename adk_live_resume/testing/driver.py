@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -145,14 +146,20 @@ class LiveDriver:
         """Queue raw 16-bit PCM audio."""
         self.queue.send_realtime(types.Blob(data=pcm, mime_type=f"audio/pcm;rate={sample_rate}"))
 
-    async def say(self, text: str, *, timeout: float = 10.0) -> str:
+    async def say(
+        self, text: str, *, timeout: float = 10.0, skip: Callable[[str], bool] | None = None
+    ) -> str:
         """Send a text turn and return the model's answer text once its turn completes."""
-        return await self.answer_after(self.send_text(text), timeout=timeout)
+        return await self.answer_after(self.send_text(text), timeout=timeout, skip=skip)
 
-    async def answer_after(self, mark: int, *, timeout: float = 10.0) -> str:
+    async def answer_after(
+        self, mark: int, *, timeout: float = 10.0, skip: Callable[[str], bool] | None = None
+    ) -> str:
         """Return the text of the first completed turn with text among the events after ``mark``.
 
         Turns without text (tool-call turns) are skipped: their answer comes in a later turn.
+        So are turns whose text ``skip(text)`` accepts (answers that answer no user turn, such
+        as the result of a NON_BLOCKING tool told while the user talks on).
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -165,7 +172,7 @@ class LiveDriver:
                 if getattr(event, "turn_complete", False):
                     segment = self.events[start : index + 1]
                     text = answer_text(segment)
-                    if not text:
+                    if not text or (skip is not None and skip(text)):
                         # a tool-call turn (or one whose calls were answered for the model):
                         # the answer comes in a later turn
                         start = index + 1
