@@ -563,10 +563,13 @@ def watch_frames(
     *,
     on_close: Callable[[int, str], None] | None,
     on_go_away: Callable[[object], None] | None,
+    on_message: Callable[[], None] | None = None,
 ) -> bool:
     """Call ``on_close(code, reason)`` as soon as ``websocket`` receives a close frame that
     starts a close (its peer's; not the peer's answer to a close we started), and
-    ``on_go_away(time_left)`` as soon as a message carrying ``goAway`` arrives.
+    ``on_go_away(time_left)`` as soon as a message carrying ``goAway`` arrives, and
+    ``on_message()`` for every whole data message as it arrives (so a reader can tell what
+    arrived from what it read).
 
     google-genai reports a close only once ``recv`` raises, and websockets raises there only
     once the TCP connection is gone: after our close frame reached the server and its FIN came
@@ -586,11 +589,14 @@ def watch_frames(
     from websockets.frames import Opcode
 
     data_opcodes = (Opcode.TEXT, Opcode.BINARY)
+    message_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
 
     def process_event_and_notice(event: Any) -> None:
         process_event(event)
         opcode = getattr(event, "opcode", None)
         try:
+            if on_message is not None and opcode in message_opcodes and getattr(event, "fin", True):
+                on_message()
             if opcode in data_opcodes:
                 if on_go_away is not None:
                     found, time_left = go_away_in_frame(getattr(event, "data", b""))

@@ -44,10 +44,17 @@ class ConnectionWatch:
         self.healthy = False
         self.client_closed = False
         self.rotating: str | None = None  # why we closed the socket on purpose
-        #: A connection is being opened to take over from this one: ignore its handles.
+        #: A connection is being opened to take over from this one: this one takes no sends.
         self.handing_over = False
         #: The next connection took over: this one's socket closes in the background.
         self.retired = False
+        #: The next connection is ready; this one is retired once everything it received
+        #: has been read and no answer is in flight on it.
+        self.retire_when_read = False
+        #: Server messages that arrived on the socket (``None``: not counted, the frame watch
+        #: is off) and that ADK's reading passed to the tap.
+        self.messages_arrived: int | None = None
+        self.messages_read = 0
         self.go_away_seen = False
         #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
         self.rotate_by: float | None = None
@@ -71,10 +78,24 @@ class ConnectionWatch:
     # -- TapListener ----------------------------------------------------------------------
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
+        self.messages_read += 1
         if not self.healthy:
             self.healthy = True
             self.run.connection_proved_healthy()
-        content = message.server_content
+        self._note_content(message.server_content)
+        if self.retire_when_read and self._all_read():
+            self._retire()  # (this message, and its handle, still reach the loop and ADK)
+
+    def _all_read(self) -> bool:
+        """No answer is in flight, and every message that arrived has been read."""
+        arrived = self.messages_arrived
+        return not self.model_turn_open and (arrived is None or self.messages_read >= arrived)
+
+    def _message_arrived(self) -> None:
+        if self.messages_arrived is not None:
+            self.messages_arrived += 1
+
+    def _note_content(self, content: types.LiveServerContent | None) -> None:
         if content is None:
             return
         outbox = self.run.outbox
@@ -182,8 +203,8 @@ class ConnectionWatch:
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
     ) -> None:
-        if self.handing_over:
-            return  # the next connection resumes the handle we had when the move began
+        # (Also while the next connection is being opened: a newer handle makes the loop
+        # discard that connection, opened with an older one, and open one with the newest.)
         loop = asyncio.get_running_loop()
         changed = self.run.handles.observe(
             new_handle=new_handle,
@@ -328,13 +349,15 @@ class ConnectionWatch:
         act on the server's close frame and goAway as soon as they arrive."""
         websocket = adk_compat.websocket_of(self.session)
         run = self.run
-        adk_compat.watch_frames(
+        if adk_compat.watch_frames(
             websocket,
             on_close=self.on_close_frame
             if run.dialer is not None and run.close_frame_dial
             else None,
             on_go_away=self._go_away_frame if run.go_away_frame else None,
-        )
+            on_message=self._message_arrived if run.go_away_frame else None,
+        ):
+            self.messages_arrived = self.messages_read if run.go_away_frame else None
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return
@@ -374,6 +397,18 @@ class ConnectionWatch:
             return
         if self._closer is not None:
             return  # closing already (the deadline came first): the loop moves on when it ends
+        if not self._all_read():
+            # The server keeps this connection until its own deadline: what it already sent
+            # (ADK may read behind, a slow session write, a tool) and the answer in flight
+            # are read to their end here, instead of being dropped and asked again on the
+            # new connection. What the user sends meanwhile waits for the new one.
+            self.retire_when_read = True
+            return
+        self._retire()
+
+    def _retire(self) -> None:
+        """The next connection takes over: nothing more of this one reaches ADK."""
+        self.retire_when_read = False
         self.retired = True
         if self.tap is not None:
             self.tap.retire()
