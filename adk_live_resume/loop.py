@@ -75,6 +75,7 @@ from .outbox import (
     Outbox,
     Replay,
     fresh_history,
+    response_ids,
 )
 from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
@@ -686,7 +687,9 @@ class LiveRun:
                     self.tool_calls.on_resumed()
                     replay = self.outbox.take_replay(self.tool_calls.unknown_ids())
                 else:
-                    self.tool_calls.on_fresh_session()
+                    self.tool_calls.on_fresh_session(
+                        answered_in_history=response_ids(self.request.contents or [])
+                    )
                     history, in_history = fresh_history(
                         without_withheld(
                             self.request.contents or [], withheld.texts(self.session_id)

@@ -771,6 +771,16 @@ def readdressed(
     return _map_responses(method, kwargs, change) or dict(kwargs)
 
 
+def response_ids(contents: Iterable[Any]) -> set[str]:
+    """The ids of the function responses in ``contents`` (a history)."""
+    return {
+        str(part.function_response.id)
+        for content in contents
+        for part in getattr(content, "parts", None) or []
+        if getattr(part, "function_response", None) is not None and part.function_response.id
+    }
+
+
 def responses_of(method: str, kwargs: Mapping[str, Any]) -> list[types.FunctionResponse]:
     """The function responses one send call carries."""
     if method == "send_tool_response":

@@ -34,8 +34,9 @@ Guarantees:
   call, only until the resumed session finished answering (its first turn with model output
   completes), and each earlier call answers at most one repeat; identical calls are paired
   in issue order (the n-th repeat gets the n-th earlier call's result);
-* after a fresh session (the handle was dead) nothing is repeatable: the rebuilt history
-  holds the calls and results the ADK session has;
+* after a fresh session (the handle was dead) the rebuilt history holds the calls the ADK
+  session has with their results; a call without its result is left out of it by ADK, so it
+  is repeatable there as after a resume;
 * a response is never sent for an id the current session does not know, and a running
   call's result reaches the model once, under the id of the newest call waiting for it.
 
@@ -96,6 +97,7 @@ class ToolCallBook:
     _held: dict[str, str] = field(default_factory=dict)
     #: Ids whose response ADK has queued and that did not reach the send path yet.
     _queued: set[str] = field(default_factory=set)
+
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
 
@@ -195,10 +197,16 @@ class ToolCallBook:
         self._repeatable.update((i, self._keys[i]) for i in missed)
         self._since_handle.clear()
 
-    def on_fresh_session(self) -> None:
-        """A new session started without a handle: it knows no call id at all."""
+    def on_fresh_session(self, answered_in_history: Iterable[str] = ()) -> None:
+        """A new session started without a handle: it knows no call id at all. Its history,
+        rebuilt from the ADK session, holds the calls with the responses
+        ``answered_in_history``; ADK leaves a call without its response out (a NON_BLOCKING
+        tool still running, a call cut off), so the model may issue it anew: such calls are
+        repeatable, as after a resume."""
+        in_history = set(answered_in_history)
+        missed = [i for i in self._keys if i not in self._results and i not in in_history]
         self._unknown.update(self._keys)
-        self._repeatable.clear()
+        self._repeatable = {i: self._keys[i] for i in missed}
         self._since_handle.clear()
 
     # -- questions ------------------------------------------------------------------------

@@ -221,3 +221,38 @@ async def test_a_running_tool_that_fails_answers_the_repeat_with_an_error_and_ne
             [repeat] = second.tool_calls
             assert runs == ["pay"], "the failed tool is not run again"
             assert second.accepted_tool_response_ids == [repeat.id]
+
+
+@needs_background_tools
+async def test_a_result_that_comes_after_a_fresh_start_reaches_the_fresh_session_once(
+    make_agent: AgentFactory,
+) -> None:
+    # The handle is refused while the tool runs: the fresh session's history, rebuilt from
+    # the ADK session, holds the user's request but not the call (ADK leaves out a call
+    # without its response), so the model issues the call anew. That repeat waits for the
+    # running call's result instead of running the tool again; the user is told it once.
+    job = SlowJob(1.0)
+    async with asyncio.timeout(30):
+        async with FakeLiveServer() as server:
+            server.script(Fault.refuse_resume(), connection=2)
+            agent = make_agent(server, tools=[slow_job_tool(job)])
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("hello") == "echo: hello"
+                mark = live.send_text('call slow_job {"job_name": "mail"}')
+                await asyncio.wait_for(job.started.wait(), 10)
+                await server.close_open(1011)
+                await server.wait_for_connections(3)
+                answer = await answer_like(live, mark, "slow_job returned")
+                assert answer == 'slow_job returned {"job":"mail","run":1}'
+                await asyncio.sleep(0.3)  # nothing more may arrive
+                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+                assert told == [answer], "told once"
+                assert await live.say("recall") == (
+                    'you said: hello | call slow_job {"job_name": "mail"}'
+                )
+                await live.close()
+            fresh = server.connections[2]
+            assert fresh.resume_handle is None, "a fresh session"
+            assert job.runs == ["mail"], "the tool ran once"
+            for record in server.connections:
+                assert not record.unknown_tool_response_ids and not record.errors
