@@ -498,7 +498,10 @@ async def _run_plan(
                     else:
                         assert await live.say(text, timeout=20, skip=_job_result) == f"echo: {text}"
                 for name in plan.jobs:  # each job's result is told to the user, once
-                    await live.wait_for_event(lambda e, n=name: _says_job_done(e, n), timeout=20)
+                    if not _transfer_after(plan, name):
+                        await live.wait_for_event(
+                            lambda e, n=name: _says_job_done(e, n), timeout=20
+                        )
                 recall = await live.say("recall", timeout=20, skip=_job_result)
             finally:
                 await mic.stop()
@@ -524,7 +527,10 @@ async def _run_plan(
         assert sorted(job_runs) == sorted(plan.jobs), f"jobs ran: {job_runs}"
         for name in plan.jobs:
             told = [e for e in live.events if _says_job_done(e, name)]
-            assert len(told) == 1, f"the result of job {name} was told {len(told)}x"
+            # ADK stops the background tools of an agent it transfers from (its own rule):
+            # a job still running then is never told; any other is told exactly once.
+            expected = (0, 1) if _transfer_after(plan, name) else (1,)
+            assert len(told) in expected, f"the result of job {name} was told {len(told)}x"
         if plan.wrapped_send:
             assert tracer.probes == 0, "the wrapper saw the chunk encoder's probes"
             assert tracer.chunks >= _audio_messages(server), "a chunk went past the wrapper"
@@ -557,6 +563,13 @@ async def _run_plan(
         assert unexpected == [], unexpected
     await asyncio.sleep(0)
     assert our_tasks() == []
+
+
+def _transfer_after(plan: VoicePlan, job: str) -> bool:
+    """A transfer comes after the step that started ``job``."""
+    kinds = [kind for kind, _ in plan.steps]
+    start = next(n for n, (_, text) in enumerate(plan.steps) if f'"{job}"' in text)
+    return "transfer" in kinds[start:]
 
 
 def _job_result(text: str) -> bool:
