@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from google.genai import types
@@ -51,6 +52,9 @@ class ConnectionWatch:
         #: The next connection is ready; this one is retired once everything it received
         #: has been read and no answer is in flight on it.
         self.retire_when_read = False
+        #: A fresh session's initial history is being sent: part of the session's state from
+        #: its setup on (any handle it issues holds it), so it is never recorded for replay.
+        self.sending_history = False
         #: Server messages that arrived on the socket (``None``: not counted, the frame watch
         #: is off) and that ADK's reading passed to the tap.
         self.messages_arrived: int | None = None
@@ -267,6 +271,8 @@ class ConnectionWatch:
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
+        if self.sending_history:
+            return method, kwargs
         run = self.run
         book = run.tool_calls
         unknown: set[str] = set()
@@ -288,7 +294,11 @@ class ConnectionWatch:
         if readdress:
             logger.debug("sending %d result(s) to the repeated call(s) waiting", len(readdress))
             kwargs = readdressed(method, kwargs, readdress)
-        if unknown:
+        as_turn = {i for i in unknown if book.goes_as_turn(i)}
+        turn = self._responses_as_turn(responses, as_turn) if as_turn else None
+        if turn is not None and without_responses(method, kwargs, as_turn) is None:
+            method, kwargs = turn
+        elif unknown:
             # The resumed session never saw these calls: a response would confuse it. The
             # replayed user turn makes the model ask again; the result is reused then.
             logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
@@ -306,6 +316,26 @@ class ConnectionWatch:
             # Kept in the outbox for the next connection; this socket gets nothing more.
             return None
         return method, kwargs
+
+    def _responses_as_turn(
+        self, responses: Sequence[types.FunctionResponse], ids: set[str]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The responses with ``ids`` as one user turn, for a fresh session whose history
+        lacks their calls (a NON_BLOCKING tool that ended after it started); ``None`` where
+        the model family takes no turn in mid-session (Gemini 3.x Live, whose 3.1 models
+        call functions synchronously only)."""
+        if adk_compat.speaks_gemini_3_live(self.run.request.model):
+            logger.warning(
+                "the result of %d background tool call(s) came after a fresh session started;"
+                " a Gemini 3.x Live session takes no turn in mid-session, so the model does"
+                " not get it now (the ADK session has it, for a later fresh session)",
+                len(ids),
+            )
+            return None
+        logger.debug("giving %d background result(s) to the fresh session as a turn", len(ids))
+        parts = [types.Part(function_response=r) for r in responses if str(r.id) in ids]
+        turn = types.Content(role="user", parts=parts)
+        return "send_client_content", {"turns": [turn], "turn_complete": True}
 
     @property
     def holds_sends(self) -> bool:

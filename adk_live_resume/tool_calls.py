@@ -36,7 +36,8 @@ Guarantees:
   in issue order (the n-th repeat gets the n-th earlier call's result);
 * after a fresh session (the handle was dead) the rebuilt history holds the calls the ADK
   session has with their results; a call without its result is left out of it by ADK, so it
-  is repeatable there as after a resume;
+  is repeatable there as after a resume, and if the model does not issue it anew, its
+  response, once it comes, goes to the fresh session once as a user turn that carries it;
 * a response is never sent for an id the current session does not know, and a running
   call's result reaches the model once, under the id of the newest call waiting for it.
 
@@ -97,6 +98,9 @@ class ToolCallBook:
     _held: dict[str, str] = field(default_factory=dict)
     #: Ids whose response ADK has queued and that did not reach the send path yet.
     _queued: set[str] = field(default_factory=set)
+    #: Calls a fresh session's history lacks (no response yet) and the model did not issue
+    #: anew: their response goes to it as a turn (:meth:`goes_as_turn`).
+    _as_turn: set[str] = field(default_factory=set)
 
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
@@ -129,6 +133,7 @@ class ToolCallBook:
                 run.append(call_id)
                 continue
             del self._repeatable[earlier]
+            self._as_turn.discard(earlier)  # the repeat gets its result
             if earlier in self._results:
                 self.reused += 1
                 result = self._results[earlier]
@@ -207,6 +212,7 @@ class ToolCallBook:
         missed = [i for i in self._keys if i not in self._results and i not in in_history]
         self._unknown.update(self._keys)
         self._repeatable = {i: self._keys[i] for i in missed}
+        self._as_turn = set(missed)
         self._since_handle.clear()
 
     # -- questions ------------------------------------------------------------------------
@@ -217,6 +223,15 @@ class ToolCallBook:
 
     def is_unknown(self, call_id: str) -> bool:
         return call_id in self._unknown
+
+    def goes_as_turn(self, call_id: str) -> bool:
+        """The response of ``call_id`` goes to the current session as a user turn carrying
+        it: a fresh session whose history lacks the call (ADK leaves a call without its
+        response out) and whose model did not issue it anew. True once per call."""
+        if call_id not in self._as_turn:
+            return False
+        self._as_turn.discard(call_id)
+        return True
 
     def name_of(self, call_id: str) -> str | None:
         return self._names.get(call_id)

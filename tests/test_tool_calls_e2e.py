@@ -256,3 +256,37 @@ async def test_a_result_that_comes_after_a_fresh_start_reaches_the_fresh_session
             assert job.runs == ["mail"], "the tool ran once"
             for record in server.connections:
                 assert not record.unknown_tool_response_ids and not record.errors
+
+
+@needs_background_tools
+async def test_a_late_result_reaches_a_fresh_session_that_does_not_ask_again(
+    make_agent: AgentFactory,
+) -> None:
+    # As above, but the user spoke on after starting the job: the fresh session's history
+    # ends with that later turn, so the model does not issue the call anew. The result, when
+    # the tool ends, goes to it once as a turn that carries it, and is told once.
+    job = SlowJob(1.0)
+    async with asyncio.timeout(30):
+        async with FakeLiveServer() as server:
+            server.script(Fault.refuse_resume(), connection=2)
+            agent = make_agent(server, tools=[slow_job_tool(job)])
+            async with await LiveDriver.start(agent) as live:
+                mark = live.send_text('call slow_job {"job_name": "mail"}')
+                await asyncio.wait_for(job.started.wait(), 10)
+                assert await answer_like(live, mark, "slow_job started")
+                assert await live.say("meanwhile") == "echo: meanwhile"
+                await server.close_open(1011)
+                await server.wait_for_connections(3)
+                answer = await answer_like(live, mark, "slow_job returned")
+                assert answer == 'slow_job returned {"job":"mail","run":1}'
+                await asyncio.sleep(0.3)  # nothing more may arrive
+                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+                assert told == [answer], "told once"
+                await live.close()
+            fresh = server.connections[2]
+            assert fresh.resume_handle is None, "a fresh session"
+            assert fresh.tool_calls == [], "the fresh session did not ask again"
+            assert [r.get("name") for r in fresh.tool_responses] == ["slow_job"]
+            assert job.runs == ["mail"], "the tool ran once"
+            for record in server.connections:
+                assert not record.unknown_tool_response_ids and not record.errors

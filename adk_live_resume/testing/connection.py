@@ -614,6 +614,14 @@ class LiveConnection:
                 await self._interrupt()
                 self._start_generation(self._memory[-1].text)
             return
+        only_results = len(turns) == 1 and turns[0].role == "user" and not turns[0].text
+        if turn_complete and only_results and responses:
+            # Only function results, for calls the session knows from earlier (no open
+            # call): the model tells them as it tells a NON_BLOCKING call's result.
+            for response in responses:
+                self.record.tool_responses.append(response)
+                self._background_result(str(pick(response, "name")), response)
+            return
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
         is_history = is_history or any(turn.role == "model" for turn in turns)
         # Gemini 3.x Live takes clientContent as the initial history (see dialect): there even

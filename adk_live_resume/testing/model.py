@@ -34,6 +34,8 @@ user turn                        answer
                                  default) gives the same answer once the answer in progress
                                  is complete; ``SILENT`` answers nothing (the result is
                                  recorded only). These answers answer no user turn.
+a ``clientContent`` user turn     told as the result of a NON_BLOCKING call is, per its
+with only function responses     ``scheduling``: ``<tool> returned <json>``.
 ``what did I say first?``        ``you first said: <first user turn in memory>``
 ``recall``                       ``you said: <t1> | <t2> | ...``: every user turn in memory, in
                                  order, duplicates included
