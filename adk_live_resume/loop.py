@@ -701,7 +701,11 @@ class LiveRun:
                     replay = self.outbox.take_audio(utterance_in_history=in_history)
                 if not handle and history:
                     self.history_sends += 1
-                    await connection.send_history(history)
+                    watch.sending_history = True  # the session's state from its start on
+                    try:
+                        await connection.send_history(history)
+                    finally:
+                        watch.sending_history = False
                 await self._replay(watch.tap, replay)
                 if replay.dropped_audio_ms:
                     logger.warning(

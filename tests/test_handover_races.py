@@ -27,7 +27,7 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 import adk_live_resume
-from adk_live_resume import ResumableLlmAgent, ResumePolicy, RunStats, early_dial
+from adk_live_resume import ResumableLlmAgent, ResumePolicy, RunStats, adk_compat, early_dial
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule
 from adk_live_resume.testing.driver import LiveDriver
 
@@ -368,3 +368,38 @@ async def test_a_blocked_turn_stays_out_of_every_history_sent_later(
     sent = [str(m) for c in server.connections for m in c.client_messages]
     assert not [m for m in sent if "forbidden" in m], "blocked content reached the model"
     assert any("one" in t.text for c in server.connections[1:] for t in c.heard), "history"
+
+
+# ---- a fresh session's history -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["gemini-live-fake", "gemini-3.1-flash-live-preview"])
+async def test_a_fresh_sessions_history_is_never_replayed_after_a_later_drop(
+    make_agent: AgentFactory, model: str
+) -> None:
+    # The handle is refused: a fresh session gets the conversation as history. Its next
+    # handle comes before any model output (nothing told the Gemini API rule that the history
+    # was taken in), then the socket drops: the resume must not send the history again
+    # (Gemini 3.x refuses client content then; 2.x would hear it twice).
+    if model.startswith("gemini-3") and not adk_compat.speaks_gemini_3_live(model):
+        pytest.skip("this google-adk release does not speak the Gemini 3.x Live dialect")
+    async with FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False)) as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        make_agent(server)  # installs the patch for the "install" entry point
+        cls = LlmAgent if make_agent.entry == "install" else ResumableLlmAgent
+        agent = cls(name="assistant", model=server.gemini(model))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            assert (await server.issue_handles_now())[1] is not None
+            await server.close_open(1011)  # the resume is refused: a fresh session
+            await server.wait_for_connections(3)
+            await server.wait_for(lambda: server.connections[2].history_sends == 1, 5)
+            assert (await server.issue_handles_now())[3] is not None
+            await asyncio.sleep(0.1)  # the handle reaches the client
+            await server.close_open(1011)
+            assert await live.say("two") == "echo: two"
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+    assert server.history_sends() == 1 and server.duplicate_history_sends() == 0
+    assert server.rejected_client_content() == []
+    assert server.connections[3].resumed
