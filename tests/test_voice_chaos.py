@@ -145,7 +145,8 @@ def make_plan(seed: int) -> VoicePlan:
     plan.every_audio_ms = rng.choice([None, 160, 400, 1000])
     plan.lifetime = rng.choice([60.0, rng.uniform(2.5, 6.0)])
     extra = ["speech", "text", "barge", "window"] + (["blocked"] if SCREENS else [])
-    extra += ["background"] if BACKGROUND else []
+    # (Gemini 3.1 Live calls functions synchronously only: no background jobs there.)
+    extra += ["background"] if BACKGROUND and not plan.gemini3 else []
     kinds = ["speech", "text", "tools", *rng.choices(extra, k=rng.randint(1, 3))]
     rng.shuffle(kinds)
     if rng.random() < 0.2:  # an agent transfer, then the rest of the talk is the child's
@@ -168,7 +169,7 @@ def make_plan(seed: int) -> VoicePlan:
             word = 'call transfer_to_agent {"agent_name": "helper"}'
         elif kind == "background":
             name = f"j{seed}-{n}"
-            plan.jobs[name] = rng.uniform(0.1, 1.5)
+            plan.jobs[name] = rng.uniform(0.1, 0.8)
             word = f'call job {{"name": "{name}"}}'
         elif kind == "window":
             plan.windows[word] = rng.choice(
@@ -176,8 +177,8 @@ def make_plan(seed: int) -> VoicePlan:
             )
         plan.steps.append((kind, word))
         if kind in ("text", "tools", "window", "blocked", "background"):
-            slow = rng.random() < 0.15 or plan.windows.get(word) == "screening"
-            plan.screening[word] = rng.uniform(1.05, 1.5) if slow else rng.uniform(0.0, 0.02)
+            slow = rng.random() < 0.05 or plan.windows.get(word) == "screening"
+            plan.screening[word] = rng.uniform(1.05, 1.3) if slow else rng.uniform(0.0, 0.02)
     for connection in (1, 2, 3):
         if rng.random() < 0.7:
             plan.faults[connection] = random_fault(
@@ -185,7 +186,7 @@ def make_plan(seed: int) -> VoicePlan:
             )
     if rng.random() < 0.25:
         plan.restart_after = rng.uniform(0.2, 2.0)
-    plan.session_latency = rng.choice([0.0, 0.0, 0.2, 1.2])
+    plan.session_latency = rng.choice([0.0, 0.0, 0.1, 0.4, 1.2])
     plan.entry = rng.choice(["install", "subclass"])
     plan.wrapped_send = rng.random() < 0.3
     return plan
