@@ -129,3 +129,32 @@ def busy_processes(count: int) -> Iterator[None]:
             spinner.kill()
         for spinner in spinners:
             spinner.wait()
+
+
+#: 20 ms of 16-bit mono PCM at 16 kHz, the chunk a microphone sends.
+MIC_CHUNK = 16000 * 2 // 50
+
+
+def mic_chunks(pcm: bytes) -> list[bytes]:
+    """``pcm`` cut into the 20 ms chunks a microphone sends."""
+    return [pcm[start : start + MIC_CHUNK] for start in range(0, len(pcm), MIC_CHUNK)]
+
+
+async def stream_pcm(live: Any, pcm: bytes, *, pace: float = 1.0) -> None:
+    """Send ``pcm`` as a microphone would: 20 ms chunks, ``pace`` x real time."""
+    for chunk in mic_chunks(pcm):
+        live.send_audio(chunk)
+        await asyncio.sleep(0.02 / pace)
+
+
+def non_blocking(function: Callable[..., Any]) -> Any:
+    """An ADK ``FunctionTool`` that runs NON_BLOCKING in live mode (in the background)."""
+    from google.adk.tools.function_tool import FunctionTool
+    from google.genai import types
+
+    tool = FunctionTool(function)
+    if hasattr(tool, "behavior"):
+        tool.behavior = types.Behavior.NON_BLOCKING
+    else:  # 1.37 - 2.12: a response scheduling makes a tool NON_BLOCKING
+        tool.response_scheduling = types.FunctionResponseScheduling.WHEN_IDLE
+    return tool

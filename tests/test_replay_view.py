@@ -20,23 +20,9 @@ from adk_live_resume import ReconnectInfo, ResumePolicy
 from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, stream_pcm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
-
-RATE = 16000
-CHUNK = RATE * 2 // 50  # 20 ms of 16-bit mono PCM
-
-
-def _chunks(pcm: bytes) -> list[bytes]:
-    return [pcm[i : i + CHUNK] for i in range(0, len(pcm), CHUNK)]
-
-
-async def _stream(live: LiveDriver, pcm: bytes, *, pace: float = 1.0) -> None:
-    """Send ``pcm`` as a microphone would: 20 ms chunks, ``pace`` x real time."""
-    for chunk in _chunks(pcm):
-        live.send_audio(chunk)
-        await asyncio.sleep(0.02 / pace)
 
 
 def _squeeze(text: str) -> str:
@@ -79,7 +65,7 @@ async def test_an_utterance_replayed_after_a_drop_mid_answer_is_shown_once(
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
-            await _stream(live, speech_pcm(text, seconds=1.0) + silence_pcm(0.7), pace=4)
+            await stream_pcm(live, speech_pcm(text, seconds=1.0) + silence_pcm(0.7), pace=4)
             cut = await live.wait_for_event(lambda e: e.interrupted, after=mark, timeout=10)
             answer = await live.answer_after(live.events.index(cut) + 1, timeout=15)
             assert answer == f"echo: {text}"
@@ -115,7 +101,7 @@ async def test_on_vertex_ai_an_utterance_cut_while_spoken_is_shown_once(
         agent = cls(name="assistant", model=server.gemini(vertex=True))
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
-            await _stream(live, speech_pcm(text, seconds=2.0) + silence_pcm(0.7), pace=2)
+            await stream_pcm(live, speech_pcm(text, seconds=2.0) + silence_pcm(0.7), pace=2)
             assert await live.answer_after(mark, timeout=15) == f"echo: {text}"
             assert await live.say("recall") == f"you said: {text}"
             await live.close()
@@ -143,7 +129,7 @@ async def test_a_second_drop_during_the_replay_still_shows_the_utterance_once(
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
-            await _stream(live, speech_pcm(text, seconds=1.0) + silence_pcm(0.7), pace=4)
+            await stream_pcm(live, speech_pcm(text, seconds=1.0) + silence_pcm(0.7), pace=4)
             cut = await live.wait_for_event(lambda e: e.interrupted, after=mark, timeout=10)
             answer = await live.answer_after(live.events.index(cut) + 1, timeout=15)
             assert answer == f"echo: {text}"
@@ -175,7 +161,7 @@ async def test_an_utterance_cut_by_a_drop_while_spoken_is_shown_once(
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
-            await _stream(live, speech + silence_pcm(0.7), pace=2)
+            await stream_pcm(live, speech + silence_pcm(0.7), pace=2)
             answer = await live.answer_after(mark, timeout=15)
             assert answer == f"echo: {text}"
             assert await live.say("recall") == f"you said: {text}"
@@ -223,10 +209,10 @@ async def test_a_microphone_sending_silence_across_a_drop_is_no_warning(
             server.script(Fault.abort(after_client_messages=200), connection=1)
             agent = make_agent(server, policy=policy)
             async with await LiveDriver.start(agent) as live:
-                await _stream(live, silence_pcm(5.0), pace=10)
+                await stream_pcm(live, silence_pcm(5.0), pace=10)
                 await server.wait_for_connections(2)
                 assert await live.say("one") == "echo: one"
-                await _stream(live, silence_pcm(1.0), pace=10)
+                await stream_pcm(live, silence_pcm(1.0), pace=10)
                 await live.close()
     finally:
         remove()
@@ -259,7 +245,7 @@ async def test_voiced_audio_that_left_the_replay_window_is_a_warning(
             async with await LiveDriver.start(agent) as live:
                 assert await live.say("one") == "echo: one"
                 speech = speech_pcm("a very long sentence that goes on", seconds=3.0)
-                await _stream(live, speech + silence_pcm(0.7), pace=4)
+                await stream_pcm(live, speech + silence_pcm(0.7), pace=4)
                 await server.wait_for_connections(2)
                 await server.wait_for(lambda: bool(reconnects), 10, what="the reconnect")
                 await live.close()

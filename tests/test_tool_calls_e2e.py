@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from google.adk.tools.function_tool import FunctionTool
-from google.genai import types
 
 from adk_live_resume import adk_compat
 from adk_live_resume.testing import FakeLiveServer, Fault
@@ -22,7 +21,7 @@ from adk_live_resume.testing.driver import LiveDriver, answer_text
 from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, non_blocking
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -30,15 +29,6 @@ needs_background_tools = pytest.mark.skipif(
     not adk_compat.runs_tools_in_background(),
     reason="the installed google-adk has no NON_BLOCKING tools (they came in 1.37 and 2.5)",
 )
-
-
-def non_blocking(function: Any) -> FunctionTool:
-    tool = FunctionTool(function)
-    if hasattr(tool, "behavior"):
-        tool.behavior = types.Behavior.NON_BLOCKING
-    else:  # 1.37 - 2.12: a response scheduling makes a tool NON_BLOCKING
-        tool.response_scheduling = types.FunctionResponseScheduling.WHEN_IDLE
-    return tool
 
 
 def answers(live: LiveDriver, mark: int) -> list[str]:

@@ -53,7 +53,6 @@ from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.models.llm_response import LlmResponse
 from google.adk.sessions import InMemorySessionService
-from google.adk.tools.function_tool import FunctionTool
 from google.genai import live as genai_live
 from google.genai import types
 
@@ -62,7 +61,7 @@ from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, chunk_e
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import adk_screens_live_content, busy_processes, our_tasks
+from .conftest import adk_screens_live_content, busy_processes, non_blocking, our_tasks
 from .faultplans import RETRYABLE, random_fault, restart_after, run_seed
 
 # 200 seeds on every run of the suite (about 4 min on 2 cores), on both full-suite releases.
@@ -324,7 +323,7 @@ def _audio_messages(server: FakeLiveServer) -> int:
     return count
 
 
-def _background_job(plan: VoicePlan, runs: list[str]) -> FunctionTool:
+def _background_job(plan: VoicePlan, runs: list[str]) -> Any:
     """A NON_BLOCKING tool: ADK runs it in the background while the talk goes on."""
 
     async def job(name: str) -> dict[str, str]:
@@ -333,12 +332,7 @@ def _background_job(plan: VoicePlan, runs: list[str]) -> FunctionTool:
         await asyncio.sleep(plan.jobs.get(name, 0.1))
         return {"name": name, "done": "yes"}
 
-    tool = FunctionTool(job)
-    if hasattr(tool, "behavior"):
-        tool.behavior = types.Behavior.NON_BLOCKING
-    else:  # 1.37 - 2.12: a response scheduling makes a tool NON_BLOCKING
-        tool.response_scheduling = types.FunctionResponseScheduling.WHEN_IDLE
-    return tool
+    return non_blocking(job)
 
 
 def _items(text: str) -> list[str]:

@@ -17,23 +17,9 @@ from adk_live_resume import ReconnectInfo, ResumePolicy
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, mic_chunks, stream_pcm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
-
-RATE = 16000
-CHUNK = RATE * 2 // 50  # 20 ms of 16-bit mono PCM
-
-
-def _chunks(pcm: bytes) -> list[bytes]:
-    return [pcm[i : i + CHUNK] for i in range(0, len(pcm), CHUNK)]
-
-
-async def _stream(live: LiveDriver, pcm: bytes, *, pace: float = 1.0) -> None:
-    """Send ``pcm`` as a microphone would: 20 ms chunks, ``pace`` x real time."""
-    for chunk in _chunks(pcm):
-        live.send_audio(chunk)
-        await asyncio.sleep(0.02 / pace)
 
 
 async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFactory) -> None:
@@ -44,7 +30,7 @@ async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFa
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             mark = len(live.events)
-            await _stream(
+            await stream_pcm(
                 live, speech_pcm("a long spoken sentence", seconds=3.0) + silence_pcm(0.6)
             )
             assert await live.answer_after(mark) == "echo: a long spoken sentence"
@@ -174,10 +160,10 @@ async def test_an_audio_run_without_compression_is_warned_about_once(
     async with FakeLiveServer() as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
-            await _stream(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=10)
+            await stream_pcm(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=10)
             await server.close_open(1011)
             await server.wait_for(lambda: len(server.user_turns_answered()) >= 1, 10)
-            await _stream(live, speech_pcm("again", seconds=0.4) + silence_pcm(0.6), pace=10)
+            await stream_pcm(live, speech_pcm("again", seconds=0.4) + silence_pcm(0.6), pace=10)
             await server.wait_for(lambda: len(server.user_turns_answered()) >= 2, 10)
             await live.close()
     warnings = [r for r in caplog.records if "context window compression" in r.getMessage()]
@@ -193,7 +179,7 @@ async def test_the_sliding_window_option_adds_compression_to_every_setup(
     async with FakeLiveServer() as server:
         agent = make_agent(server, policy=ResumePolicy(sliding_window=True))
         async with await LiveDriver.start(agent) as live:
-            await _stream(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=10)
+            await stream_pcm(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=10)
             await server.wait_for(lambda: bool(server.user_turns_answered()), 10)
             await server.close_open(1011)
             assert await live.say("two") == "echo: two"
@@ -251,7 +237,9 @@ async def test_a_handle_issued_while_the_user_speaks_keeps_the_utterance(
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
-            chunks = _chunks(speech_pcm("spoken across a handle", seconds=2.0) + silence_pcm(0.6))
+            chunks = mic_chunks(
+                speech_pcm("spoken across a handle", seconds=2.0) + silence_pcm(0.6)
+            )
             mark = len(live.events)
             sent = await _stream_until_speaking(live, server, chunks[: len(chunks) // 2])
             await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
@@ -285,7 +273,7 @@ async def test_a_minute_of_microphone_without_a_new_handle_holds_bounded_audio(
             try:
                 async with await LiveDriver.start(agent) as live:
                     assert await live.say("one") == "echo: one"
-                    for number, chunk in enumerate(_chunks(silence_pcm(60.0))):
+                    for number, chunk in enumerate(mic_chunks(silence_pcm(60.0))):
                         live.send_audio(chunk)
                         if number % 50 == 0:
                             await asyncio.sleep(0)
@@ -338,7 +326,7 @@ async def test_a_utterance_cut_by_the_go_away_deadline_is_replayed_whole(
             await server.wait_for_connections(1)
             mark = len(live.events)
             text = "a sentence longer than the time left"
-            await _stream(live, speech_pcm(text, seconds=3.0) + silence_pcm(0.6))
+            await stream_pcm(live, speech_pcm(text, seconds=3.0) + silence_pcm(0.6))
             assert await live.answer_after(mark, timeout=15) == f"echo: {text}"
             assert await live.say("recall") == f"you said: {text}"
             await live.close()
@@ -443,7 +431,7 @@ async def test_the_audio_session_limit_ends_the_run_with_a_clear_error(
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
-            await _stream(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=4)
+            await stream_pcm(live, speech_pcm("hello", seconds=0.4) + silence_pcm(0.6), pace=4)
             assert await live.answer_after(mark) == "echo: hello"
             error = await live.wait_ended(timeout=10)
         assert isinstance(error, SessionLimitError), repr(error)
