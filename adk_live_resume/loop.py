@@ -42,7 +42,7 @@ import contextlib
 import enum
 import logging
 import sys
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,10 @@ from .withheld import without_withheld
 logger = logging.getLogger("adk_live_resume.loop")
 
 Fallback = Callable[[Any], AsyncGenerator[Any, None]]
+
+#: Call ids of a run's session, by invocation id, for the next live run of that invocation
+#: (a transfer's child, a restart), which takes them when it starts.
+_earlier_calls: dict[str, frozenset[str]] = {}
 
 #: A receive step that ended without an error: the server closed normally.
 _ENDED = Drop("closed", 1000, "connection ended without an error")
@@ -141,6 +145,9 @@ class LiveRun:
         self.queue_guard: QueueGuard | None = None
         self.transparent = False
         self.tool_calls = ToolCallBook()
+        self.tool_calls.earlier_sessions(
+            _earlier_calls.pop(str(getattr(ctx, "invocation_id", "")), ())
+        )
         #: Running calls whose end is watched (a repeat waits for their response).
         self._watched_calls: set[str] = set()
         #: Encodes microphone chunks as the SDK would (``None``: the SDK encodes them).
@@ -992,17 +999,31 @@ class LiveRun:
         agent = adk_compat.agent_to_run(self.flow, self.ctx, agent_name)
         logger.debug("transferring the live session to agent %s (fresh session)", agent_name)
         await self.keeper.close()  # our last handle lands before the new agent's first
-        async with contextlib.aclosing(agent.run_live(self._fresh_context())) as child:
-            async for event in child:
-                yield event
+        with self._calls_to_the_next_run():
+            async with contextlib.aclosing(agent.run_live(self._fresh_context())) as child:
+                async for event in child:
+                    yield event
+
+    @contextlib.contextmanager
+    def _calls_to_the_next_run(self) -> Iterator[None]:
+        """The next live run of this invocation (its session is new) learns this session's
+        call ids: a response to one of them still in the queue (the transfer call's, say)
+        must not go to its session."""
+        key = str(getattr(self.ctx, "invocation_id", ""))
+        _earlier_calls[key] = self.tool_calls.issued()
+        try:
+            yield
+        finally:
+            _earlier_calls.pop(key, None)
 
     async def _restart(self) -> AsyncGenerator[Any, None]:
         logger.debug("ADK asked for a fresh live session")
         self.keeper.forget()  # the fresh session must not resume from the stored handle
         await self.keeper.close()
-        async with contextlib.aclosing(self.flow.run_live(self._fresh_context())) as fresh:
-            async for event in fresh:
-                yield event
+        with self._calls_to_the_next_run():
+            async with contextlib.aclosing(self.flow.run_live(self._fresh_context())) as fresh:
+                async for event in fresh:
+                    yield event
 
 
 async def run_live(

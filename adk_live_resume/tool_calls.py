@@ -224,6 +224,16 @@ class ToolCallBook:
     def is_unknown(self, call_id: str) -> bool:
         return call_id in self._unknown
 
+    def issued(self) -> frozenset[str]:
+        """Every call id issued in this run."""
+        return frozenset(self._keys)
+
+    def earlier_sessions(self, call_ids: Iterable[str]) -> None:
+        """``call_ids`` were issued by the session of an earlier live run of this invocation
+        (the agent that transferred to this one, the run a restart replaced): a response to
+        one of them, still queued, must not go to this run's session."""
+        self._unknown.update(call_ids)
+
     def goes_as_turn(self, call_id: str) -> bool:
         """The response of ``call_id`` goes to the current session as a user turn carrying
         it: a fresh session whose history lacks the call (ADK leaves a call without its
