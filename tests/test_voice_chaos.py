@@ -517,6 +517,11 @@ async def _run_plan(
             )
         for story in maybe_cut:
             assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
+        spoken = [text for kind, text in plan.steps if kind in ("speech", "barge")]
+        for finished in (False, True):
+            shown = _transcription_shown(live.events, finished=finished)
+            for word in spoken:  # (each word's letters are its own within a seed)
+                assert shown.count(word) <= 1, f"{word!r} shown {shown.count(word)}x: {shown}"
         sent = [str(m) for record in server.connections for m in record.client_messages]
         assert not [m for m in sent if FORBIDDEN in m], "blocked content reached the server"
         assert sorted(job_runs) == sorted(plan.jobs), f"jobs ran: {job_runs}"
@@ -566,6 +571,19 @@ async def _run_plan(
         assert unexpected == [], unexpected
     await asyncio.sleep(0)
     assert our_tasks() == []
+
+
+def _transcription_shown(events: list[Any], *, finished: bool) -> str:
+    """The user's input transcription the client was shown (its pieces, or the finished
+    transcriptions), joined, without white space, lower case."""
+    text = "".join(
+        e.input_transcription.text
+        for e in events
+        if getattr(e, "input_transcription", None) is not None
+        and e.input_transcription.text
+        and bool(e.partial) is not finished
+    )
+    return "".join(text.split()).lower()
 
 
 def _transfer_after(plan: VoicePlan, job: str) -> bool:
