@@ -150,12 +150,17 @@ async def test_a_handle_that_crosses_the_next_turn_does_not_move_the_session_bef
             assert await live.answer_after(mark, timeout=10) == "echo: one"
             mark = live.send_text("two")
             assert await live.answer_after(mark, timeout=10) == "echo: two"
+            answered_at = asyncio.get_running_loop().time()
             await server.wait_for_connections(2, timeout=5)  # at our deadline, at the latest
             assert await live.say("recall") == "you said: one | two"
             await live.close()
-        old, new = server.connections[:2]
+        old = server.connections[0]
+        new = next(c for c in server.connections[1:] if c.setup is not None)
         assert old.user_turns == ["one", "two"] and old.ended_by == "client"
         assert new.resumed and new.answered_user_turns == ["recall"]
+        # The move did not start while "two" waited for its answer: the next connection's
+        # setup went after it (a socket may have been dialed ahead, set up by nobody).
+        assert new.first_sent_at is not None and new.first_sent_at > answered_at - 0.05
         assert server.user_turns_answered() == ["one", "two", "recall"]
         assert _interrupted(live) == []
 
