@@ -456,3 +456,57 @@ def test_a_running_call_covered_by_the_handle_is_not_repeatable() -> None:
     assert not book.is_unknown("c1")
     assert book.on_calls([("c2", "f", {})], running=_running("c1")).run == ("c2",)
     assert book.take_repeat("c1") is None, "its response goes under its own id"
+
+
+def test_an_utterance_that_began_after_the_answer_began_is_not_answered_by_it() -> None:
+    # The model answers an earlier utterance; the user starts a new one meanwhile (its audio
+    # held for the next connection during a handover, so this server never hears it). That
+    # answer's turnComplete does not answer the new utterance.
+    from adk_live_resume.activity import UserActivity
+    from adk_live_resume.testing import silence_pcm, speech_pcm
+
+    activity = UserActivity()
+    activity.on_audio(speech_pcm("first", seconds=0.3), 300)
+    activity.on_audio(silence_pcm(0.5), 500)
+    activity.on_model_output()  # the answer to "first" begins
+    activity.on_audio(speech_pcm("second", seconds=0.3), 300)  # a new utterance
+    activity.on_audio(silence_pcm(0.5), 500)
+    assert activity.utterances == 2 and not activity.speaking
+    activity.on_turn_complete()
+    assert activity.unanswered, "the answer to the first did not answer the second"
+    activity.on_interrupted()  # (an interruption ends a generation without answering)
+    activity.on_model_output()  # the answer to "second"
+    activity.on_turn_complete()
+    assert not activity.unanswered
+
+
+def test_long_silence_after_an_unanswered_utterance_does_not_push_its_speech_out() -> None:
+    # The answer is slow to come (or the connection is lost and noticed late): the microphone
+    # keeps sending silence. The utterance's cap holds its speech; the silence is window
+    # audio, so the newest of it is kept too and the rest dropped as silence.
+    from adk_live_resume.outbox import Outbox
+    from adk_live_resume.testing import silence_pcm, speech_pcm
+
+    outbox = Outbox(1000.0, max_utterance_ms=3000.0)
+    speech = speech_pcm("hello", seconds=0.6)
+    chunk = 16000 * 2 // 25  # 40 ms
+    for start in range(0, len(speech), chunk):
+        outbox.record(
+            "send_realtime_input",
+            {
+                "audio": types.Blob(
+                    data=speech[start : start + chunk], mime_type="audio/pcm;rate=16000"
+                )
+            },
+        )
+    silence = silence_pcm(0.04)
+    for _ in range(250):  # 10 s of silence
+        outbox.record(
+            "send_realtime_input",
+            {"audio": types.Blob(data=silence, mime_type="audio/pcm;rate=16000")},
+        )
+    assert outbox.activity.unanswered
+    replay = outbox.take_replay()
+    assert replay.dropped_audio_ms == 0, "no speech was dropped"
+    assert sum(m.audio_ms for m in replay.messages if m.voiced) >= 500
+    assert replay.dropped_silence_ms >= 8000
