@@ -22,8 +22,7 @@ Guarantees:
   ``activityEnd``;
 * :attr:`UserActivity.unanswered` is true from the start of an utterance until a model turn
   with output completes while the user is not speaking: an utterance is never taken as
-  answered while it is still going on (barge-in), nor by an answer that was cut off, nor by
-  a turn whose output began before the utterance did.
+  answered while it is still going on (barge-in), nor by an answer that was cut off.
 
 Pure: no I/O, no clock.
 """
@@ -147,9 +146,6 @@ class UserActivity:
     #: Model output began in the current turn, and whether voiced audio followed it.
     _output_in_turn: bool = False
     _voiced_after_output: bool = False
-    #: :attr:`utterances` when the current turn's output began: an utterance that began
-    #: later is not answered by this turn.
-    _utterances_at_output: int = 0
 
     @property
     def speaking(self) -> bool:
@@ -191,21 +187,14 @@ class UserActivity:
         if not self._output_in_turn:
             self._output_in_turn = True
             self._voiced_after_output = False
-            self._utterances_at_output = self.utterances
 
     def on_turn_complete(self) -> None:
-        """The model finished a turn: with no voice since its output began, the user is quiet;
-        the utterance is answered unless it began after that output did (the server that
-        gave this answer may not have heard it: it was held for the next connection, say)."""
+        """The model finished a turn: with no voice since its output began, the user is quiet."""
         if self._output_in_turn and not self.manual_activity:
             if not self._voiced_after_output:
                 self._voiced_recently = False
-            if not self.speaking and self.utterances == self._utterances_at_output:
+            if not self.speaking:
                 self.unanswered = False
-        self._output_in_turn = False
-
-    def on_interrupted(self) -> None:
-        """The model's turn was cut off: it answered nothing; the next output begins anew."""
         self._output_in_turn = False
 
     def _begin(self) -> None:

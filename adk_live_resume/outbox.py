@@ -191,11 +191,8 @@ class Outbox:
             voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
         if text or ids:
             self.turns.on_turn_sent()
-        # A typed turn or tool response sent while the user speaks is a turn of its own; so
-        # is the silence after the utterance ended (the hangover passed): window audio, which
-        # must not fill the utterance's own cap and push its speech out.
-        in_utterance = activity.unanswered and spoken and (voiced or activity.speaking)
-        utterance = activity.utterances if in_utterance else 0
+        # A typed turn or tool response sent while the user speaks is a turn of its own.
+        utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance
         if starts:
             self._last_utterance = utterance
@@ -260,7 +257,6 @@ class Outbox:
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
-        self.activity.on_interrupted()
         self.turns.on_generation_end()
         self._items.append(_Fact("interrupted"))
 
@@ -423,19 +419,14 @@ class Outbox:
 
     def take_audio(self, *, utterance_in_history: bool) -> Replay:
         """For a fresh session, whose rebuilt history holds every finished exchange: only the
-        audio of the utterance the model has not answered and the audio after it (the silence
-        that ends it), unless the history has the utterance too."""
+        audio of the utterance the model has not answered, unless the history has it too."""
         current = self._current_utterance()
         replay = self._take_replay()
         replay.context = []
-        start = next(
-            (n for n, m in enumerate(replay.messages) if current and m.utterance == current),
-            None,
-        )
         replay.messages = [
             m
-            for n, m in enumerate(replay.messages)
-            if start is not None and n >= start and m.audio_ms > 0 and not utterance_in_history
+            for m in replay.messages
+            if m.audio_ms > 0 and current and m.utterance == current and not utterance_in_history
         ]
         self._note_replayed_start(replay)
         return replay
