@@ -150,6 +150,9 @@ class LiveRun:
         )
         #: Running calls whose end is watched (a repeat waits for their response).
         self._watched_calls: set[str] = set()
+        #: The session is being left (a transfer, the run's end): ADK stops its background
+        #: tools, and a repeat held for one of them is not answered.
+        self.leaving = False
         #: Encodes microphone chunks as the SDK would (``None``: the SDK encodes them).
         self.chunk_encoder = ChunkEncoder() if available.on(hooks.CHUNK_ENCODING) else None
         #: Act on a server's close frame as it arrives (see :mod:`.early_dial`).
@@ -382,6 +385,7 @@ class LiveRun:
                 await self.dialer.discard()
             await self.closer.wait()
             self.queue_guard.release()
+            self.leaving = True  # ADK stops the background tools: nothing to answer now
             await surface.stop_background(self.flow, self.ctx)
             await self.keeper.close()
             observe.run_ended(self, ending)
@@ -406,6 +410,8 @@ class LiveRun:
 
     def _running_call_ended(self, call_id: str) -> None:
         self._watched_calls.discard(call_id)
+        if self.leaving:
+            return  # ADK stopped it: this session ends (a transfer, the run's end)
         repeat = self.tool_calls.on_running_ended(call_id)
         if repeat is None:
             return
@@ -757,6 +763,7 @@ class LiveRun:
                             queue.send_content(event.content)
                         transfer = event.actions.transfer_to_agent if event.actions else None
                         if transfer:
+                            self.leaving = True  # (as at the run's end)
                             await surface.stop_background(self.flow, self.ctx)
                             await asyncio.sleep(surface.transfer_delay)
                             outcome.end, outcome.transfer_to = _End.TRANSFER, transfer

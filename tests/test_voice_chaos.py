@@ -504,7 +504,8 @@ async def _run_plan(
                         await server.wait_for(
                             lambda n=name: _job_result_sent(server, n), 20, what=f"job {name}"
                         )
-                recall = await live.say("recall", timeout=20, skip=_job_result)
+                # (after a transfer the child repeats ADK's long "For context" turns: longer)
+                recall = await live.say("recall", timeout=60, skip=_job_result)
             finally:
                 await mic.stop()
             assert await live.close(timeout=10) is None
