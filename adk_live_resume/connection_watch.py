@@ -16,7 +16,6 @@ are ignored (the new one resumes the handle the move began with).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -445,9 +444,7 @@ class ConnectionWatch:
         # Closed now, in the background: ADK may not read this connection again for a while
         # (a blocking tool runs), and the server's deadline must not find it open.
         session = self.session
-        stack = contextlib.AsyncExitStack()
-        stack.push_async_callback(session.close)
-        self.run.closer.close(stack, lambda: abort_transport(session))
+        self.run.closer.close_one(session, lambda: abort_transport(session))
 
     def close_socket(self, *, abort: bool) -> None:
         if self._closer is not None or self.session is None:

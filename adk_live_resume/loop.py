@@ -303,10 +303,8 @@ class LiveRun:
         return await pacing.take_turn(self.policy, latest=latest, on_close=on_close)
 
     def _close_unused_socket(self, websocket: Any) -> None:
-        stack = contextlib.AsyncExitStack()
-        stack.push_async_callback(websocket.close)
         transport = getattr(websocket, "transport", None)
-        self.closer.close(stack, transport.abort if transport is not None else None)
+        self.closer.close_one(websocket, transport.abort if transport is not None else None)
 
     def _open_next(self, watch: ConnectionWatch, *, latest: float | None) -> bool:
         """Start opening the connection after ``watch``'s, resuming the current handle (it

@@ -87,6 +87,12 @@ class BackgroundCloser:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def close_one(self, closable: Any, abort: Callable[[], None] | None) -> None:
+        """Start ``await closable.close()`` (a socket, a session), bounded as :meth:`close`."""
+        stack = contextlib.AsyncExitStack()
+        stack.push_async_callback(closable.close)
+        self.close(stack, abort)
+
     async def _close(
         self, stack: contextlib.AsyncExitStack, abort: Callable[[], None] | None
     ) -> None:
