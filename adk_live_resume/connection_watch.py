@@ -271,6 +271,8 @@ class ConnectionWatch:
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
         if self.sending_history:
+            # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
+            self.run.outbox.count_unrecorded()
             return method, kwargs
         run = self.run
         book = run.tool_calls

@@ -137,6 +137,10 @@ class Outbox:
         self.peak_audio_ms = 0.0
         self.peak_messages = 0
         self._last_utterance = 0
+        #: The utterance whose start a replay sends again: its first message recorded again
+        #: is still the utterance's start (a connection that dies during the replay leaves a
+        #: replay that still starts it; see :meth:`_note_replayed_start`).
+        self._replayed_start = 0
         #: Transcriptions of utterance starts that a connection heard before it died and that
         #: were replayed whole: ADK keeps their pieces, so its history reads "start" + "whole
         #: utterance" (see :func:`fresh_history`). The newest :data:`MAX_FRAGMENTS` are kept.
@@ -160,6 +164,12 @@ class Outbox:
         self._index = 0
         self.turns.on_new_connection()
         self.echo.new_connection()
+
+    def count_unrecorded(self) -> None:
+        """A client message goes on this connection without being recorded (a fresh session's
+        history, which is the session's state from its setup on): it still takes its number, so
+        that ``lastConsumedClientMessageIndex`` names the same message here as on the server."""
+        self._index += 1
 
     def record(self, method: str, kwargs: Mapping[str, Any]) -> ClientMessage:
         """Record a client message about to be sent; return its description.
@@ -196,6 +206,8 @@ class Outbox:
         starts = utterance > self._last_utterance
         if starts:
             self._last_utterance = utterance
+        if utterance and utterance == self._replayed_start:
+            starts, self._replayed_start = True, 0
         message = ClientMessage(
             self._index,
             method,
@@ -381,7 +393,9 @@ class Outbox:
         if not current or not any(
             m.starts_utterance and m.utterance == current for m in replay.messages
         ):
+            self._replayed_start = 0
             return
+        self._replayed_start = current
         self.echo.replaying(current)
         number, heard = self._heard
         if number == current and heard.strip():

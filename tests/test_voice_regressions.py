@@ -457,3 +457,84 @@ async def test_a_dead_handle_on_vertex_starts_a_fresh_session_with_history(
         assert error is None
     assert server.connections[2].resume_handle is None
     assert server.history_sends() == 1 and server.duplicate_history_sends() == 0
+
+
+async def test_vertex_after_a_fresh_start_a_handle_mid_utterance_keeps_its_start(
+    make_agent: AgentFactory,
+) -> None:
+    """Issue 21 (voice soak, Vertex AI): a fresh session's history is a client message the
+    server numbers but the outbox did not, so ``lastConsumedClientMessageIndex`` dropped one
+    message too many: after a resume with a handle issued mid-utterance, the utterance's
+    first chunk was gone, and the user was shown its transcription twice."""
+    async with FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        make_agent(server)  # installs the patch for the "install" entry point
+        agent = _vertex_agent(server, make_agent.entry)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            await server.close_open(1011)
+            assert await live.say("two") == "echo: two"  # connection 3: fresh, with history
+            chunks = mic_chunks(speech_pcm("kept whole", seconds=1.5) + silence_pcm(0.6))
+            mark = len(live.events)
+            sent = await _stream_until_speaking(live, server, chunks[: len(chunks) // 2])
+            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
+            await server.close_open(1011)
+            for chunk in chunks[sent:]:
+                live.send_audio(chunk)
+                await asyncio.sleep(0.02 / 4)
+            assert await live.answer_after(mark, timeout=15) == "echo: kept whole"
+            await live.close()
+        fresh, resumed = server.connections[2], server.connections[3]
+        assert fresh.resume_handle is None and fresh.history_sends
+        assert resumed.resumed and resumed.transparent
+        spoken = [t for t in resumed.heard if t.how == "spoken"]
+        assert [(t.text, t.cut_start) for t in spoken] == [("kept whole", False)]
+        shown = "".join(
+            e.input_transcription.text
+            for e in live.events
+            if e.input_transcription is not None
+            and e.input_transcription.text
+            and not e.input_transcription.finished
+        )
+        assert "".join(shown.split()) == "keptwhole", f"shown: {shown!r}"
+
+
+async def test_an_utterance_replayed_twice_is_shown_once(make_agent: AgentFactory) -> None:
+    """Issue 21 item 9 (voice soak): a connection that died right after its setup had
+    recorded the replayed utterance again without its start, so the next connection's
+    replay was not known to start the utterance: the user saw its transcription twice."""
+    async with FakeLiveServer() as server:
+        server.script(Fault.close(1011, after_setup=True), connection=2)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            chunks = mic_chunks(speech_pcm("shown once", seconds=1.5) + silence_pcm(0.6))
+            mark = len(live.events)
+            half = len(chunks) // 2
+            for chunk in chunks[:half]:
+                live.send_audio(chunk)
+                await asyncio.sleep(0.02 / 4)
+            await live.wait_for_event(
+                lambda e: e.input_transcription is not None and bool(e.input_transcription.text),
+                after=mark,
+            )
+            await server.close_open(1011)
+            await server.wait_for_connections(3)
+            for chunk in chunks[half:]:
+                live.send_audio(chunk)
+                await asyncio.sleep(0.02 / 4)
+            assert await live.answer_after(mark, timeout=15) == "echo: shown once"
+            await live.close()
+        assert server.connections[1].ended_by == "fault"
+        assert [t.text for t in server.connections[2].heard if t.how == "spoken"] == [
+            "shown once"
+        ]
+        for finished in (False, True):
+            shown = "".join(
+                e.input_transcription.text
+                for e in live.events[mark:]
+                if e.input_transcription is not None
+                and e.input_transcription.text
+                and bool(e.input_transcription.finished) is finished
+            )
+            assert "".join(shown.split()) == "shownonce", f"finished={finished}: {shown!r}"
