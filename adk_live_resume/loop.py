@@ -512,8 +512,10 @@ class LiveRun:
                 if self.dialer is not None:
                     await self.dialer.discard()
                 if self.queue_guard is not None:
-                    # The next live run takes the queue over (with a guard of its own).
-                    self.queue_guard.resume()
+                    # The next live run takes the queue over with a guard of its own; this
+                    # one steps aside (a guard left around it would see each request the
+                    # next run sends as taken and never sent: as withheld by screening).
+                    self.queue_guard.release()
             if end is _End.TRANSFER:
                 assert outcome.transfer_to is not None
                 async with contextlib.aclosing(self._transfer(outcome.transfer_to)) as child:

@@ -420,3 +420,30 @@ async def test_a_new_run_resumes_from_a_handle_the_caller_stored(make_agent: Age
         assert second.resume_handle == stored and second.resumed and second.history_sends == 0
         assert config.session_resumption is not None
         assert config.session_resumption.handle == stored  # the caller's config is untouched
+
+
+async def test_after_a_transfer_the_childs_turns_reach_its_fresh_history(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice chaos seed 330: the parent's queue guard stayed around the child's, saw each
+    request the child's sender took as taken and never sent (as withheld by screening), and
+    every later fresh history of the child lacked the user's turns: after a dead handle the
+    child forgot them, and a turn it had not answered yet was never answered."""
+    async with FakeLiveServer() as server:
+        helper = make_agent(server, name="helper", instruction="You help.")
+        root = make_agent(server, name="root", sub_agents=[helper])
+        async with await LiveDriver.start(root) as live:
+            mark = live.send_text('call transfer_to_agent {"agent_name": "helper"}')
+            await live.wait_for_event(
+                lambda e: e.author == "helper" and e.turn_complete, after=mark, timeout=10
+            )
+            assert await live.say("hi helper") == "echo: hi helper"
+            seen = len(server.connections)
+            server.script(Fault.refuse_resume(), connection=seen + 1)
+            await server.close_open(1011)
+            recall = await live.say("recall", timeout=20)
+            await live.close()
+        fresh = server.connections[-1]
+        assert fresh.resume_handle is None and fresh.history_sends
+        assert "hi helper" in [t.text for t in fresh.heard if t.how == "history"]
+        assert recall.startswith("you said:") and "hi helper" in recall.split(" | "), recall
