@@ -315,13 +315,15 @@ class Outbox:
         window = self.audio_window_ms
         current = self._current_utterance()
         utterance = self.max_utterance_ms if current else 0.0
+        trailing = self._trailing_silence_from(current)
         keep_window: set[int] = set()
         keep_utterance: set[int] = set()
         for position in range(len(self._items) - 1, -1, -1):
             item = self._items[position]
             if not isinstance(item, ClientMessage) or item.audio_ms <= 0:
                 continue
-            if current and item.utterance == current and utterance >= item.audio_ms:
+            spoken = current and item.utterance == current and position < trailing
+            if spoken and utterance >= item.audio_ms:
                 utterance -= item.audio_ms
                 keep_utterance.add(position)
             elif window >= item.audio_ms:
@@ -350,6 +352,32 @@ class Outbox:
         self._dropped_since_replay += voiced
         self.dropped_silence_ms_total += unvoiced
         self._silence_since_replay += unvoiced
+
+    def _trailing_silence_from(self, current: int) -> int:
+        """Position from which the audio of utterance ``current`` is silence after it ended:
+        more than ``hangover_ms`` of unvoiced audio after its last voiced chunk. Until the
+        model answers, the utterance goes on in name and every chunk carries its number; only
+        its sound counts against ``max_utterance_ms``, and the silence after it is window
+        audio, so an answer that comes late never pushes the speech out of the cap. An
+        utterance the client marks with activity signals (manual activity detection) is all
+        sound, voiced or not: no position (``len(items)``)."""
+        end = len(self._items)
+        if not current or self.activity.manual_activity:
+            return end
+        quiet = 0.0
+        start: int | None = None
+        for position, item in enumerate(self._items):
+            if not isinstance(item, ClientMessage) or item.utterance != current:
+                continue
+            if item.audio_ms <= 0 and signals(item.method, item.kwargs):
+                return end  # (manual activity detection)
+            if item.voiced:
+                quiet, start = 0.0, None
+            elif item.audio_ms > 0:
+                quiet += item.audio_ms
+                if start is None and quiet > self.activity.hangover_ms:
+                    start = position
+        return end if start is None else start
 
     # -- replaying ------------------------------------------------------------------------
 

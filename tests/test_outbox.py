@@ -158,3 +158,31 @@ async def test_queue_guard_knows_the_request_in_hand_until_it_is_sent() -> None:
     assert (await asyncio.wait_for(waiting, 1)).content.parts[0].text == "second"
     guard.release()
     assert "get" not in queue.__dict__
+
+
+def _pcm(pcm: bytes) -> dict[str, object]:
+    return {"audio": types.Blob(data=pcm, mime_type="audio/pcm;rate=16000")}
+
+
+def test_a_late_answer_never_pushes_the_unanswered_speech_out_of_the_cap() -> None:
+    """Voice soak seed 65: until the model answers, every chunk after the utterance carries
+    its number; the silence after it filled the utterance cap, and the speech itself was
+    trimmed away when the loss was noticed late. Only the utterance's sound counts against
+    the cap; the silence after it is window audio."""
+    from adk_live_resume.testing import silence_pcm, speech_pcm
+
+    outbox = Outbox(audio_window_ms=1000, max_utterance_ms=3000)
+    speech = speech_pcm("hello", seconds=0.6)
+    chunk = 640  # 20 ms at 16 kHz
+    for start in range(0, len(speech), chunk):
+        outbox.record("send_realtime_input", _pcm(speech[start : start + chunk]))
+    quiet = silence_pcm(0.02)
+    for _ in range(250):  # 5 s of silence, no answer yet
+        outbox.record("send_realtime_input", _pcm(quiet))
+    replay = outbox.take_replay()
+    assert replay.dropped_audio_ms == 0, "no speech was trimmed"
+    voiced = [m for m in replay.messages if m.voiced]
+    assert sum(m.audio_ms for m in voiced) >= 500
+    assert any(m.starts_utterance for m in replay.messages), "replayed from its start"
+    held = sum(m.audio_ms for m in replay.messages)
+    assert held <= 1000 + 3000 + 20

@@ -538,3 +538,37 @@ async def test_an_utterance_replayed_twice_is_shown_once(make_agent: AgentFactor
                 and bool(e.input_transcription.finished) is finished
             )
             assert "".join(shown.split()) == "shownonce", f"finished={finished}: {shown!r}"
+
+
+async def test_a_late_answer_keeps_the_unanswered_speech_for_the_replay(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak seed 65: until the model answers, every chunk after the utterance carries
+    its number, so the silence after it filled the utterance cap (``max_utterance_seconds``)
+    and a drop noticed late replayed only silence: the speech was lost. Here the server ends
+    the utterance after 4 s of silence (``silenceDurationMs``), and the socket drops 3 s in."""
+    from google.adk.agents.run_config import RunConfig
+
+    config = RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(
+                silence_duration_ms=4000
+            )
+        ),
+    )
+    policy = ResumePolicy(max_utterance_seconds=2.0, replay_audio_seconds=0.5)
+    async with FakeLiveServer() as server:
+        agent = make_agent(server, policy=policy)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("one") == "echo: one"
+            mark = len(live.events)
+            speech = speech_pcm("late answer", seconds=1.0) + silence_pcm(3.0)
+            await stream_pcm(live, speech, pace=4.0)  # (the fake's VAD counts audio time)
+            await server.close_open(1011)
+            await stream_pcm(live, silence_pcm(6.0), pace=4.0)
+            assert await live.answer_after(mark, timeout=15) == "echo: late answer"
+            await live.close()
+        assert server.connections[1].resumed
+        assert server.user_turns_answered() == ["one", "late answer"]
