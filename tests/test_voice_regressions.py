@@ -526,9 +526,7 @@ async def test_an_utterance_replayed_twice_is_shown_once(make_agent: AgentFactor
             assert await live.answer_after(mark, timeout=15) == "echo: shown once"
             await live.close()
         assert server.connections[1].ended_by == "fault"
-        assert [t.text for t in server.connections[2].heard if t.how == "spoken"] == [
-            "shown once"
-        ]
+        assert [t.text for t in server.connections[2].heard if t.how == "spoken"] == ["shown once"]
         for finished in (False, True):
             shown = "".join(
                 e.input_transcription.text
@@ -553,9 +551,7 @@ async def test_a_late_answer_keeps_the_unanswered_speech_for_the_replay(
         response_modalities=[types.Modality.TEXT],
         session_resumption=types.SessionResumptionConfig(),
         realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(
-                silence_duration_ms=4000
-            )
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=4000)
         ),
     )
     policy = ResumePolicy(max_utterance_seconds=2.0, replay_audio_seconds=0.5)
