@@ -137,9 +137,11 @@ class Outbox:
         self.peak_audio_ms = 0.0
         self.peak_messages = 0
         self._last_utterance = 0
-        #: The utterance whose start a replay sends again: its first message recorded again
-        #: is still the utterance's start (a connection that dies during the replay leaves a
-        #: replay that still starts it; see :meth:`_note_replayed_start`).
+        #: The utterance whose start a replay sends again: its first message with sound (a
+        #: voiced chunk, ``activityStart``) recorded again is still the utterance's start (a
+        #: connection that dies during the replay leaves a replay that still starts it; see
+        #: :meth:`_note_replayed_start`). The silence replayed before it now carries the
+        #: utterance's number too, as everything sent while it waits for its answer does.
         self._replayed_start = 0
         #: Transcriptions of utterance starts that a connection heard before it died and that
         #: were replayed whole: ADK keeps their pieces, so its history reads "start" + "whole
@@ -182,10 +184,11 @@ class Outbox:
         text: str | None = None
         ids: tuple[str, ...] = ()
         spoken = True  # audio or an activity signal: part of the utterance, if one is open
+        begins = False  # sound that can begin an utterance: voice, activityStart
         chunk = _plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
-            voiced = activity.on_audio(pcm, audio_ms)
+            voiced = begins = activity.on_audio(pcm, audio_ms)
         else:
             audio_ms, text, ids = describe(method, kwargs)
             sent_signals = signals(method, kwargs)
@@ -199,6 +202,7 @@ class Outbox:
                     activity.on_audio_stream_end()
             pcm = audio_pcm(method, kwargs) if audio_ms > 0 else b""
             voiced = activity.on_audio(pcm, audio_ms) if audio_ms > 0 and pcm else False
+            begins = voiced or "activity_start" in sent_signals
         if text or ids:
             self.turns.on_turn_sent()
         # A typed turn or tool response sent while the user speaks is a turn of its own.
@@ -206,7 +210,7 @@ class Outbox:
         starts = utterance > self._last_utterance
         if starts:
             self._last_utterance = utterance
-        if utterance and utterance == self._replayed_start:
+        if begins and utterance and utterance == self._replayed_start:
             starts, self._replayed_start = True, 0
         message = ClientMessage(
             self._index,

@@ -186,3 +186,27 @@ def test_a_late_answer_never_pushes_the_unanswered_speech_out_of_the_cap() -> No
     assert any(m.starts_utterance for m in replay.messages), "replayed from its start"
     held = sum(m.audio_ms for m in replay.messages)
     assert held <= 1000 + 3000 + 20
+
+
+def test_a_replay_recorded_again_keeps_its_start_on_the_first_sound() -> None:
+    """Voice soak seed 149 (google-adk 1.27.2, Vertex AI): silence replayed before the
+    utterance's start carries the utterance's number on the next connection; the start went
+    to that silence, a handle covered it, and the next replay was not known to start the
+    utterance (its transcription was shown twice)."""
+    from adk_live_resume.testing import silence_pcm, speech_pcm
+
+    outbox = Outbox(audio_window_ms=1000, max_utterance_ms=3000)
+    outbox.begin_connection()
+    for _ in range(3):
+        outbox.record("send_realtime_input", _pcm(silence_pcm(0.02)))
+    speech = speech_pcm("hello", seconds=0.4)
+    for start in range(0, len(speech), 640):
+        outbox.record("send_realtime_input", _pcm(speech[start : start + 640]))
+    first = outbox.take_replay()
+    assert [m.starts_utterance for m in first.messages][:4] == [False, False, False, True]
+    outbox.begin_connection()  # the replay goes again, on a connection that dies
+    for message in first.messages:
+        outbox.record(message.method, dict(message.kwargs))
+    outbox.covered(3)  # Vertex AI: the server consumed the three chunks of silence
+    second = outbox.take_replay()
+    assert second.messages[0].voiced and second.messages[0].starts_utterance
