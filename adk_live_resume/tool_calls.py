@@ -38,6 +38,8 @@ Guarantees:
   session has with their results; a call without its result is left out of it by ADK, so it
   is repeatable there as after a resume, and if the model does not issue it anew, its
   response, once it comes, goes to the fresh session once as a user turn that carries it;
+  a repeat held when the fresh session starts is void there (its call is in the history, or
+  is the call missed);
 * a response is never sent for an id the current session does not know, and a running
   call's result reaches the model once, under the id of the newest call waiting for it.
 
@@ -209,7 +211,16 @@ class ToolCallBook:
         tool still running, a call cut off), so the model may issue it anew: such calls are
         repeatable, as after a resume."""
         in_history = set(answered_in_history)
-        missed = [i for i in self._keys if i not in self._results and i not in in_history]
+        # A held repeat belongs to a session that is gone: the call it repeats is what the
+        # history holds (with its response) or lacks (then that call is the one missed).
+        repeats = set(self._held)
+        self._held.clear()
+        self._waiting.clear()
+        missed = [
+            i
+            for i in self._keys
+            if i not in self._results and i not in in_history and i not in repeats
+        ]
         self._unknown.update(self._keys)
         self._repeatable = {i: self._keys[i] for i in missed}
         self._as_turn = set(missed)

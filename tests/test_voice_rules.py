@@ -232,6 +232,27 @@ def test_after_a_fresh_session_nothing_is_repeatable_and_every_old_id_is_unknown
     assert book.on_calls([("c2", "balance", {})]).run == ("c2",)
 
 
+def test_a_repeat_held_when_a_fresh_session_starts_is_void_there() -> None:
+    """Voice soak seed 273 (google-adk 1.27.2): a repeat held for a call whose response ADK
+    had queued, then a dead handle: the fresh history holds the call with its response, yet
+    the response went again, re-addressed to the repeat, as a user turn of its own."""
+    book = ToolCallBook()
+    book.on_calls([("c1", "lookup", {"item": "a"}), ("c2", "lookup", {"item": "b"})])
+    book.on_response_queued("c1")
+    book.on_response_queued("c2")
+    book.on_resumed()
+    decision = book.on_calls([("r1", "lookup", {"item": "a"}), ("r2", "lookup", {"item": "b"})])
+    assert decision.hold == (("r1", "c1"), ("r2", "c2"))
+    book.on_fresh_session(answered_in_history=["c1"])  # c2's response is not in it yet
+    book.on_result("c1", {"found": "yes"})
+    assert book.take_repeat("c1") is None, "the repeat died with its session"
+    assert not book.goes_as_turn("c1") and not book.goes_as_turn("r1"), "in the history"
+    book.on_result("c2", {"found": "yes"})
+    assert book.take_repeat("c2") is None
+    assert not book.goes_as_turn("r2")
+    assert book.goes_as_turn("c2"), "the call the history lacks gets its response once"
+
+
 def test_calls_covered_by_a_handle_are_not_repeatable() -> None:
     book = ToolCallBook()
     book.on_calls([("c1", "f", {})])
