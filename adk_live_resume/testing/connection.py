@@ -31,16 +31,25 @@ Input and turns:
   per its ``scheduling`` (see :mod:`~adk_live_resume.testing.model`);
 * on a resumed connection, a client message whose identity the snapshot already consumed is
   recorded in ``record.resent_consumed`` (and handled as usual);
-* Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): ``clientContent`` is accepted only
-  before the first realtime input of a fresh session whose setup set
-  ``historyConfig.initialHistoryInClientContent``; history ending with a user turn is answered
-  at the next realtime input (ADK sends ``"."``). Any other ``clientContent`` is recorded in
-  ``record.rejected_client_content`` and closes the connection with 1007 "Request contains an
-  invalid argument." (accepted instead when the server is ``lenient_client_content``);
+* the model family (:mod:`~adk_live_resume.testing.families`, chosen by the setup's model
+  name) decides whether ``turnComplete`` follows a ``toolCall``, which calls are
+  NON_BLOCKING, whether answers open with a thought part, and a session age cap;
+* Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): ``clientContent`` sent as the
+  initial history (before the first realtime input of a fresh session whose setup set
+  ``historyConfig.initialHistoryInClientContent``) is answered at the next realtime input
+  (ADK sends ``"."``) when it ends with a user turn. A family that takes no ``clientContent``
+  mid-session (3.1) records any other in ``record.rejected_client_content`` and closes the
+  connection with 1007 "Request contains an invalid argument." (accepted instead when the
+  server is ``lenient_client_content``);
 * session length: a session that carried audio (AUDIO responses or audio input) and whose
   current setup has no ``contextWindowCompression`` is closed with 1011 once ``session_limit``
   service seconds have passed since its first connection (across resumptions); resuming it
-  afterwards is refused with 1007.
+  afterwards is refused with 1007. A family with a ``session_cap`` (Gemini 3.8 Live) closes
+  the session with 1011 at that age whatever its compression, and refuses its resume with
+  1007 likewise;
+* ``pong_delay``: websocket pings are answered that many service seconds late
+  (:mod:`~adk_live_resume.testing.keepalive`);
+* :meth:`LiveConnection.arm` adds faults to a connection already open.
 
 Every task the connection starts is cancelled and awaited before its handler returns, and the
 record is final (``record.finished``) from then on.
@@ -61,9 +70,11 @@ from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
 from .dialect import history_in_client_content, is_gemini_3_live, model_name
+from .families import GEMINI_2_LIVE, family_for
 from .faults import Fault
 from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot, fingerprint
-from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks
+from .keepalive import hold_pongs
+from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks, thought_part
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
 from .records import (
     ConnectionRecord,
@@ -155,6 +166,7 @@ class LiveConnection:
         self._unanswered_user = False
         self._setup_answered = False
         self._gemini3 = False
+        self._family = GEMINI_2_LIVE
         self._history_in_client_content = False
         self._realtime_seen = False
         self._awaiting_trigger = False
@@ -183,6 +195,8 @@ class LiveConnection:
         self.record.path = request.path if request is not None else ""
         self.record.accepted_at = self._loop.time()
         self._spawn(self._lifetime())
+        if self._settings.pong_delay is not None:
+            hold_pongs(self.ws, self._settings.real(self._settings.pong_delay), self._spawn)
         try:
             await self._serve()
         except (ConnectionClosed, _Ended):
@@ -304,6 +318,33 @@ class LiveConnection:
 
     # ---- faults and timers -----------------------------------------------------------------
 
+    def arm(self, faults: Sequence[Fault]) -> None:
+        """Add ``faults`` to this connection, already open. Triggers count as for a fault armed
+        at the start, with two differences: ``after_setup`` fires at once when the setup was
+        answered already, and ``after_seconds`` counts from now. ``after_client_messages=N``
+        counts the connection's messages from its start, so ``N`` must not be reached yet
+        (``ValueError`` otherwise, before anything is armed)."""
+        for fault in faults:
+            due = fault.after_client_messages
+            if due is not None and due <= self._message_index:
+                raise ValueError(
+                    f"connection {self.record.index} has received {self._message_index} client"
+                    f" messages already: after_client_messages={due} would never fire; give a"
+                    " later message number"
+                )
+        if self.ending:
+            return
+        for fault in faults:
+            logger.info("fake live server: connection %d: armed %s", self.record.index, fault)
+            self._faults.append(fault)
+            if not self._setup_answered or not fault.is_drop:
+                continue
+            if fault.after_seconds is not None:
+                self._spawn(self._fault_after(fault))
+            elif fault.after_setup:
+                self._faults.remove(fault)
+                self._fire_fault(fault)
+
     def _fire(self, matches: Callable[[Fault], bool]) -> bool:
         """Fire the first armed close/abort fault that ``matches``; True if one fired."""
         for fault in self._faults:
@@ -352,6 +393,13 @@ class LiveConnection:
                 f"lasts at most {limit:g} s."
             ),
         )
+
+    async def _session_cap(self, cap: float) -> None:
+        """At ``cap`` real seconds of session age, end the session whatever its compression."""
+        await asyncio.sleep(max(0.0, self._session.started_at + cap - self._loop.time()))
+        self._shared.ended_sessions.add(self._session.id)
+        settings = self._settings
+        self.terminate("session_limit", code=1011, reason=settings.deadline_reason)
 
     async def _lifetime(self) -> None:
         settings = self._settings
@@ -426,6 +474,8 @@ class LiveConnection:
             self._spawn(self._idle_handles(self._settings.real(schedule.idle_interval)))
         if self._settings.session_limit is not None:
             self._spawn(self._session_clock(self._settings.real(self._settings.session_limit)))
+        if self._family.session_cap is not None:
+            self._spawn(self._session_cap(self._settings.real(self._family.session_cap)))
         async for raw in self.ws:
             if self.ending:
                 continue
@@ -475,6 +525,8 @@ class LiveConnection:
         )
         self._modality = "AUDIO" if any(str(m).upper() == "AUDIO" for m in modalities) else "TEXT"
         self._session_audio = self._modality == "AUDIO"
+        self._gemini3 = is_gemini_3_live(model_name(setup))
+        self._family = family_for(model_name(setup))
         names: list[str] = []
         non_blocking: list[str] = []
         for tool in pick_list(setup, "tools"):
@@ -482,11 +534,10 @@ class LiveConnection:
                 name = pick(declaration, "name")
                 if isinstance(name, str):
                     names.append(name)
-                    if str(pick(declaration, "behavior") or "").upper() == "NON_BLOCKING":
+                    if self._family.non_blocking(pick(declaration, "behavior")):
                         non_blocking.append(name)
         self._model = ScriptedModel(names)
         self._non_blocking = frozenset(non_blocking)
-        self._gemini3 = is_gemini_3_live(model_name(setup))
         self._history_in_client_content = history_in_client_content(setup)
         self._compression = bool(pick(setup, "contextWindowCompression"))
         self._tracker = SpeechTracker(VadConfig.from_setup(setup))
@@ -543,6 +594,9 @@ class LiveConnection:
         """True when the session of a snapshot has ended (or its time ran out meanwhile)."""
         if session.id in self._shared.ended_sessions:
             return True
+        cap = self._family.session_cap
+        if cap is not None and self._loop.time() - session.started_at >= self._settings.real(cap):
+            return True
         limit = self._settings.session_limit
         if limit is None or self._compression or not (session.audio or self._session_audio):
             return False
@@ -571,8 +625,9 @@ class LiveConnection:
             )
 
     def _accepts_client_content(self, body: JsonDict) -> bool:
-        """Gemini 3.x Live: only initial history; False (and closed) when strict."""
-        if not self._gemini3:
+        """A family that takes no mid-session context (3.1): only initial history; False
+        (and closed) when strict."""
+        if self._family.client_content_mid_session:
             return True
         if self._initial_history_open():
             return True
@@ -626,6 +681,9 @@ class LiveConnection:
         is_history = is_history or any(turn.role == "model" for turn in turns)
         # Gemini 3.x Live takes clientContent as the initial history (see dialect): there even
         # a single user turn is history, answered at the next realtime input.
+        held = self._gemini3 and (
+            self._initial_history_open() or not self._family.client_content_mid_session
+        )
         is_history = is_history or (self._gemini3 and self._initial_history_open())
         if not is_history:
             await self._user_turn(turns[0].text, "typed", index, index)
@@ -637,7 +695,7 @@ class LiveConnection:
                 "fake live server: connection %d: history delivered again", self.record.index
             )
         answer = turn_complete and turns[-1].role == "user"
-        if answer and not self._gemini3:
+        if answer and not held:
             await self._interrupt()
         # Turns that carried only function calls or responses have no text to remember.
         self._memory.extend(t for t in turns if t.text)
@@ -645,7 +703,7 @@ class LiveConnection:
             if t.role == "user" and t.text:
                 self._heard(t.text, "history", index, index)
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
-        if answer and self._gemini3:
+        if answer and held:
             # Gemini 3.x Live answers history only at the next realtime input (ADK sends "."),
             # with the tool results the history ends with, if any.
             self._awaiting_trigger = True
@@ -983,7 +1041,7 @@ class LiveConnection:
             await self._send(wire.tool_call(calls))
             if self._fire(lambda f: f.mid_tool_call):
                 return None
-            if not self._gemini3:  # Gemini 2.x ends the turn; 3.x holds it until the answer
+            if self._family.turn_complete_after_tool_call:  # else the turn goes on
                 await self._send(wire.server_content(turn_complete=True))
             if self._pending_tools:
                 await self._not_resumable()
@@ -1012,6 +1070,8 @@ class LiveConnection:
                 reply = self._model.after_tools(results)
             else:
                 reply = plan
+            if self._settings.thought_summaries and self._family.may_think:
+                await self._send(wire.server_content(model_turn={"parts": [thought_part(reply)]}))
             for number, chunk in enumerate(split_chunks(reply.text)):
                 if number:
                     await asyncio.sleep(self._settings.chunk_delay)

@@ -73,6 +73,7 @@ __all__ = [
     "Turn",
     "parse_calls",
     "split_chunks",
+    "thought_part",
 ]
 
 _CALL = re.compile(r"call\s+([^\s{]+)\s*", re.IGNORECASE)
@@ -212,6 +213,12 @@ class ScriptedModel:
                 for name, r in results
             )
         )
+
+
+def thought_part(reply: Reply) -> dict[str, Any]:
+    """The thought summary a thinking model opens ``reply`` with: a text part marked
+    ``thought: true`` (never part of the answer's text)."""
+    return {"text": f"Planning the answer: {reply.text}", "thought": True}
 
 
 def split_chunks(text: str, *, minimum: int = 3, size: int = 16) -> list[str]:
