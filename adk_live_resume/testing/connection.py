@@ -47,8 +47,8 @@ Input and turns:
   afterwards is refused with 1007. A family with a ``session_cap`` (Gemini 3.8 Live) closes
   the session with 1011 at that age whatever its compression, and refuses its resume with
   1007 likewise;
-* ``pong_delay``: websocket pings are answered that many service seconds late
-  (:mod:`~adk_live_resume.testing.keepalive`);
+* ``pong_delay`` (or a ``Fault.hold_pongs``): websocket pings are answered that many
+  service seconds late (:mod:`~adk_live_resume.testing.keepalive`);
 * :meth:`LiveConnection.arm` adds faults to a connection already open.
 
 Every task the connection starts is cancelled and awaited before its handler returns, and the
@@ -195,8 +195,10 @@ class LiveConnection:
         self.record.path = request.path if request is not None else ""
         self.record.accepted_at = self._loop.time()
         self._spawn(self._lifetime())
-        if self._settings.pong_delay is not None:
-            hold_pongs(self.ws, self._settings.real(self._settings.pong_delay), self._spawn)
+        held = [f.seconds for f in self._faults if f.kind == "hold_pongs"]
+        pong_delay = held[-1] if held else self._settings.pong_delay
+        if pong_delay is not None:
+            hold_pongs(self.ws, self._settings.real(pong_delay), self._spawn)
         try:
             await self._serve()
         except (ConnectionClosed, _Ended):
@@ -337,6 +339,8 @@ class LiveConnection:
         for fault in faults:
             logger.info("fake live server: connection %d: armed %s", self.record.index, fault)
             self._faults.append(fault)
+            if fault.kind == "hold_pongs":
+                hold_pongs(self.ws, self._settings.real(fault.seconds), self._spawn)
             if not self._setup_answered or not fault.is_drop:
                 continue
             if fault.after_seconds is not None:
@@ -681,10 +685,13 @@ class LiveConnection:
         is_history = is_history or any(turn.role == "model" for turn in turns)
         # Gemini 3.x Live takes clientContent as the initial history (see dialect): there even
         # a single user turn is history, answered at the next realtime input.
-        held = self._gemini3 and (
-            self._initial_history_open() or not self._family.client_content_mid_session
-        )
-        is_history = is_history or (self._gemini3 and self._initial_history_open())
+        # A family that takes clientContent all session long (3.8) takes only the first one as
+        # that history; later ones are turns as on Gemini 2.x.
+        initial = self._gemini3 and self._initial_history_open()
+        if self._family.client_content_mid_session and self.record.history_sends:
+            initial = False
+        held = initial or (self._gemini3 and not self._family.client_content_mid_session)
+        is_history = is_history or initial
         if not is_history:
             await self._user_turn(turns[0].text, "typed", index, index)
             return

@@ -262,14 +262,29 @@ class FakeLiveServer:
 
         return genai_client(self, api_version=api_version, vertex=vertex)
 
-    def gemini(self, model: str = "gemini-live-fake", *, vertex: bool = False) -> Gemini:
+    def gemini(
+        self,
+        model: str = "gemini-live-fake",
+        *,
+        vertex: bool = False,
+        ping_interval: float | None = None,
+        ping_timeout: float | None = None,
+    ) -> Gemini:
         """A ``google.adk.models.Gemini`` bound to this server (ADK 1.27 and 2.x alike).
 
         ``vertex=True``: a Vertex AI model (express mode), which allows ``transparent``.
+        ``ping_interval`` / ``ping_timeout``: the live websocket's keepalive in real seconds
+        (None: websockets' defaults, 20 s each).
         """
         from .client_config import fake_gemini
 
-        return fake_gemini(self, model=model, vertex=vertex)
+        return fake_gemini(
+            self,
+            model=model,
+            vertex=vertex,
+            ping_interval=ping_interval,
+            ping_timeout=ping_timeout,
+        )
 
     # ---- scripting -------------------------------------------------------------------------
 
