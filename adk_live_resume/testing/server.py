@@ -23,7 +23,8 @@ Guarantees:
   :class:`~adk_live_resume.testing.HandleSchedule` or on demand (:meth:`issue_handles_now`;
   snapshot semantics in :mod:`~adk_live_resume.testing.handles`), parallel and sequential tool
   calls (:mod:`~adk_live_resume.testing.model`), the Gemini 3.x Live dialect
-  (:mod:`~adk_live_resume.testing.dialect`) and the audio session limit (``session_limit``).
+  (:mod:`~adk_live_resume.testing.dialect`), each model family's wire rules
+  (:mod:`~adk_live_resume.testing.families`) and the audio session limit (``session_limit``).
 """
 
 from __future__ import annotations
