@@ -4,15 +4,13 @@ both sides (the fake's and the loop's), held pongs and faults armed on an open c
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from google.genai import errors, types
 
 from adk_live_resume import model_families
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import Fault
 from adk_live_resume.testing.families import (
     GEMINI_2_LIVE,
     GEMINI_3_1_LIVE,
@@ -21,8 +19,8 @@ from adk_live_resume.testing.families import (
     NATIVE_AUDIO_2_5,
     family_for,
 )
-from tests.test_fake_server import WEATHER, config, text_of, turn
-from tests.test_fake_voice import until
+from tests.test_fake_server import WEATHER, config, live_session, text_of, turn
+from tests.test_fake_voice import tool_round_in_one_turn, until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -89,17 +87,6 @@ def test_the_loop_side_family_rules(
 # ---- on the wire -----------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def live_session(
-    server: FakeLiveServer, model: str, *, tools: list[types.Tool] | None = None, **extra: Any
-) -> AsyncIterator[Any]:
-    cfg = config(resume=True, tools=tools)
-    for key, value in extra.items():
-        setattr(cfg, key, value)
-    async with server.genai_client().aio.live.connect(model=model, config=cfg) as live:
-        yield live
-
-
 async def test_native_audio_sends_no_turn_complete_between_a_tool_call_and_its_answer(
     fake_live_server_factory: Any,
 ) -> None:
@@ -109,13 +96,7 @@ async def test_native_audio_sends_no_turn_complete_between_a_tool_call_and_its_a
             turns=types.Content(role="user", parts=[types.Part(text="call get_weather {}")]),
             turn_complete=True,
         )
-        seen = await until(live, lambda m: m.tool_call is not None)
-        assert not any(m.server_content and m.server_content.turn_complete for m in seen)
-        call = seen[-1].tool_call.function_calls[0]
-        await live.send_tool_response(
-            function_responses=[types.FunctionResponse(id=call.id, name="get_weather")]
-        )
-        messages = await turn(live)
+        messages = await tool_round_in_one_turn(live)
     assert text_of(messages) == "get_weather returned {}"
     ends = [m for m in messages if m.server_content and m.server_content.turn_complete]
     assert len(ends) == 1 and ends[0].usage_metadata is not None

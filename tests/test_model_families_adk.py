@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,6 +29,17 @@ NATIVE_AUDIO = "gemini-2.5-flash-native-audio-preview-09-2025"
 GEMINI_3_1 = "gemini-3.1-flash-live-preview"
 GEMINI_3_8 = "gemini-3.8-live"
 WEATHER = 'get_weather returned {"city":"Oslo","sky":"clear"}'
+
+
+@pytest.fixture
+def reconnects() -> Iterator[list[ReconnectInfo]]:
+    """Every reconnect reported while the test runs."""
+    seen: list[ReconnectInfo] = []
+    remove = on_reconnect(seen.append)
+    try:
+        yield seen
+    finally:
+        remove()
 
 
 def get_weather(city: str) -> dict[str, str]:
@@ -130,26 +142,21 @@ async def test_thought_parts_open_the_answer_and_count_as_model_output(
 
 
 async def test_gemini_3_8_takes_what_the_handle_lacks_as_context_on_resume(
-    make_agent: AgentFactory,
+    make_agent: AgentFactory, reconnects: list[ReconnectInfo]
 ) -> None:
     # On 3.1 this conversation needs a fresh session (test_voice_regressions); 3.8 takes
     # clientContent with roles all session long, so the resumed session gets it as context.
-    reconnects: list[ReconnectInfo] = []
-    remove = on_reconnect(reconnects.append)
-    try:
-        schedule = HandleSchedule(on_turn_complete=False)
-        async with FakeLiveServer(handle_schedule=schedule) as server:
-            agent = make_agent(server, model=GEMINI_3_8)
-            async with await LiveDriver.start(agent) as live:
-                assert await live.say("one") == "echo: one"
-                issued = await server.issue_handles_now()
-                assert issued[1] is not None and issued[1].turns == 2
-                assert await live.say("two") == "echo: two"  # no handle holds this exchange
-                await server.close_open(1011)
-                assert await live.say("recall") == "you said: one | two"
-                await live.close()
-    finally:
-        remove()
+    schedule = HandleSchedule(on_turn_complete=False)
+    async with FakeLiveServer(handle_schedule=schedule) as server:
+        agent = make_agent(server, model=GEMINI_3_8)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            issued = await server.issue_handles_now()
+            assert issued[1] is not None and issued[1].turns == 2
+            assert await live.say("two") == "echo: two"  # no handle holds this exchange
+            await server.close_open(1011)
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
     first, resumed = server.connections
     assert resumed.resume_handle == first.handles_issued[0], "resumed, not a fresh start"
     assert [t.text for t in resumed.heard if t.how == "history"] == ["two"]
@@ -187,31 +194,26 @@ async def test_gemini_3_1_calls_a_non_blocking_function_synchronously(
 
 
 async def test_gemini_3_8_closes_at_58_minutes_and_the_refused_resume_starts_afresh(
-    make_agent: AgentFactory,
+    make_agent: AgentFactory, reconnects: list[ReconnectInfo]
 ) -> None:
     # 0.001 real seconds per service second: the 58-minute cap comes after 3.48 s. The
     # session carries compression, which does not save it on 3.8.
-    reconnects: list[ReconnectInfo] = []
-    remove = on_reconnect(reconnects.append)
-    try:
-        server = FakeLiveServer(time_scale=0.001, connection_lifetime=1e6, handle_ttl=1e6)
-        async with server:
-            agent = make_agent(server, model=GEMINI_3_8)
-            run_config = RunConfig(
-                response_modalities=[types.Modality.TEXT],
-                session_resumption=types.SessionResumptionConfig(),
-                context_window_compression=types.ContextWindowCompressionConfig(
-                    sliding_window=types.SlidingWindow()
-                ),
-            )
-            async with await LiveDriver.start(agent, run_config=run_config) as live:
-                assert await live.say("one") == "echo: one"
-                await server.wait_for_connections(3, timeout=20)
-                assert await live.say("recall") == "you said: one"
-                error = await live.close()
-            assert error is None
-    finally:
-        remove()
+    server = FakeLiveServer(time_scale=0.001, connection_lifetime=1e6, handle_ttl=1e6)
+    async with server:
+        agent = make_agent(server, model=GEMINI_3_8)
+        run_config = RunConfig(
+            response_modalities=[types.Modality.TEXT],
+            session_resumption=types.SessionResumptionConfig(),
+            context_window_compression=types.ContextWindowCompressionConfig(
+                sliding_window=types.SlidingWindow()
+            ),
+        )
+        async with await LiveDriver.start(agent, run_config=run_config) as live:
+            assert await live.say("one") == "echo: one"
+            await server.wait_for_connections(3, timeout=20)
+            assert await live.say("recall") == "you said: one"
+            error = await live.close()
+        assert error is None
     capped, refused, fresh = server.connections[:3]
     assert capped.ended_by == "session_limit" and capped.close_code == 1011
     assert "Deadline expired" in capped.close_reason
