@@ -52,8 +52,10 @@ from google.genai import types
 from . import adk_compat
 from .chunk_encoding import ChunkEncoder
 
-#: The ``turnComplete`` that releases the tool calls ADK holds (see ``end_tool_turns``).
-_TOOL_TURN_END = types.LiveServerMessage(server_content=types.LiveServerContent(turn_complete=True))
+
+def _tool_turn_end() -> types.LiveServerMessage:
+    """The ``turnComplete`` that releases the tool calls ADK holds (see ``end_tool_turns``)."""
+    return types.LiveServerMessage(server_content=types.LiveServerContent(turn_complete=True))
 
 
 class TapListener(Protocol):
@@ -170,7 +172,7 @@ class SessionTap:
                 if passed is not None:
                     yield passed
                     if self._end_tool_turns and passed.tool_call is not None:
-                        yield _TOOL_TURN_END
+                        yield _tool_turn_end()
                         return
 
     async def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
