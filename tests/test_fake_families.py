@@ -209,15 +209,20 @@ async def test_faults_armed_on_an_open_connection(fake_live_server_factory: Any)
     assert dropped.value.code == 1006
 
 
+@pytest.mark.parametrize("held_by", ["fault", "setting"])
 async def test_held_pongs_let_the_clients_keepalive_close_the_socket(
-    fake_live_server_factory: Any,
+    fake_live_server_factory: Any, held_by: str
 ) -> None:
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosedError
 
-    server = await fake_live_server_factory()
+    if held_by == "fault":
+        server = await fake_live_server_factory()
+        server.script(Fault.hold_pongs(5.0), connection=2)
+    else:  # every connection but the first (whose Fault.hold_pongs(0) answers at once)
+        server = await fake_live_server_factory(pong_delay=5.0)
+        server.script(Fault.hold_pongs(0.0), connection=1)
     ssl_context = server.client_ssl_context()
-    server.script(Fault.hold_pongs(5.0), connection=2)
     async with connect(server.url + "/ws", ssl=ssl_context, ping_interval=None) as ws:
         await ws.send('{"setup": {"model": "models/gemini-live-fake"}}')
         await ws.recv()
