@@ -663,6 +663,24 @@ def speaks_gemini_3_live(model_name: str | None) -> bool:
     return bool(check(model_name)) if check is not None and model_name else False
 
 
+@functools.cache
+def holds_tool_calls_until_turn_complete() -> bool:
+    """ADK's live connection holds a ``toolCall`` until the next ``turnComplete`` (1.28 and
+    later, for every model but Gemini 3.x Live) instead of passing it on at once (1.27).
+
+    Found by feature: the receive step of the installed ``GeminiLlmConnection`` collects
+    ``tool_call_parts`` (its source is read, never run). False when the source is not
+    readable (a frozen install): the tap then adds nothing, as for 1.27.
+    """
+    from google.adk.models.gemini_llm_connection import GeminiLlmConnection
+
+    try:
+        source = inspect.getsource(GeminiLlmConnection.receive)
+    except (OSError, TypeError):
+        return False
+    return "tool_call_parts" in source
+
+
 def runs_tools_in_background() -> bool:
     """The installed ADK runs NON_BLOCKING tools in the background (see the module docstring)."""
     from google.adk.agents.invocation_context import InvocationContext

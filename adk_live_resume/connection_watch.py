@@ -323,14 +323,15 @@ class ConnectionWatch:
     ) -> tuple[str, dict[str, Any]] | None:
         """The responses with ``ids`` as one user turn, for a fresh session whose history
         lacks their calls (a NON_BLOCKING tool that ended after it started); ``None`` where
-        the model family takes no turn in mid-session (Gemini 3.x Live, whose 3.1 models
-        call functions synchronously only)."""
-        if adk_compat.speaks_gemini_3_live(self.run.request.model):
+        the model family takes no turn in mid-session (Gemini 3.1 Live, which also calls
+        functions synchronously only)."""
+        if not self.run.takes_mid_session_content():
             logger.warning(
                 "the result of %d background tool call(s) came after a fresh session started;"
-                " a Gemini 3.x Live session takes no turn in mid-session, so the model does"
-                " not get it now (the ADK session has it, for a later fresh session)",
+                " a %s session takes no turn in mid-session, so the model does not get it now"
+                " (the ADK session has it, for a later fresh session)",
                 len(ids),
+                self.run.request.model,
             )
             return None
         logger.debug("giving %d background result(s) to the fresh session as a turn", len(ids))

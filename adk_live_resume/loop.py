@@ -69,6 +69,7 @@ from .errors import (
 )
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
+from .model_families import ends_turn_after_tool_call, takes_mid_session_content
 from .next_connection import BackgroundCloser, NextConnection
 from .observe import ReconnectReason
 from .outbox import (
@@ -458,15 +459,31 @@ class LiveRun:
         age = self.handles.age(now)
         if age is not None and age > self.policy.handle_ttl:
             return f"resumption handle is {age:.0f} s old; starting a fresh session"
-        if self.outbox.has_context() and adk_compat.speaks_gemini_3_live(self.request.model):
-            # Gemini 3.x Live takes no client content mid-session: what the handle lacks
+        if self.outbox.has_context() and not self.takes_mid_session_content():
+            # Gemini 3.1 Live takes no client content mid-session: what the handle lacks
             # goes to a fresh session as history instead of being lost.
             return (
                 f"the conversation since handle {redact(self.handles.handle)} cannot be"
-                " replayed to a Gemini 3.x Live session; starting a fresh session with the"
-                " conversation so far"
+                f" replayed to a {self.request.model} session (it takes no clientContent"
+                " mid-session); starting a fresh session with the conversation so far"
             )
         return None
+
+    def takes_mid_session_content(self) -> bool:
+        """The model takes ``clientContent`` mid-session (see :mod:`.model_families`)."""
+        model = self.request.model
+        dialect = adk_compat.speaks_gemini_3_live(model)
+        return takes_mid_session_content(model, gemini_3_dialect=dialect)
+
+    def tool_turns_need_an_end(self) -> bool:
+        """ADK holds tool calls until a ``turnComplete`` this model does not send after them
+        (native audio, see :mod:`.model_families`): the tap must end the turn for ADK."""
+        model = self.request.model
+        dialect = adk_compat.speaks_gemini_3_live(model)
+        return adk_compat.holds_tool_calls_until_turn_complete() and not (
+            ends_turn_after_tool_call(model, gemini_3_dialect=dialect)
+            or dialect  # ADK passes 3.x Live calls on at once
+        )
 
     async def _connections(self) -> AsyncGenerator[Any, None]:
         loop = asyncio.get_running_loop()
@@ -689,6 +706,7 @@ class LiveRun:
                     watch,
                     pass_handles=self.pass_handles,
                     encoder=self.chunk_encoder,
+                    end_tool_turns=self.tool_turns_need_an_end(),
                 )
                 adk_compat.set_genai_session(connection, watch.tap)
                 adk_compat.continue_input_transcription(connection, self.unfinished_input)

@@ -23,6 +23,12 @@ send, and gives ADK one behaviour on all releases:
   replay) and may rewrite or drop it (a function response for a call the session never saw).
   With an ``encoder``, a microphone chunk then goes on the websocket as the text the SDK
   would send for it (:mod:`adk_live_resume.chunk_encoding`), without the SDK's per-call work.
+* with ``end_tool_turns`` (a native-audio model, whose turn goes on after a ``toolCall``, under
+  an ADK release that holds tool calls until ``turnComplete``; see
+  :mod:`adk_live_resume.model_families`), a message passing tool calls to ADK is followed by
+  a ``turnComplete`` of the tap's own and ``receive`` ends there, as the SDK's does at a turn
+  end: ADK then passes the calls to the tools instead of waiting for ever. The loop's
+  listener never sees that ``turnComplete`` (the model's turn is not over).
 * ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
   a client close from a lost connection.
 * :meth:`SessionTap.retire` (the loop moved the session to a new connection) ends ``receive``
@@ -45,6 +51,11 @@ from google.genai import types
 
 from . import adk_compat
 from .chunk_encoding import ChunkEncoder
+
+
+def _tool_turn_end() -> types.LiveServerMessage:
+    """The ``turnComplete`` that releases the tool calls ADK holds (see ``end_tool_turns``)."""
+    return types.LiveServerMessage(server_content=types.LiveServerContent(turn_complete=True))
 
 
 class TapListener(Protocol):
@@ -109,8 +120,10 @@ class SessionTap:
         *,
         pass_handles: bool = True,
         encoder: ChunkEncoder | None = None,
+        end_tool_turns: bool = False,
     ) -> None:
         self._tapped_session = session
+        self._end_tool_turns = end_tool_turns
         self._listener = listener
         self._pass_handles = pass_handles
         #: Where encoded microphone chunks go, and their encoder: both or neither.
@@ -158,6 +171,9 @@ class SessionTap:
                 passed = await self._filter(message)
                 if passed is not None:
                     yield passed
+                    if self._end_tool_turns and passed.tool_call is not None:
+                        yield _tool_turn_end()
+                        return
 
     async def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
         self._listener.on_server_message(message)

@@ -28,6 +28,7 @@ class AgentFactory(Protocol):
         sub_agents: Sequence[Any] = ...,
         policy: ResumePolicy | None = ...,
         instruction: str = ...,
+        model: str = ...,
     ) -> Any: ...
 
 
@@ -58,10 +59,11 @@ def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
         sub_agents: Sequence[Any] = (),
         policy: ResumePolicy | None = None,
         instruction: str = "You are a helpful assistant.",
+        model: str = "gemini-live-fake",
     ) -> Any:
         kwargs: dict[str, Any] = dict(
             name=name,
-            model=server.gemini(),
+            model=server.gemini(model),
             instruction=instruction,
             tools=list(tools),
             sub_agents=list(sub_agents),

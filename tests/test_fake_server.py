@@ -49,6 +49,18 @@ def config(
 
 
 @contextlib.asynccontextmanager
+async def live_session(
+    server: FakeLiveServer, model: str, *, tools: list[types.Tool] | None = None, **extra: Any
+) -> AsyncIterator[Any]:
+    """A bare SDK live session on ``model`` with handles on; ``extra`` sets config fields."""
+    cfg = config(resume=True, tools=tools)
+    for key, value in extra.items():
+        setattr(cfg, key, value)
+    async with server.genai_client().aio.live.connect(model=model, config=cfg) as live:
+        yield live
+
+
+@contextlib.asynccontextmanager
 async def session(
     server: FakeLiveServer, cfg: types.LiveConnectConfig | None = None
 ) -> AsyncIterator[Any]:

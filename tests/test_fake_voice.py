@@ -25,6 +25,7 @@ from tests.test_fake_server import (
     WEATHER,
     chat,
     config,
+    live_session,
     next_handle,
     say,
     session,
@@ -67,6 +68,18 @@ async def until(live: Any, done: Any) -> list[types.LiveServerMessage]:
                 seen.append(message)
                 if done(message):
                     return seen
+
+
+async def tool_round_in_one_turn(live: Any) -> list[types.LiveServerMessage]:
+    """Read up to a ``toolCall`` (no ``turnComplete`` before it), answer its first call with
+    an empty response and return the messages of the rest of the turn."""
+    seen = await until(live, lambda m: m.tool_call is not None)
+    assert not any(m.server_content and m.server_content.turn_complete for m in seen)
+    call = seen[-1].tool_call.function_calls[0]
+    await live.send_tool_response(
+        function_responses=[types.FunctionResponse(id=call.id, name=call.name)]
+    )
+    return await turn(live)
 
 
 def heard_text(messages: list[types.LiveServerMessage]) -> str:
@@ -348,10 +361,10 @@ async def test_vertex_index_of_handles_issued_while_audio_streams(
 async def gemini3(
     server: FakeLiveServer, *, history: bool = False, tools: list[types.Tool] | None = None
 ) -> AsyncIterator[Any]:
-    cfg = config(resume=True, tools=tools)
+    extra = {}
     if history:
-        cfg.history_config = types.HistoryConfig(initial_history_in_client_content=True)
-    async with server.genai_client().aio.live.connect(model=GEMINI_3, config=cfg) as live:
+        extra["history_config"] = types.HistoryConfig(initial_history_in_client_content=True)
+    async with live_session(server, GEMINI_3, tools=tools, **extra) as live:
         yield live
 
 
@@ -363,13 +376,7 @@ async def test_gemini_3_text_as_realtime_input_and_tool_calls_hold_the_turn(
         await live.send_realtime_input(text="hello")
         assert text_of(await turn(live)) == "echo: hello"
         await live.send_realtime_input(text="call get_weather {}")
-        seen = await until(live, lambda m: m.tool_call is not None)
-        assert not any(m.server_content and m.server_content.turn_complete for m in seen)
-        call = seen[-1].tool_call.function_calls[0]
-        await live.send_tool_response(
-            function_responses=[types.FunctionResponse(id=call.id, name="get_weather")]
-        )
-        messages = await turn(live)
+        messages = await tool_round_in_one_turn(live)
         assert text_of(messages) == "get_weather returned {}"
         # ... and nothing reported the turn complete between the call and its answer
         assert sum(bool(m.server_content and m.server_content.turn_complete) for m in messages) == 1

@@ -16,7 +16,9 @@ What the model answers is documented in :mod:`adk_live_resume.testing.model`, th
 :mod:`adk_live_resume.testing.speech`, voice activity detection in
 :mod:`adk_live_resume.testing.vad`, when handles are issued and what they restore in
 :mod:`adk_live_resume.testing.handles`, the Gemini 3.x Live dialect in
-:mod:`adk_live_resume.testing.dialect`, network latency in front of the server
+:mod:`adk_live_resume.testing.dialect`, what each model family does differently (2.x, 2.5
+native audio, 3.1, 3.8) in :mod:`adk_live_resume.testing.families`, late pongs in
+:mod:`adk_live_resume.testing.keepalive`, network latency in front of the server
 (:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`. The pytest plugin
 (registered through the ``pytest11`` entry point) provides the ``fake_live_server``,
 ``fake_live_server_factory`` and ``live_resume_patch`` fixtures; :class:`LiveDriver` drives a

@@ -99,15 +99,19 @@ def _client(
     api_version: str | None,
     headers: dict[str, str],
     vertex: bool = False,
+    keepalive: dict[str, float] | None = None,
 ) -> Client:
     import ssl
 
     from google import genai
     from google.genai import types
 
+    # google-genai hands the keys of async_client_args that websockets' connect() takes
+    # (ping_interval, ping_timeout) to it.
+    async_args: dict[str, Any] = {"ssl": ssl.create_default_context(cafile=server.cert_path)}
     options: dict[str, Any] = {
         "base_url": server.base_url,
-        "async_client_args": {"ssl": ssl.create_default_context(cafile=server.cert_path)},
+        "async_client_args": {**async_args, **(keepalive or {})},
     }
     if api_version is not None:
         options["api_version"] = api_version
@@ -142,6 +146,7 @@ def _fake_gemini_class() -> type[Gemini]:
         fake_base_url: str
         fake_cert_path: str
         fake_vertex: bool = False
+        fake_keepalive: dict[str, float] | None = None
 
         @cached_property
         def api_client(self) -> Client:
@@ -159,6 +164,7 @@ def _fake_gemini_class() -> type[Gemini]:
                 api_version=self._live_api_version,
                 headers=self._headers(),
                 vertex=self.fake_vertex,
+                keepalive=self.fake_keepalive,
             )
 
         def _headers(self) -> dict[str, str]:
@@ -188,18 +194,31 @@ class _Address:
 
 
 def fake_gemini(
-    server: _ServerAddress, *, model: str = "gemini-live-fake", vertex: bool = False
+    server: _ServerAddress,
+    *,
+    model: str = "gemini-live-fake",
+    vertex: bool = False,
+    ping_interval: float | None = None,
+    ping_timeout: float | None = None,
 ) -> Gemini:
     """An ADK ``Gemini`` bound to ``server``: ``LlmAgent(model=fake_gemini(server), ...)``.
 
     Its live client keeps ADK's live API version (``v1alpha`` on the Gemini API) and ADK's
     tracking headers. ``vertex=True`` makes it a Vertex AI model (express mode).
+    ``ping_interval`` / ``ping_timeout``: the live websocket's keepalive, in real seconds
+    (None keeps websockets' defaults, 20 s each).
     """
+    keepalive = {
+        name: value
+        for name, value in (("ping_interval", ping_interval), ("ping_timeout", ping_timeout))
+        if value is not None
+    }
     cls: Any = _fake_gemini_class()
     gemini: Gemini = cls(
         model=model,
         fake_base_url=server.base_url,
         fake_cert_path=server.cert_path,
         fake_vertex=vertex,
+        fake_keepalive=keepalive or None,
     )
     return gemini

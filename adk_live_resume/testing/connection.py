@@ -31,16 +31,20 @@ Input and turns:
   per its ``scheduling`` (see :mod:`~adk_live_resume.testing.model`);
 * on a resumed connection, a client message whose identity the snapshot already consumed is
   recorded in ``record.resent_consumed`` (and handled as usual);
-* Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): ``clientContent`` is accepted only
-  before the first realtime input of a fresh session whose setup set
-  ``historyConfig.initialHistoryInClientContent``; history ending with a user turn is answered
-  at the next realtime input (ADK sends ``"."``). Any other ``clientContent`` is recorded in
-  ``record.rejected_client_content`` and closes the connection with 1007 "Request contains an
-  invalid argument." (accepted instead when the server is ``lenient_client_content``);
+* the model family (:mod:`~adk_live_resume.testing.families`) rules ``turnComplete`` after a
+  ``toolCall``, NON_BLOCKING calls, thought parts, mid-session ``clientContent`` (else kept in
+  ``record.rejected_client_content`` and closed with 1007, unless ``lenient_client_content``)
+  and a session age cap (closed with 1011 whatever the compression, then resumes refused);
+* Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): initial history (before the first
+  realtime input of a fresh session whose setup set ``historyConfig.
+  initialHistoryInClientContent``) ending with a user turn is answered at the next realtime
+  input (ADK sends ``"."``);
 * session length: a session that carried audio (AUDIO responses or audio input) and whose
   current setup has no ``contextWindowCompression`` is closed with 1011 once ``session_limit``
   service seconds have passed since its first connection (across resumptions); resuming it
-  afterwards is refused with 1007.
+  afterwards is refused with 1007;
+* pings are answered ``pong_delay`` (or ``Fault.hold_pongs``) service seconds late
+  (:mod:`~adk_live_resume.testing.keepalive`); :meth:`LiveConnection.arm` adds faults later.
 
 Every task the connection starts is cancelled and awaited before its handler returns, and the
 record is final (``record.finished``) from then on.
@@ -53,17 +57,28 @@ import collections
 import json
 import logging
 import secrets
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any, Literal
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
+from .armed_faults import ArmedFaults
 from .dialect import history_in_client_content, is_gemini_3_live, model_name
+from .families import GEMINI_2_LIVE, family_for
 from .faults import Fault
 from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot, fingerprint
-from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks
+from .keepalive import hold_pongs
+from .model import (
+    STARTED,
+    CallTools,
+    ScriptedModel,
+    Turn,
+    split_chunks,
+    thought_part,
+    turns_overlap,
+)
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
 from .records import (
     ConnectionRecord,
@@ -92,26 +107,6 @@ class _Ended(Exception):
     """Raised inside a connection task once the connection is ending."""
 
 
-def _overlaps(memory: Sequence[Turn], turns: Sequence[Turn]) -> bool:
-    """True when ``turns`` begins with turns that memory already holds, in the same order.
-
-    That is, some run of consecutive turns in memory equals the first ``min(2, len(turns))``
-    or more turns of ``turns`` (a replayed history followed by new turns still counts).
-    """
-    need = min(2, len(turns))
-    for start in range(len(memory)):
-        matched = 0
-        while (
-            matched < len(turns)
-            and start + matched < len(memory)
-            and memory[start + matched] == turns[matched]
-        ):
-            matched += 1
-        if need and matched >= need:
-            return True
-    return False
-
-
 class LiveConnection:
     """Serves one websocket connection; see the module docstring for the sequence."""
 
@@ -125,7 +120,13 @@ class LiveConnection:
     ) -> None:
         self.ws = ws
         self.record = record
-        self._faults = list(faults)
+        self._faults = ArmedFaults(
+            faults,
+            connection=record.index,
+            end=self._end_by_fault,
+            spawn=self._spawn,
+            real=settings.real,
+        )
         self._settings = settings
         self._shared = shared
         self._loop = asyncio.get_running_loop()
@@ -155,6 +156,7 @@ class LiveConnection:
         self._unanswered_user = False
         self._setup_answered = False
         self._gemini3 = False
+        self._family = GEMINI_2_LIVE
         self._history_in_client_content = False
         self._realtime_seen = False
         self._awaiting_trigger = False
@@ -183,6 +185,10 @@ class LiveConnection:
         self.record.path = request.path if request is not None else ""
         self.record.accepted_at = self._loop.time()
         self._spawn(self._lifetime())
+        held = [f.seconds for f in self._faults.of_kind("hold_pongs")]
+        pong_delay = held[-1] if held else self._settings.pong_delay
+        if pong_delay is not None:
+            self._hold_pongs(pong_delay)
         try:
             await self._serve()
         except (ConnectionClosed, _Ended):
@@ -304,27 +310,27 @@ class LiveConnection:
 
     # ---- faults and timers -----------------------------------------------------------------
 
-    def _fire(self, matches: Callable[[Fault], bool]) -> bool:
-        """Fire the first armed close/abort fault that ``matches``; True if one fired."""
-        for fault in self._faults:
-            if fault.is_drop and matches(fault):
-                self._faults.remove(fault)
-                self._fire_fault(fault)
-                return True
-        return False
+    def arm(self, faults: Sequence[Fault]) -> None:
+        """Add ``faults`` to this connection, already open. Triggers count as for a fault armed
+        at the start, with two differences: ``after_setup`` fires at once when the setup was
+        answered already, and ``after_seconds`` counts from now. ``after_client_messages=N``
+        counts the connection's messages from its start, so ``N`` must not be reached yet
+        (``ValueError`` otherwise, before anything is armed)."""
+        self._faults.arm(
+            faults,
+            messages_seen=self._message_index,
+            setup_answered=self._setup_answered and not self.ending,
+            hold_pongs=self._hold_pongs,
+        )
 
-    def _fire_fault(self, fault: Fault) -> None:
-        logger.info("fake live server: connection %d: fault %s", self.record.index, fault)
+    def _hold_pongs(self, service_seconds: float) -> None:
+        hold_pongs(self.ws, self._settings.real(service_seconds), self._spawn)
+
+    def _end_by_fault(self, fault: Fault) -> None:
         if fault.kind == "abort":
             self.terminate("fault", abort=True)
         else:
             self.terminate("fault", code=fault.code or 1000, reason=fault.reason)
-
-    async def _fault_after(self, fault: Fault) -> None:
-        await asyncio.sleep(self._settings.real(fault.after_seconds or 0.0))
-        if fault in self._faults:
-            self._faults.remove(fault)
-            self._fire_fault(fault)
 
     async def _idle_handles(self, interval: float) -> None:
         """Issue a handle every ``interval`` real seconds while the model is idle."""
@@ -353,18 +359,17 @@ class LiveConnection:
             ),
         )
 
+    async def _session_cap(self, cap: float) -> None:
+        """At ``cap`` real seconds of session age, end the session whatever its compression."""
+        await asyncio.sleep(max(0.0, self._session.started_at + cap - self._loop.time()))
+        self._shared.ended_sessions.add(self._session.id)
+        self.terminate("session_limit", code=1011, reason=self._settings.deadline_reason)
+
     async def _lifetime(self) -> None:
-        settings = self._settings
-        lifetime = settings.real(settings.connection_lifetime)
-        lead = min(settings.real(settings.go_away_lead), lifetime)
+        lifetime = self._settings.real(self._settings.connection_lifetime)
+        lead = min(self._settings.real(self._settings.go_away_lead), lifetime)
         await asyncio.sleep(lifetime - lead)
-        if lead > 0 and self._setup_answered:
-            await self._send(wire.go_away(wire.format_time_left(round(lead, 3))))
-            self.record.go_away_sent = True
-        await asyncio.sleep(lead)
-        self.terminate(
-            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
-        )
+        await self._go_away(lead, warn=lead > 0 and self._setup_answered)
 
     def go_away_now(self, time_left: float) -> bool:
         """Send ``goAway`` with ``time_left`` (real seconds, as on the wire) now and end the
@@ -375,10 +380,12 @@ class LiveConnection:
         self._spawn(self._go_away(time_left))
         return True
 
-    async def _go_away(self, time_left: float) -> None:
+    async def _go_away(self, time_left: float, *, warn: bool = True) -> None:
+        """``goAway`` (if ``warn``), then the deadline close ``time_left`` real seconds later."""
         settings = self._settings
-        await self._send(wire.go_away(wire.format_time_left(round(time_left, 3))))
-        self.record.go_away_sent = True
+        if warn:
+            await self._send(wire.go_away(wire.format_time_left(round(time_left, 3))))
+            self.record.go_away_sent = True
         await asyncio.sleep(time_left)
         self.terminate(
             "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
@@ -404,7 +411,7 @@ class LiveConnection:
         if not self._restore():
             return
         self.record.session_id = self._session.id
-        delay = sum(f.seconds for f in self._faults if f.kind == "setup_delay")
+        delay = sum(f.seconds for f in self._faults.of_kind("setup_delay"))
         if delay:
             await asyncio.sleep(self._settings.real(delay))
         flap = self._shared.flap
@@ -413,19 +420,19 @@ class LiveConnection:
                 await self._send(wire.setup_complete())
             self.terminate("flap", code=flap.code, reason=flap.reason)
             return
-        if not any(f.kind == "no_setup_complete" for f in self._faults):
+        if not self._faults.of_kind("no_setup_complete"):
             await self._send(wire.setup_complete())
         self._setup_answered = True
-        for fault in self._faults:
-            if fault.is_drop and fault.after_seconds is not None:
-                self._spawn(self._fault_after(fault))
-        if self._fire(lambda f: f.after_setup):
+        self._faults.start_timers()
+        if self._faults.fire(lambda f: f.after_setup):
             return
         schedule = self._settings.handle_schedule
         if schedule.idle_interval is not None and self.record.resumption_enabled:
             self._spawn(self._idle_handles(self._settings.real(schedule.idle_interval)))
         if self._settings.session_limit is not None:
             self._spawn(self._session_clock(self._settings.real(self._settings.session_limit)))
+        if self._family.session_cap is not None:
+            self._spawn(self._session_cap(self._settings.real(self._family.session_cap)))
         async for raw in self.ws:
             if self.ending:
                 continue
@@ -455,7 +462,7 @@ class LiveConnection:
                 except _Ended:
                     continue
             self._handled_index = self.record.handled_messages = self._message_index
-            self._fire(self._is_due_after_messages)
+            self._faults.fire(self._is_due_after_messages)
 
     def _is_due_after_messages(self, fault: Fault) -> bool:
         return fault.after_client_messages == self._message_index
@@ -475,6 +482,8 @@ class LiveConnection:
         )
         self._modality = "AUDIO" if any(str(m).upper() == "AUDIO" for m in modalities) else "TEXT"
         self._session_audio = self._modality == "AUDIO"
+        self._gemini3 = is_gemini_3_live(model_name(setup))
+        self._family = family_for(model_name(setup))
         names: list[str] = []
         non_blocking: list[str] = []
         for tool in pick_list(setup, "tools"):
@@ -482,11 +491,10 @@ class LiveConnection:
                 name = pick(declaration, "name")
                 if isinstance(name, str):
                     names.append(name)
-                    if str(pick(declaration, "behavior") or "").upper() == "NON_BLOCKING":
+                    if self._family.non_blocking(pick(declaration, "behavior")):
                         non_blocking.append(name)
         self._model = ScriptedModel(names)
         self._non_blocking = frozenset(non_blocking)
-        self._gemini3 = is_gemini_3_live(model_name(setup))
         self._history_in_client_content = history_in_client_content(setup)
         self._compression = bool(pick(setup, "contextWindowCompression"))
         self._tracker = SpeechTracker(VadConfig.from_setup(setup))
@@ -502,7 +510,7 @@ class LiveConnection:
         handle = self.record.resume_handle
         if handle is None:
             return True
-        refusal = next((f for f in self._faults if f.kind == "refuse_resume"), None)
+        refusal = next(iter(self._faults.of_kind("refuse_resume")), None)
         snapshot = None
         if refusal is None:
             snapshot = self._shared.handles.lookup(handle, now=self._loop.time())
@@ -543,6 +551,9 @@ class LiveConnection:
         """True when the session of a snapshot has ended (or its time ran out meanwhile)."""
         if session.id in self._shared.ended_sessions:
             return True
+        cap = self._family.session_cap
+        if cap is not None and self._loop.time() - session.started_at >= self._settings.real(cap):
+            return True
         limit = self._settings.session_limit
         if limit is None or self._compression or not (session.audio or self._session_audio):
             return False
@@ -571,8 +582,9 @@ class LiveConnection:
             )
 
     def _accepts_client_content(self, body: JsonDict) -> bool:
-        """Gemini 3.x Live: only initial history; False (and closed) when strict."""
-        if not self._gemini3:
+        """A family that takes no mid-session context (3.1): only initial history; False
+        (and closed) when strict."""
+        if self._family.client_content_mid_session:
             return True
         if self._initial_history_open():
             return True
@@ -626,18 +638,24 @@ class LiveConnection:
         is_history = is_history or any(turn.role == "model" for turn in turns)
         # Gemini 3.x Live takes clientContent as the initial history (see dialect): there even
         # a single user turn is history, answered at the next realtime input.
-        is_history = is_history or (self._gemini3 and self._initial_history_open())
+        # A family that takes clientContent all session long (3.8) takes only the first one as
+        # that history; later ones are turns as on Gemini 2.x.
+        initial = self._gemini3 and self._initial_history_open()
+        if self._family.client_content_mid_session and self.record.history_sends:
+            initial = False
+        held = initial or (self._gemini3 and not self._family.client_content_mid_session)
+        is_history = is_history or initial
         if not is_history:
             await self._user_turn(turns[0].text, "typed", index, index)
             return
         self.record.history_sends += 1
-        if _overlaps(self._memory, turns):
+        if turns_overlap(self._memory, turns):
             self.record.duplicate_history_sends += 1
             logger.info(
                 "fake live server: connection %d: history delivered again", self.record.index
             )
         answer = turn_complete and turns[-1].role == "user"
-        if answer and not self._gemini3:
+        if answer and not held:
             await self._interrupt()
         # Turns that carried only function calls or responses have no text to remember.
         self._memory.extend(t for t in turns if t.text)
@@ -645,7 +663,7 @@ class LiveConnection:
             if t.role == "user" and t.text:
                 self._heard(t.text, "history", index, index)
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
-        if answer and self._gemini3:
+        if answer and held:
             # Gemini 3.x Live answers history only at the next realtime input (ADK sends "."),
             # with the tool results the history ends with, if any.
             self._awaiting_trigger = True
@@ -981,9 +999,9 @@ class LiveConnection:
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
                 futures.append((call.name, future))
             await self._send(wire.tool_call(calls))
-            if self._fire(lambda f: f.mid_tool_call):
+            if self._faults.fire(lambda f: f.mid_tool_call):
                 return None
-            if not self._gemini3:  # Gemini 2.x ends the turn; 3.x holds it until the answer
+            if self._family.turn_complete_after_tool_call:  # else the turn goes on
                 await self._send(wire.server_content(turn_complete=True))
             if self._pending_tools:
                 await self._not_resumable()
@@ -1012,11 +1030,13 @@ class LiveConnection:
                 reply = self._model.after_tools(results)
             else:
                 reply = plan
+            if self._settings.thought_summaries and self._family.may_think:
+                await self._send(wire.server_content(model_turn={"parts": [thought_part(reply)]}))
             for number, chunk in enumerate(split_chunks(reply.text)):
                 if number:
                     await asyncio.sleep(self._settings.chunk_delay)
                 await self._send_chunk(chunk)
-                if number == 0 and self._fire(lambda f: f.mid_turn):
+                if number == 0 and self._faults.fire(lambda f: f.mid_turn):
                     return
             if self._vertex and self._modality != "TEXT":
                 await self._send(wire.server_content(output_transcription={"finished": True}))

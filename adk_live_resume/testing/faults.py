@@ -7,6 +7,7 @@ Build faults with the :class:`Fault` constructors and hand them to
     server.script(Fault.abort(after_client_messages=2))      # the next unscripted connection
     server.script(Fault.refuse_resume(), connection=3)
     server.script(Fault.setup_delay(2.0), Fault.no_setup_complete(), connection=4)
+    server.script(Fault.hold_pongs(10.0), connection=5)     # pings answered 10 s late
 
 A ``close`` or ``abort`` fault takes exactly one trigger:
 
@@ -29,7 +30,9 @@ from typing import Literal
 
 __all__ = ["Fault", "FaultKind", "Flap"]
 
-FaultKind = Literal["close", "abort", "refuse_resume", "setup_delay", "no_setup_complete"]
+FaultKind = Literal[
+    "close", "abort", "refuse_resume", "setup_delay", "no_setup_complete", "hold_pongs"
+]
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,15 @@ class Fault:
     def no_setup_complete(cls) -> Fault:
         """Never send ``setupComplete`` (the session otherwise works; ``connect()`` hangs)."""
         return cls("no_setup_complete")
+
+    @classmethod
+    def hold_pongs(cls, seconds: float) -> Fault:
+        """Answer every websocket ping ``seconds`` service seconds late (the service has been
+        seen taking 8-30 s), from the setup on or, armed on an open connection, from then on.
+        """
+        if seconds < 0:
+            raise ValueError("seconds must be >= 0")
+        return cls("hold_pongs", seconds=seconds)
 
     @property
     def is_drop(self) -> bool:

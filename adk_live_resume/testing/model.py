@@ -73,6 +73,8 @@ __all__ = [
     "Turn",
     "parse_calls",
     "split_chunks",
+    "thought_part",
+    "turns_overlap",
 ]
 
 _CALL = re.compile(r"call\s+([^\s{]+)\s*", re.IGNORECASE)
@@ -212,6 +214,32 @@ class ScriptedModel:
                 for name, r in results
             )
         )
+
+
+def turns_overlap(memory: Sequence[Turn], turns: Sequence[Turn]) -> bool:
+    """True when ``turns`` begins with turns that memory already holds, in the same order.
+
+    That is, some run of consecutive turns in memory equals the first ``min(2, len(turns))``
+    or more turns of ``turns`` (a replayed history followed by new turns still counts).
+    """
+    need = min(2, len(turns))
+    for start in range(len(memory)):
+        matched = 0
+        while (
+            matched < len(turns)
+            and start + matched < len(memory)
+            and memory[start + matched] == turns[matched]
+        ):
+            matched += 1
+        if need and matched >= need:
+            return True
+    return False
+
+
+def thought_part(reply: Reply) -> dict[str, Any]:
+    """The thought summary a thinking model opens ``reply`` with: a text part marked
+    ``thought: true`` (never part of the answer's text)."""
+    return {"text": f"Planning the answer: {reply.text}", "thought": True}
 
 
 def split_chunks(text: str, *, minimum: int = 3, size: int = 16) -> list[str]:

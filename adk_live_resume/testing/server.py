@@ -23,7 +23,8 @@ Guarantees:
   :class:`~adk_live_resume.testing.HandleSchedule` or on demand (:meth:`issue_handles_now`;
   snapshot semantics in :mod:`~adk_live_resume.testing.handles`), parallel and sequential tool
   calls (:mod:`~adk_live_resume.testing.model`), the Gemini 3.x Live dialect
-  (:mod:`~adk_live_resume.testing.dialect`) and the audio session limit (``session_limit``).
+  (:mod:`~adk_live_resume.testing.dialect`), each model family's wire rules
+  (:mod:`~adk_live_resume.testing.families`) and the audio session limit (``session_limit``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ class FakeLiveServer:
         setup_timeout: service seconds a connection may stay open without sending its setup;
             then it is closed with 1011 (``ended_by`` "setup_timeout"). None (default): it
             may wait for ever.
+        thought_summaries: native-audio models (the family that may think, see
+            :mod:`~adk_live_resume.testing.families`) open every answer with a text part
+            marked ``thought: true``.
+        pong_delay: service seconds before a websocket ping is answered (the service has been
+            seen taking 8-30 s). None (default): at once.
+
+    The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
+    the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live or 3.8 Live.
     """
 
     def __init__(
@@ -110,6 +119,8 @@ class FakeLiveServer:
         session_limit: float | None = AUDIO_SESSION_LIMIT,
         lenient_client_content: bool = False,
         setup_timeout: float | None = None,
+        thought_summaries: bool = False,
+        pong_delay: float | None = None,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -126,6 +137,8 @@ class FakeLiveServer:
             session_limit=session_limit,
             lenient_client_content=lenient_client_content,
             setup_timeout=setup_timeout,
+            thought_summaries=thought_summaries,
+            pong_delay=pong_delay,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []
@@ -250,14 +263,29 @@ class FakeLiveServer:
 
         return genai_client(self, api_version=api_version, vertex=vertex)
 
-    def gemini(self, model: str = "gemini-live-fake", *, vertex: bool = False) -> Gemini:
+    def gemini(
+        self,
+        model: str = "gemini-live-fake",
+        *,
+        vertex: bool = False,
+        ping_interval: float | None = None,
+        ping_timeout: float | None = None,
+    ) -> Gemini:
         """A ``google.adk.models.Gemini`` bound to this server (ADK 1.27 and 2.x alike).
 
         ``vertex=True``: a Vertex AI model (express mode), which allows ``transparent``.
+        ``ping_interval`` / ``ping_timeout``: the live websocket's keepalive in real seconds
+        (None: websockets' defaults, 20 s each).
         """
         from .client_config import fake_gemini
 
-        return fake_gemini(self, model=model, vertex=vertex)
+        return fake_gemini(
+            self,
+            model=model,
+            vertex=vertex,
+            ping_interval=ping_interval,
+            ping_timeout=ping_timeout,
+        )
 
     # ---- scripting -------------------------------------------------------------------------
 
@@ -265,15 +293,27 @@ class FakeLiveServer:
         """Arm ``faults`` for connection number ``connection`` (1-based).
 
         With ``connection=None`` they go to the next connection that has no script of its own;
-        each call with None scripts one more such connection, in call order.
+        each call with None scripts one more such connection, in call order. A connection
+        already open gets them at once (see :meth:`LiveConnection.arm
+        <adk_live_resume.testing.connection.LiveConnection.arm>` for how triggers count
+        then); scripting a connection that has ended raises ``ValueError``.
         """
         if not faults:
             raise ValueError("give at least one Fault")
         if connection is None:
             self._next_scripts.append(list(faults))
+            return
+        if connection < 1:
+            raise ValueError("connections are numbered from 1")
+        live = next((c for c in self._live if c.record.index == connection), None)
+        if live is not None:
+            live.arm(faults)
+        elif connection <= len(self.connections):
+            raise ValueError(
+                f"connection {connection} has ended: script a later connection, or pass"
+                " connection=None for the next one"
+            )
         else:
-            if connection < 1:
-                raise ValueError("connections are numbered from 1")
             self._scripts.setdefault(connection, []).extend(faults)
 
     def flap(

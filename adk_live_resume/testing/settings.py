@@ -29,7 +29,9 @@ class ServerSettings:
     """Timing and close-code settings. Durations are in service seconds unless noted.
 
     ``time_scale`` is real seconds per service second: with 0.01 a 600 s connection lasts 6 s.
-    ``chunk_delay`` is in real seconds.
+    ``chunk_delay`` is in real seconds. ``thought_summaries``: a family whose models may think
+    (native audio) opens every answer with a ``thought: true`` text part. ``pong_delay``:
+    websocket pings are answered that many service seconds late (None: at once).
     """
 
     time_scale: float = 1.0
@@ -45,6 +47,8 @@ class ServerSettings:
     session_limit: float | None = AUDIO_SESSION_LIMIT
     lenient_client_content: bool = False
     setup_timeout: float | None = None
+    thought_summaries: bool = False
+    pong_delay: float | None = None
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -53,6 +57,8 @@ class ServerSettings:
             raise ValueError("connection_lifetime must be > 0")
         if self.go_away_lead < 0 or self.handle_ttl < 0 or self.chunk_delay < 0:
             raise ValueError("go_away_lead, handle_ttl and chunk_delay must be >= 0")
+        if self.pong_delay is not None and self.pong_delay < 0:
+            raise ValueError("pong_delay must be >= 0 (or None to answer pings at once)")
         if self.session_limit is not None and self.session_limit <= 0:
             raise ValueError("session_limit must be > 0 (or None for no limit)")
 

@@ -1,0 +1,55 @@
+"""What the live service does differently per model family, as far as the loop must know it.
+
+Pure: no I/O; callers say whether ADK speaks its Gemini 3.x Live dialect to the model
+(:func:`adk_live_resume.adk_compat.speaks_gemini_3_live`). Facts from recordings of real
+sessions and field reports (``gemini-live-protocol.md``, "Turn 3"):
+
+* Context the resumption handle lacks (finished exchanges after it, a background tool's late
+  result) reaches a resumed session only as ``clientContent`` turns. Gemini 2.x Live takes
+  them all session long. Of the Gemini 3.x Live family, 3.1 closes the connection with 1007
+  on ``clientContent`` after the initial history, so such context must go to a fresh session
+  as its history instead; 3.8 and later take ``clientContent`` with roles all session long.
+* Gemini 2.5 native-audio models send no ``turnComplete`` between a ``toolCall`` and the
+  tool response: the same turn goes on after the response. ADK 1.28 and later hold tool calls
+  until ``turnComplete`` for every model but 3.x Live, so without help a native-audio tool
+  call never reaches the tool (see :class:`adk_live_resume.tap.SessionTap`).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "FIRST_3X_TAKING_CONTENT",
+    "ends_turn_after_tool_call",
+    "takes_mid_session_content",
+]
+
+#: The first Gemini 3.x minor version known to take ``clientContent`` mid-session.
+FIRST_3X_TAKING_CONTENT = 8
+
+_GEMINI_3_MINOR = re.compile(r"gemini-3\.(\d+)")
+
+
+def _bare(model_name: str | None) -> str:
+    return (model_name or "").rpartition("/")[2]
+
+
+def takes_mid_session_content(model_name: str | None, *, gemini_3_dialect: bool) -> bool:
+    """True when a session of ``model_name`` takes ``clientContent`` turns mid-session.
+
+    ``gemini_3_dialect``: ADK talks to the model in its Gemini 3.x Live dialect. Such a model
+    whose minor version cannot be read (a name ADK counts as 3.x but this rule does not
+    understand) is taken as strict, the safe side: its context goes to a fresh session.
+    """
+    if not gemini_3_dialect:
+        return True
+    match = _GEMINI_3_MINOR.match(_bare(model_name))
+    return match is not None and int(match.group(1)) >= FIRST_3X_TAKING_CONTENT
+
+
+def ends_turn_after_tool_call(model_name: str | None, *, gemini_3_dialect: bool) -> bool:
+    """True when the service follows a ``toolCall`` with ``turnComplete`` for this model
+    (Gemini 2.x Live models other than native audio); False for native-audio models and for
+    Gemini 3.x Live, whose turn goes on after the tool response."""
+    return not gemini_3_dialect and "native-audio" not in _bare(model_name)

@@ -1,0 +1,107 @@
+"""What each Live model family does differently on the wire, chosen by the setup's model name.
+
+Pure: no I/O. The fake server asks :func:`family_for` once per setup (with the model name as
+ADK sends it, ``models/`` or a resource path stripped) and follows the returned
+:class:`Family` record; nothing else in the fake tests a model name.
+
+The families, from recordings of real sessions and field reports
+(``gemini-live-protocol.md``, "Turn 3"):
+
+* **Gemini 2.x Live** (any other name, e.g. ``gemini-live-fake``, ``gemini-2.0-flash-live-001``):
+  a ``toolCall`` is followed by ``turnComplete``; the answer after the tool response is a new
+  turn. ``clientContent`` is taken all session long; NON_BLOCKING declarations are honoured.
+* **Gemini 2.5 native audio** (the name contains ``native-audio``): no ``turnComplete``
+  between a ``toolCall`` and its response; the same turn goes on after the response
+  (``generationComplete``, then ``turnComplete`` with ``usageMetadata``). A thinking model
+  opens each answer with a text part marked ``thought: true`` (the server's
+  ``thought_summaries`` option: whether a model thinks is not in its name).
+* **Gemini 3.1 Live** (ADK's Gemini 3.x Live rule, minor version below 8, e.g.
+  ``gemini-3.1-flash-live-preview``): ``clientContent`` only as the initial history; every
+  function call is synchronous (a NON_BLOCKING declaration is ignored); no ``turnComplete``
+  until the answer.
+* **Gemini 3.8 Live** (ADK's rule, minor version 8 or more, e.g. ``gemini-3.8-live``):
+  ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
+  calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
+  :data:`GEMINI_3_8_SESSION_CAP` (58 min) with 1011 "Deadline expired" whatever its context
+  window compression, and resuming it afterwards is refused with 1007.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .dialect import is_gemini_3_live
+
+__all__ = [
+    "GEMINI_2_LIVE",
+    "GEMINI_3_1_LIVE",
+    "GEMINI_3_8_LIVE",
+    "GEMINI_3_8_SESSION_CAP",
+    "NATIVE_AUDIO_2_5",
+    "Family",
+    "family_for",
+]
+
+#: Service seconds after which Gemini 3.8 Live ends a session (58 minutes), compression or not.
+GEMINI_3_8_SESSION_CAP = 58 * 60.0
+
+_GEMINI_3_MINOR = re.compile(r"^gemini-3\.(\d+)")
+
+
+@dataclass(frozen=True)
+class Family:
+    """The wire rules of one model family (see the module docstring)."""
+
+    name: str
+    #: ``turnComplete`` right after a ``toolCall`` (the answer to its response is a new turn).
+    turn_complete_after_tool_call: bool = True
+    #: ``clientContent`` is taken after the initial history (False: closed with 1007).
+    client_content_mid_session: bool = True
+    #: A ``NON_BLOCKING`` declaration makes the function's calls non-blocking.
+    honours_non_blocking: bool = True
+    #: A function declared without ``behavior`` (or ``UNSPECIFIED``) is non-blocking.
+    non_blocking_by_default: bool = False
+    #: The model may open its answers with a ``thought: true`` text part.
+    may_think: bool = False
+    #: Service seconds after which the session ends whatever its compression (None: never).
+    session_cap: float | None = None
+
+    def non_blocking(self, behavior: object) -> bool:
+        """Whether calls of a function declared with ``behavior`` (the setup's value, any
+        case, or None) are non-blocking in this family."""
+        declared = str(behavior or "").upper()
+        if not self.honours_non_blocking:
+            return False
+        if declared == "NON_BLOCKING":
+            return True
+        if declared == "BLOCKING":
+            return False
+        return self.non_blocking_by_default
+
+
+GEMINI_2_LIVE = Family("gemini-2-live")
+NATIVE_AUDIO_2_5 = Family("native-audio-2.5", turn_complete_after_tool_call=False, may_think=True)
+GEMINI_3_1_LIVE = Family(
+    "gemini-3.1-live",
+    turn_complete_after_tool_call=False,
+    client_content_mid_session=False,
+    honours_non_blocking=False,
+)
+GEMINI_3_8_LIVE = Family(
+    "gemini-3.8-live",
+    turn_complete_after_tool_call=False,
+    non_blocking_by_default=True,
+    session_cap=GEMINI_3_8_SESSION_CAP,
+)
+
+
+def family_for(model: str) -> Family:
+    """The family of ``model`` (a name without ``models/`` or a resource path)."""
+    if is_gemini_3_live(model):
+        match = _GEMINI_3_MINOR.match(model)
+        minor = int(match.group(1)) if match else 0
+        return GEMINI_3_8_LIVE if minor >= 8 else GEMINI_3_1_LIVE
+    if "native-audio" in model:
+        return NATIVE_AUDIO_2_5
+    return GEMINI_2_LIVE
