@@ -1,9 +1,10 @@
 """Real ``adk api_server`` / ``adk web`` processes under our launcher, for end-to-end tests.
 
 ``start_adk`` runs ``python -m adk_live_resume adk <command> ... <agents>`` on 127.0.0.1 in its
-own process group, its environment pointed at a fake server (``environment_variables``), its
-output in a log file; ``ready`` waits until it serves; ``AdkProcess.kill`` kills the whole group
-(every test calls it in a ``finally``). Nothing here reaches past 127.0.0.1.
+own process group, with the checkout under test first on ``PYTHONPATH``, its environment
+pointed at a fake server (``environment_variables``), its output in a log file; ``ready``
+waits until it serves; ``AdkProcess.kill`` kills the whole group (every test calls it in a
+``finally``). Nothing here reaches past 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import adk_live_resume
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.client_config import environment_variables
 
@@ -85,7 +87,8 @@ def start_adk(
     """Start ``adk <command>`` through the launcher on a free port, pointed at ``server``."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
-    env.pop("PYTHONPATH", None)
+    # The package under test (this checkout), not whichever copy the venv has installed.
+    env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
     for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
         env.pop(removed, None)
     env.update(environment_variables(server, vertex=vertex))
