@@ -244,10 +244,10 @@ class FakeLiveServer:
     def environment(self) -> contextlib.AbstractContextManager[dict[str, str]]:
         """Point every google-genai client built inside the block at this server.
 
-        Sets ``GOOGLE_API_KEY``, ``GOOGLE_GENAI_USE_VERTEXAI=false``, ``GOOGLE_GEMINI_BASE_URL``,
-        ``SSL_CERT_FILE``, ``NO_PROXY``/``no_proxy``; removes variables that would redirect the
-        client (Vertex project/location, ``GEMINI_API_KEY``). Every variable is restored
-        exactly on exit. Yields the variables set.
+        Sets ``GOOGLE_API_KEY``, ``GOOGLE_GENAI_USE_VERTEXAI=false``, ``GOOGLE_GEMINI_BASE_URL``
+        and ``GOOGLE_VERTEX_BASE_URL``, ``SSL_CERT_FILE``, ``NO_PROXY``/``no_proxy``; removes
+        variables that would redirect the client (Vertex project/location, ``GEMINI_API_KEY``).
+        Every variable is restored exactly on exit. Yields the variables set.
         """
         from .client_config import environment
 
