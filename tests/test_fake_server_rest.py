@@ -217,3 +217,26 @@ async def test_adk_run_async_gets_text_and_tool_answers(
     assert await ask("recall") == 'you said: hello typed | call add {"a": 2, "b": 3}'
     assert [c.function_calls for c in server.rest_calls()] == [[], ["add"], [], []]
     assert all(c.status == 200 for c in server.rest_calls())
+
+
+async def test_a_failing_answer_is_a_500_and_a_chunked_body_a_411(
+    fake_live_server_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adk_live_resume.testing import http_front
+
+    def broken(call: RestCall) -> list[dict[str, Any]]:
+        raise RuntimeError("scripted model broke")
+
+    server: FakeLiveServer = await fake_live_server_factory()
+    trust = server.client_ssl_context()
+
+    async def chunks() -> Any:
+        yield b'{"contents": []}'
+
+    async with httpx.AsyncClient(base_url=server.base_url, verify=trust, timeout=10) as http:
+        chunked = await http.post("/v1beta/models/m:generateContent", content=chunks())
+        monkeypatch.setattr(http_front, "answer_rest", broken)
+        failed = await http.post("/v1beta/models/m:generateContent", json={"contents": []})
+    assert chunked.status_code == 411 and "Content-Length" in chunked.json()["error"]["message"]
+    assert failed.status_code == 500 and "scripted model broke" in failed.json()["error"]["message"]
+    assert [c.status for c in server.rest_calls()] == [411, 500]

@@ -34,7 +34,13 @@ logger = logging.getLogger("adk_live_resume.testing")
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 32 * 1024 * 1024
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    411: "Length Required",
+    500: "Internal Server Error",
+}
 
 
 class RestService:
@@ -117,7 +123,7 @@ class FrontConnection(ServerConnection):
         if end < 0:
             if len(self._buffer) > _MAX_HEAD:
                 self._mode.set_result("rest")
-                self._rest.start(self, self._reply_error(400, "request head too large"))
+                self._refuse("?", "?", 400, "request head too large")
             return
         head = self._buffer[:end].decode("latin-1")
         request_line, *header_lines = head.split("\r\n")
@@ -143,12 +149,12 @@ class FrontConnection(ServerConnection):
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self._head = None
             message = "the fake server reads request bodies with a Content-Length only"
-            self._rest.start(self, self._reply_error(411, message))
+            self._refuse(method, target, 411, message)
             return
         length = int(headers.get("content-length", "0") or 0)
         if length > _MAX_BODY:
             self._head = None
-            self._rest.start(self, self._reply_error(400, "request body too large"))
+            self._refuse(method, target, 400, "request body too large")
             return
         if len(self._buffer) < length:
             return
@@ -183,7 +189,13 @@ class FrontConnection(ServerConnection):
         if call.status:
             await self._reply_error(call.status, call.error)
             return
-        bodies = answer_rest(call)
+        try:
+            bodies = answer_rest(call)
+        except Exception as error:  # a bug in the fake: say so to the client, never hang up
+            logger.exception("fake REST answer failed")
+            call.status, call.error = 500, f"the fake server failed: {error!r}"
+            await self._reply_error(call.status, call.error)
+            return
         assert route is not None
         if not route.stream:
             self._write_response(200, "application/json", json.dumps(bodies[0]).encode())
@@ -200,6 +212,13 @@ class FrontConnection(ServerConnection):
             event = sse_event(body_chunk)
             self.transport.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
         self.transport.write(b"0\r\n\r\n")
+
+    def _refuse(self, method: str, target: str, status: int, message: str) -> None:
+        """Record a request refused before its body was read, and answer it."""
+        path = target.partition("?")[0]
+        call = RestCall(method, path, parse_route(target), None, status=status, error=message)
+        self._rest.calls.append(call)
+        self._rest.start(self, self._reply_error(status, message))
 
     async def _reply_error(self, status: int, message: str) -> None:
         logger.warning("fake REST request refused with %d: %s", status, message)

@@ -100,7 +100,7 @@ def parse_route(target: str) -> RestRoute | None:
 
 def error_body(status: int, message: str) -> JsonDict:
     """A Google API error body, as both dialects send it."""
-    names = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+    names = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 411: "INVALID_ARGUMENT", 500: "INTERNAL"}
     return {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
 
 
