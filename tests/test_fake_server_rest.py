@@ -179,6 +179,18 @@ async def test_requests_it_cannot_serve_get_a_clear_error_not_a_dropped_connecti
     assert json.loads(unknown.text)["error"]["status"] == "NOT_FOUND"
 
 
+async def test_a_stream_without_alt_sse_is_one_json_array(fake_live_server_factory: Any) -> None:
+    server: FakeLiveServer = await fake_live_server_factory()
+    trust = server.client_ssl_context()
+    body = {"contents": [{"role": "user", "parts": [{"text": "as an array"}]}]}
+    async with httpx.AsyncClient(base_url=server.base_url, verify=trust, timeout=10) as http:
+        response = await http.post("/v1beta/models/m:streamGenerateContent", json=body)
+    chunks = response.json()
+    assert isinstance(chunks, list) and len(chunks) >= 3
+    texts = [c["candidates"][0]["content"]["parts"][0]["text"] for c in chunks]
+    assert "".join(texts) == "echo: as an array"
+
+
 # ---- the real ADK Runner.run_async (what /run_sse runs) ----------------------------------
 
 
