@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAMP_NAME = ".adk-live-resume-stamp"
 #: One set of extras for every job, so switching between them never re-installs.
-DEV_EXTRAS = "test,bench,lint"
+DEV_EXTRAS = "test,bench,lint,browser"
 
 
 def _venv_python(env_dir: Path) -> Path:

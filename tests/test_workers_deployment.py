@@ -11,16 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import textwrap
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +22,8 @@ from cryptography.fernet import Fernet
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer
-from adk_live_resume.testing.client_config import environment_variables
+
+from .adk_processes import AdkProcess, LiveClient, connect_live, http, ready, start_adk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -50,93 +43,11 @@ AGENT = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Worker:
-    name: str
-    port: int
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the whole group: no survivor
-            self.proc.wait(timeout=10)
-
-
-def _request(method: str, url: str, body: object = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
-
-
-async def _http(method: str, url: str, body: object = None) -> Any:
-    return await asyncio.to_thread(_request, method, url, body)
-
-
 def _start_worker(
     name: str, tmp: Path, server: FakeLiveServer, db: Path, extra: dict[str, str]
-) -> Worker:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
-    env.pop("PYTHONPATH", None)
-    for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
-        env.pop(removed, None)
-    env.update(environment_variables(server))
-    env.update(extra)
-    log = tmp / f"worker-{name}.log"
-    command = [
-        sys.executable,
-        "-W",
-        "ignore",
-        "-m",
-        "adk_live_resume",  # the launcher: adk-live-resume adk api_server ...
-        "adk",
-        "api_server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--no-reload",
-        "--session_service_uri",
-        f"sqlite+aiosqlite:///{db}",  # DatabaseSessionService on SQLite
-        str(tmp / "agents"),
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    return Worker(name, port, proc, log)
-
-
-async def _ready(worker: Worker, timeout: float = 90.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        if worker.proc.poll() is not None:
-            raise AssertionError(f"worker {worker.name} exited:\n{worker.tail()}")
-        try:
-            await _http("GET", f"{worker.http}/list-apps")
-            return
-        except (OSError, urllib.error.URLError) as error:
-            if asyncio.get_running_loop().time() > deadline:
-                message = f"worker {worker.name} never served:\n{worker.tail()}"
-                raise AssertionError(message) from error
-            await asyncio.sleep(0.25)
+) -> AdkProcess:
+    session_db = ("--session_service_uri", f"sqlite+aiosqlite:///{db}")  # shared, on SQLite
+    return start_adk(name, tmp, tmp / "agents", server, args=session_db, extra_env=extra)
 
 
 @pytest.fixture
@@ -145,7 +56,7 @@ async def deployment(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
     (tmp_path / "agents" / APP).mkdir(parents=True)
     (tmp_path / "agents" / APP / "__init__.py").write_text("from . import agent\n")
     (tmp_path / "agents" / APP / "agent.py").write_text(AGENT)
-    workers: list[Worker] = []
+    workers: list[AdkProcess] = []
     async with FakeLiveServer() as server:
         try:
             yield {
@@ -160,46 +71,19 @@ async def deployment(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
                 worker.kill()
 
 
-class LiveClient:
-    """A browser stand-in on ``/run_live``: sends text turns, reads every event as JSON."""
-
-    def __init__(self, websocket: Any) -> None:
-        self.websocket = websocket
-        self.raw: list[str] = []
-
-    async def say(self, text: str, timeout: float = 20.0) -> str:
-        message = {"content": {"role": "user", "parts": [{"text": text}]}}
-        await self.websocket.send(json.dumps(message))
-        pieces: list[str] = []
-        async with asyncio.timeout(timeout):
-            while True:
-                frame = await self.websocket.recv()
-                self.raw.append(frame)
-                event = json.loads(frame)
-                parts = (event.get("content") or {}).get("parts") or []
-                if not event.get("partial"):
-                    pieces.extend(p["text"] for p in parts if p.get("text"))
-                if event.get("turnComplete") and pieces:
-                    return "".join(pieces)
+async def _connect(worker: AdkProcess, session_id: str) -> Any:
+    return await connect_live(worker, APP, USER, session_id)
 
 
-async def _connect(worker: Worker, session_id: str) -> Any:
-    from websockets.asyncio.client import connect
-
-    url = (
-        f"ws://127.0.0.1:{worker.port}/run_live?app_name={APP}&user_id={USER}"
-        f"&session_id={session_id}&modalities=TEXT"
-    )
-    return await connect(url, open_timeout=20, proxy=None)
-
-
-async def _stored_handle(worker: Worker, session_id: str, key: str, timeout: float = 20.0) -> str:
+async def _stored_handle(
+    worker: AdkProcess, session_id: str, key: str, timeout: float = 20.0
+) -> str:
     """The handle sealed in the session's state, read through the worker's public API."""
     owner = SessionKey(APP, USER, session_id)
     url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
     async with asyncio.timeout(timeout):
         while True:
-            token = (await _http("GET", url)).get("state", {}).get(STATE_KEY)
+            token = (await http("GET", url)).get("state", {}).get(STATE_KEY)
             if token:
                 return HandleSealer([key]).open(token, owner).handle.handle
             await asyncio.sleep(0.1)
@@ -219,9 +103,9 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
     deployment["workers"].append(a)
     b = _start_worker("b", deployment["tmp"], server, deployment["db"], b_extra)
     deployment["workers"].append(b)
-    await asyncio.gather(_ready(a), _ready(b))
+    await asyncio.gather(ready(a), ready(b))
 
-    session = await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {})
+    session = await http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {})
     session_id = session["id"]
     async with asyncio.timeout(100):
         websocket = await _connect(a, session_id)
@@ -246,7 +130,7 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
             assert last.history_sends == 1 and server.duplicate_history_sends() == 0
         # handles stay server-side: never in an event, never in what the session API returns
         seen = json.dumps(
-            await _http("GET", f"{b.http}/apps/{APP}/users/{USER}/sessions/{session_id}")
+            await http("GET", f"{b.http}/apps/{APP}/users/{USER}/sessions/{session_id}")
         )
         for handle in server.handles_issued():
             assert handle not in seen

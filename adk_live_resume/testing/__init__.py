@@ -19,7 +19,10 @@ What the model answers is documented in :mod:`adk_live_resume.testing.model`, th
 :mod:`adk_live_resume.testing.dialect`, what each model family does differently (2.x, 2.5
 native audio, 3.1, 3.8) in :mod:`adk_live_resume.testing.families`, late pongs in
 :mod:`adk_live_resume.testing.keepalive`, network latency in front of the server
-(:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`. The pytest plugin
+(:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`, the REST
+``generateContent`` / ``streamGenerateContent`` on the same port in
+:mod:`adk_live_resume.testing.rest`. ``python -m adk_live_resume.testing serve`` keeps a fake
+running for ``adk web`` by hand. The pytest plugin
 (registered through the ``pytest11`` entry point) provides the ``fake_live_server``,
 ``fake_live_server_factory`` and ``live_resume_patch`` fixtures; :class:`LiveDriver` drives a
 real ``Runner.run_live`` turn by turn; :func:`patch_installed` installs the patch for one

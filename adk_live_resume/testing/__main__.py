@@ -1,9 +1,12 @@
-"""``python -m adk_live_resume.testing``: a short, readable tour of the fake server.
+"""``python -m adk_live_resume.testing``: a tour of the fake server, or ``serve`` to keep one.
 
-Starts a fake server whose 600 s connections last 3 real seconds (``time_scale=0.005``), talks
-to it with the bare google-genai SDK, and prints what happened: a text turn, the resumption
-handle, the ``goAway``, the deadline close (code 1011), and a resumed session that still
-remembers the conversation. Exits 0 when everything happened as documented, 1 otherwise.
+``python -m adk_live_resume.testing serve [--port P] [--vertex]`` keeps a fake running and
+prints its environment as ``export`` lines (:mod:`~adk_live_resume.testing.serve`). Without a
+command, the tour: it starts a fake server whose 600 s connections last 3 real seconds
+(``time_scale=0.005``), talks to it with the bare google-genai SDK, and prints what happened:
+a text turn, the resumption handle, the ``goAway``, the deadline close (code 1011), and a
+resumed session that still remembers the conversation. Exits 0 when everything happened as
+documented, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from typing import Any
 
 from .records import short_handle
+from .serve import add_arguments, serve
 from .server import FakeLiveServer
 
 _START = time.monotonic()
@@ -103,7 +107,19 @@ def main(argv: list[str] | None = None) -> int:
         epilog="In your tests use the fake_live_server fixture or FakeLiveServer directly "
         "(see the package's README).",
     )
-    parser.parse_args(argv)
+    commands = parser.add_subparsers(dest="command", metavar="{demo,serve}")
+    commands.add_parser("demo", help="the tour (the default)")
+    serve_parser = commands.add_parser(
+        "serve", help="keep a fake running and print its environment as export lines"
+    )
+    add_arguments(serve_parser)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        if not 0 <= args.port <= 65535:
+            parser.error(f"--port must be 0 (any free port) or 1-65535, not {args.port}")
+        if args.time_scale <= 0:
+            parser.error(f"--time-scale must be > 0, not {args.time_scale}")
+        return asyncio.run(serve(port=args.port, vertex=args.vertex, time_scale=args.time_scale))
     ok = asyncio.run(_demo())
     _say("demo OK" if ok else "demo FAILED")
     return 0 if ok else 1

@@ -50,19 +50,25 @@ class _ServerAddress(Protocol):
 def environment_variables(server: _ServerAddress, *, vertex: bool = False) -> dict[str, str]:
     """The variables :func:`environment` sets (it also removes the others it knows of).
 
-    Gemini API by default (``GOOGLE_GEMINI_BASE_URL``); ``vertex=True`` selects the Vertex AI
-    dialect in express mode (``GOOGLE_GENAI_USE_ENTERPRISE`` / ``GOOGLE_GENAI_USE_VERTEXAI``
-    true, ``GOOGLE_VERTEX_BASE_URL``, an API key and no project), where ``transparent``
-    session resumption is allowed.
+    Gemini API by default; ``vertex=True`` selects the Vertex AI dialect in express mode
+    (``GOOGLE_GENAI_USE_ENTERPRISE`` / ``GOOGLE_GENAI_USE_VERTEXAI`` true, an API key and no
+    project), where ``transparent`` session resumption is allowed.
+
+    Both ``GOOGLE_GEMINI_BASE_URL`` and ``GOOGLE_VERTEX_BASE_URL`` name the server in either
+    dialect: google-genai picks the base URL variable from the ``vertexai`` *argument*, not from
+    the environment, so a bare ``genai.Client()`` (ADK's) reads ``GOOGLE_GEMINI_BASE_URL``
+    even when ``GOOGLE_GENAI_USE_VERTEXAI`` makes it speak Vertex AI, and a
+    ``genai.Client(vertexai=True)`` reads ``GOOGLE_VERTEX_BASE_URL``. Every client built under
+    these variables, Live and REST alike, talks to the server only.
     """
     no_proxy = "127.0.0.1,localhost"
     flag = "true" if vertex else "false"
-    base_url = "GOOGLE_VERTEX_BASE_URL" if vertex else "GOOGLE_GEMINI_BASE_URL"
     return {
         "GOOGLE_API_KEY": FAKE_API_KEY,
         "GOOGLE_GENAI_USE_VERTEXAI": flag,
         "GOOGLE_GENAI_USE_ENTERPRISE": flag,
-        base_url: server.base_url,
+        "GOOGLE_GEMINI_BASE_URL": server.base_url,
+        "GOOGLE_VERTEX_BASE_URL": server.base_url,
         "SSL_CERT_FILE": server.cert_path,
         "NO_PROXY": no_proxy,
         "no_proxy": no_proxy,
@@ -106,12 +112,15 @@ def _client(
     from google import genai
     from google.genai import types
 
-    # google-genai hands the keys of async_client_args that websockets' connect() takes
-    # (ping_interval, ping_timeout) to it.
-    async_args: dict[str, Any] = {"ssl": ssl.create_default_context(cafile=server.cert_path)}
+    # Trust the fake's certificate in every transport google-genai may pick: "ssl" for
+    # aiohttp and the Live websocket, "verify" for httpx (sync, and async without aiohttp);
+    # the SDK drops the key a transport does not take. It hands the keys of
+    # async_client_args that websockets' connect() takes (ping_interval, ping_timeout) to it.
+    trust = ssl.create_default_context(cafile=server.cert_path)
     options: dict[str, Any] = {
         "base_url": server.base_url,
-        "async_client_args": {**async_args, **(keepalive or {})},
+        "client_args": {"verify": trust},
+        "async_client_args": {"ssl": trust, "verify": trust, **(keepalive or {})},
     }
     if api_version is not None:
         options["api_version"] = api_version

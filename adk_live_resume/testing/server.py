@@ -13,7 +13,9 @@ Guarantees:
 
 * it listens on ``127.0.0.1`` (or ``localhost``) only, on an ephemeral port, with a fresh
   self-signed certificate (SAN ``IP:127.0.0.1``, ``DNS:localhost``) at :attr:`cert_path`;
-* it serves every request path, so any API version and method name the SDK builds works;
+* it serves every request path, so any API version and method name the SDK builds works,
+  and on the same port the REST ``generateContent`` / ``streamGenerateContent`` of both
+  dialects (:mod:`~adk_live_resume.testing.rest`; recorded in :meth:`rest_calls`);
 * every connection gets a :class:`~adk_live_resume.testing.ConnectionRecord` in
   :attr:`connections`, complete once the connection's handler finished;
 * all timers run on the event loop clock and stop with their connection; :meth:`stop` leaves no
@@ -36,7 +38,7 @@ import logging
 import ssl
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 
@@ -45,7 +47,9 @@ from .certs import TlsMaterial, create_tls_material
 from .connection import LiveConnection
 from .faults import Fault, Flap
 from .handles import HandleIssue, HandleSchedule, HandleStore
+from .http_front import RestService
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
+from .rest import RestCall
 from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
 
 if TYPE_CHECKING:
@@ -98,6 +102,7 @@ class FakeLiveServer:
             marked ``thought: true``.
         pong_delay: service seconds before a websocket ping is answered (the service has been
             seen taking 8-30 s). None (default): at once.
+        port: the TCP port to listen on; 0 (default) picks a free ephemeral port.
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live or 3.8 Live.
@@ -121,9 +126,12 @@ class FakeLiveServer:
         setup_timeout: float | None = None,
         thought_summaries: bool = False,
         pong_delay: float | None = None,
+        port: int = 0,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0 (any free port) or 1-65535, not {port!r}")
         self.settings = ServerSettings(
             time_scale=time_scale,
             connection_lifetime=connection_lifetime,
@@ -146,9 +154,11 @@ class FakeLiveServer:
         self._scripts: dict[int, list[Fault]] = {}
         self._next_scripts: collections.deque[list[Fault]] = collections.deque()
         self._live: set[LiveConnection] = set()
+        self._rest = RestService(chunk_delay)
         self._server: Server | None = None
         self._tls: TlsMaterial | None = None
         self._port: int | None = None
+        self._requested_port = port
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -160,12 +170,13 @@ class FakeLiveServer:
         self._server = await serve(
             self._handle,
             self.host,
-            0,
+            self._requested_port,
             ssl=self._tls.server_context(),
             max_size=None,
             ping_interval=None,
             compression=None,
             logger=_frames_logger,
+            create_connection=cast(Any, self._rest.connection_factory()),
         )
         sockets = list(self._server.sockets)
         self._port = int(sockets[0].getsockname()[1])
@@ -176,6 +187,7 @@ class FakeLiveServer:
         """Drop every open connection (ended_by "shutdown"), stop listening, delete the cert."""
         for connection in list(self._live):
             connection.terminate("shutdown", abort=True)
+        self._rest.stop()
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()
@@ -245,10 +257,10 @@ class FakeLiveServer:
     def environment(self) -> contextlib.AbstractContextManager[dict[str, str]]:
         """Point every google-genai client built inside the block at this server.
 
-        Sets ``GOOGLE_API_KEY``, ``GOOGLE_GENAI_USE_VERTEXAI=false``, ``GOOGLE_GEMINI_BASE_URL``,
-        ``SSL_CERT_FILE``, ``NO_PROXY``/``no_proxy``; removes variables that would redirect the
-        client (Vertex project/location, ``GEMINI_API_KEY``). Every variable is restored
-        exactly on exit. Yields the variables set.
+        Sets ``GOOGLE_API_KEY``, ``GOOGLE_GENAI_USE_VERTEXAI=false``, ``GOOGLE_GEMINI_BASE_URL``
+        and ``GOOGLE_VERTEX_BASE_URL``, ``SSL_CERT_FILE``, ``NO_PROXY``/``no_proxy``; removes
+        variables that would redirect the client (Vertex project/location, ``GEMINI_API_KEY``).
+        Every variable is restored exactly on exit. Yields the variables set.
         """
         from .client_config import environment
 
@@ -438,6 +450,11 @@ class FakeLiveServer:
     def rejected_client_content(self) -> list[dict[str, Any]]:
         """``clientContent`` bodies the Gemini 3.x Live dialect rejected, in order."""
         return [body for c in self.connections for body in c.rejected_client_content]
+
+    def rest_calls(self) -> list[RestCall]:
+        """Every REST request (``generateContent``, ``streamGenerateContent``, or one the fake
+        refused with an error status), in arrival order."""
+        return list(self._rest.calls)
 
     def tool_call(self, call_id: str) -> ToolCallRecord:
         """The record of function call ``call_id`` (``KeyError`` if never issued)."""
