@@ -50,16 +50,27 @@ def _text_config(*, resumption: bool) -> Any:
     )
 
 
-def _database(kind: str, path: Path) -> Any:
-    """ADK's session service ``kind`` on the SQLite file ``path`` (one per worker)."""
+def _database(kind: str, where: Path | str) -> Any:
+    """ADK's session service ``kind`` on the SQLite file (or PostgreSQL URL) ``where`` (one
+    per worker)."""
     if kind == "sqlite":
         from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-        return SqliteSessionService(db_path=str(path))
+        return SqliteSessionService(db_path=str(where))
     pytest.importorskip("sqlalchemy", reason="DatabaseSessionService needs sqlalchemy")
     from google.adk.sessions import DatabaseSessionService
 
-    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+    if kind == "postgresql":
+        return DatabaseSessionService(db_url=str(where))
+    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{where}")
+
+
+@pytest.fixture
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where the workers of the test keep sessions, per its ``kind`` parameter."""
+    if request.node.callspec.params["kind"] == "postgresql":
+        return str(request.getfixturevalue("postgres").create_database("workers"))
+    return tmp_path / "sessions.db"
 
 
 async def _start(runner: Any, session: Any, run_config: Any) -> LiveDriver:
@@ -159,14 +170,13 @@ async def test_go_away_rotates_at_a_safe_point_when_handles_are_kept_from_adk() 
 # ---- resume across workers --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["database", "sqlite"])
+@pytest.mark.parametrize("kind", ["database", "sqlite", "postgresql"])
 async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
-    tmp_path: Path, handle_key: str, kind: str
+    database: Path | str, handle_key: str, kind: str
 ) -> None:
     from google.adk.runners import Runner
 
     adk_live_resume.install(STORE)
-    database = tmp_path / "sessions.db"
     async with asyncio.timeout(45), FakeLiveServer() as server:
         agent = LlmAgent(name="assistant", model=server.gemini())
         worker_a = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))

@@ -27,9 +27,11 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
+import adk_live_resume
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.testing.client_config import environment_variables
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -90,11 +92,12 @@ async def _http(method: str, url: str, body: object = None) -> Any:
 
 
 def _start_worker(
-    name: str, tmp: Path, server: FakeLiveServer, db: Path, extra: dict[str, str]
+    name: str, tmp: Path, server: FakeLiveServer, db: str, extra: dict[str, str]
 ) -> Worker:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
-    env.pop("PYTHONPATH", None)
+    # the workers import the adk_live_resume this test imported (not another checkout's)
+    env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
     for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
         env.pop(removed, None)
     env.update(environment_variables(server))
@@ -114,7 +117,7 @@ def _start_worker(
         str(port),
         "--no-reload",
         "--session_service_uri",
-        f"sqlite+aiosqlite:///{db}",  # DatabaseSessionService on SQLite
+        db,  # DatabaseSessionService on SQLite or PostgreSQL
         str(tmp / "agents"),
     ]
     with log.open("wb") as out:
@@ -139,19 +142,30 @@ async def _ready(worker: Worker, timeout: float = 90.0) -> None:
             await asyncio.sleep(0.25)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def session_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The workers' ``--session_service_uri``: a SQLite file, or a throwaway PostgreSQL."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres").create_database("deployment"))
+    return f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"
+
+
 @pytest.fixture
-async def deployment(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
-    """The fake server, the agents dir, the key; workers are started by the test."""
+async def deployment(
+    request: pytest.FixtureRequest, tmp_path: Path, session_db: str
+) -> AsyncIterator[dict[str, Any]]:
+    """The fake server (its settings from an indirect parameter, if any), the agents dir,
+    the key; workers are started by the test."""
     (tmp_path / "agents" / APP).mkdir(parents=True)
     (tmp_path / "agents" / APP / "__init__.py").write_text("from . import agent\n")
     (tmp_path / "agents" / APP / "agent.py").write_text(AGENT)
     workers: list[Worker] = []
-    async with FakeLiveServer() as server:
+    async with FakeLiveServer(**getattr(request, "param", {})) as server:
         try:
             yield {
                 "server": server,
                 "tmp": tmp_path,
-                "db": tmp_path / "sessions.db",
+                "db": session_db,
                 "key": Fernet.generate_key().decode(),
                 "workers": workers,
             }
@@ -251,4 +265,98 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
         for handle in server.handles_issued():
             assert handle not in seen
             assert not any(handle in frame for frame in client_a.raw + client_b.raw)
+        assert b.proc.poll() is None, b.tail()
+
+
+class Answers:
+    """Every finished model answer a ``/run_live`` client received, in order."""
+
+    def __init__(self, websocket: Any) -> None:
+        self.websocket = websocket
+        self.texts: list[str] = []
+        self._pieces: list[str] = []
+
+    async def until(self, predicate: Any, timeout: float = 30.0) -> str:
+        """Read frames until an answer satisfies ``predicate``; returns it."""
+        for text in self.texts:
+            if predicate(text):
+                return text
+        async with asyncio.timeout(timeout):
+            while True:
+                event = json.loads(await self.websocket.recv())
+                parts = (event.get("content") or {}).get("parts") or []
+                if not event.get("partial"):
+                    self._pieces.extend(p["text"] for p in parts if p.get("text"))
+                if event.get("turnComplete") and self._pieces:
+                    text, self._pieces = "".join(self._pieces), []
+                    self.texts.append(text)
+                    if predicate(text):
+                        return text
+
+
+async def _session_holds(worker: Worker, session_id: str, text: str) -> None:
+    """Wait until the session (read through ``worker``'s API) holds a user turn ``text``."""
+    url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
+    async with asyncio.timeout(20):
+        while True:
+            events = (await _http("GET", url)).get("events", [])
+            said = [
+                part.get("text")
+                for event in events
+                if event.get("author") == "user"
+                for part in (event.get("content") or {}).get("parts") or []
+            ]
+            if text in said:
+                return
+            await asyncio.sleep(0.05)
+
+
+SLOW_LATE = {"chunk_delay": 0.4, "handle_schedule": HandleSchedule(turn_handle_late=True)}
+
+
+@pytest.mark.parametrize("deployment", [SLOW_LATE], indirect=True, ids=["late-handles"])
+@pytest.mark.parametrize("when", ["mid-answer", "after-answer"])
+async def test_nothing_the_session_holds_is_lost_when_a_worker_dies_mid_turn(
+    deployment: dict[str, Any], when: str
+) -> None:
+    """The stored handle is one turn old when A dies (its server sends a turn's handle only
+    with the next client message, as a handle can cross a turn on a real network): B gives
+    the model what the session holds after it, once."""
+    server: FakeLiveServer = deployment["server"]
+    key: str = deployment["key"]
+    common = {"ADK_LIVE_RESUME_STORE_HANDLE_IN_SESSION": "true", HANDLE_KEY_ENV: key}
+    a = _start_worker("a", deployment["tmp"], server, deployment["db"], common)
+    b = _start_worker("b", deployment["tmp"], server, deployment["db"], common)
+    deployment["workers"] += [a, b]
+    await asyncio.gather(_ready(a), _ready(b))
+    session_id = (await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {}))["id"]
+    async with asyncio.timeout(100):
+        websocket = await _connect(a, session_id)
+        client_a = LiveClient(websocket)
+        assert await client_a.say("my name is Ada") == "echo: my name is Ada"
+        if when == "mid-answer":
+            message = {"content": {"role": "user", "parts": [{"text": "I live in Paris"}]}}
+            await websocket.send(json.dumps(message))
+            await _session_holds(b, session_id, "I live in Paris")
+        else:
+            assert await client_a.say("I live in Paris") == "echo: I live in Paris"
+        stored = await _stored_handle(b, session_id, key)
+        assert stored == server.handles_issued()[0]  # the handle from before Paris
+        a.kill()
+        await websocket.close()
+
+        async with await _connect(b, session_id) as websocket_b:
+            answers = Answers(websocket_b)
+            if when == "mid-answer":  # B answers the turn A never did, unasked
+                assert await answers.until(lambda t: "Paris" in t) == "echo: I live in Paris"
+            await websocket_b.send(
+                json.dumps({"content": {"role": "user", "parts": [{"text": "recall"}]}})
+            )
+            recalled = await answers.until(lambda t: t.startswith("you said"))
+        assert recalled == "you said: my name is Ada | I live in Paris"
+        last = server.connections[-1]
+        assert last.resumed and last.resume_handle == stored
+        # the finished exchange goes back once, as context; an unanswered turn as a turn
+        assert last.history_sends == (1 if when == "after-answer" else 0)
+        assert server.duplicate_history_sends() == 0
         assert b.proc.poll() is None, b.tail()
