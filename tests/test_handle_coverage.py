@@ -13,7 +13,13 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from adk_live_resume.handle_coverage import START, CatchUp, catch_up, covered_event_id, with_catch_up
+from adk_live_resume.handle_coverage import (
+    START,
+    CatchUp,
+    catch_up,
+    covered_event_id,
+    with_catch_up,
+)
 from adk_live_resume.outbox import ClientMessage, Replay
 
 AGENT = "voice"

@@ -19,6 +19,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import HandleKeyError, ReconnectInfo, ResumePolicy
+from adk_live_resume.handle_coverage import CatchUp, catch_up
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer, Fault
@@ -318,3 +319,71 @@ async def test_an_app_reads_the_current_handle_and_starts_a_run_from_it() -> Non
         assert second.resume_handle == kept.handle and second.resumed
         assert second.history_sends == 0
     assert json.dumps(repr(kept)).count(kept.handle) == 0
+
+
+# ---- bounded writes, rollback ------------------------------------------------------------------
+
+
+def _handle_writes(session: Any) -> int:
+    return sum(1 for event in session.events if STATE_KEY in (event.actions.state_delta or {}))
+
+
+@pytest.mark.parametrize("kind", ["database", "postgresql"])
+async def test_thirty_turns_add_at_most_three_session_events(
+    database: Path | str, handle_key: str, kind: str
+) -> None:
+    adk_live_resume.install(STORE)  # handle_store_interval: the default 30 s
+    async with asyncio.timeout(50), FakeLiveServer(chunk_delay=0.0) as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        service = _database(kind, database)
+        config = _text_config(resumption=False)
+        async with await LiveDriver.start(
+            agent, run_config=config, session_service=service
+        ) as live:
+            for turn in range(30):
+                assert await live.say(f"turn {turn}") == f"echo: turn {turn}"
+            await live.close()
+        stored = await service.get_session(
+            app_name=live.session.app_name, user_id=live.session.user_id, session_id=live.session.id
+        )
+    assert len(server.handles_issued()) >= 30
+    assert _handle_writes(stored) <= 3  # the first handle, the run's end
+    # the newest handle is the one stored, and it covers the whole conversation
+    owner = SessionKey(stored.app_name, stored.user_id, stored.id)
+    sealed = HandleSealer.from_environment().open(stored.state[STATE_KEY], owner)
+    assert sealed.handle.handle == server.handles_issued()[-1]
+    assert catch_up(stored.events, sealed.covers or "", "assistant") == CatchUp()
+
+
+async def test_an_old_token_put_back_by_a_client_is_refused(handle_key: str) -> None:
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+
+    adk_live_resume.install(STORE)
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        config = _text_config(resumption=False)
+        async with await LiveDriver.start(agent, run_config=config) as first:
+            assert await first.say("my name is Ada") == "echo: my name is Ada"
+            old = await _stored_token(first.runner.session_service, first.session)
+            await first.close()
+        service, session = first.runner.session_service, first.session
+
+        async def latest() -> Any:
+            return await service.get_session(
+                app_name=session.app_name, user_id=session.user_id, session_id=session.id
+            )
+
+        second = await _start(first.runner, await latest(), config)
+        async with second:
+            assert await second.say("I live in Paris") == "echo: I live in Paris"
+            await second.close()
+        assert (await latest()).state[STATE_KEY] != old
+        # a client that may write state (ADK 2.x /run_live state_delta) puts the old one back
+        planted = Event(author="user", actions=EventActions(state_delta={STATE_KEY: old}))
+        await service.append_event(await latest(), planted)
+        third = await _start(first.runner, await latest(), config)
+        async with third:
+            assert await third.say("recall") == "you said: my name is Ada | I live in Paris"
+            await third.close()
+        assert server.connections[-1].resume_handle is None  # a fresh start, not a rollback

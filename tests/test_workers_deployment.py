@@ -31,8 +31,8 @@ import adk_live_resume
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer
-from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.testing.client_config import environment_variables
+from adk_live_resume.testing.handles import HandleSchedule
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 

@@ -15,6 +15,7 @@ process behind (``pg_ctl stop -m immediate``).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -122,9 +123,7 @@ class ThrowawayPostgres:
         assert self._bin is not None and self._dir is not None
         full = [*self._as, str(self._bin / command[0]), *command[1:]]
         try:
-            subprocess.run(
-                full, check=True, capture_output=True, timeout=timeout, cwd=self._dir
-            )
+            subprocess.run(full, check=True, capture_output=True, timeout=timeout, cwd=self._dir)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as error:
             output = getattr(error, "stderr", b"") or b""
             raise PostgresUnavailable(
@@ -137,10 +136,8 @@ class ThrowawayPostgres:
             return
         data = self._dir / "data"
         if (data / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(PostgresUnavailable):
                 self._run(["pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop"], 60)
-            except PostgresUnavailable:
-                pass
         shutil.rmtree(self._dir, ignore_errors=True)
         self._dir = None
 
