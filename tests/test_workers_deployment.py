@@ -1,8 +1,8 @@
 """Several workers, as deployed: two ``adk api_server`` processes started through our launcher
-share one ``DatabaseSessionService`` on SQLite; a websocket client talks to worker A on
-``/run_live``, A is killed with SIGKILL mid-conversation, and the client reconnects to worker B
-with the same session id. The fake Gemini Live server (in this process, real TLS on 127.0.0.1)
-says what B did.
+share one ``DatabaseSessionService`` (on SQLite, and on a throwaway PostgreSQL); a websocket
+client talks to worker A on ``/run_live``, A is killed with SIGKILL mid-conversation, and the
+client reconnects to worker B with the same session id. The fake Gemini Live server (in this
+process, real TLS on 127.0.0.1) says what B did.
 
 Every subprocess is killed in a ``finally``; each step has a hard timeout.
 """
@@ -11,28 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import textwrap
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
 
-import adk_live_resume
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer
-from adk_live_resume.testing.client_config import environment_variables
 from adk_live_resume.testing.handles import HandleSchedule
+from adk_live_resume.testing.workers import ApiWorker, http_json, start_api_worker, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -52,94 +43,16 @@ AGENT = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Worker:
-    name: str
-    port: int
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the whole group: no survivor
-            self.proc.wait(timeout=10)
-
-
-def _request(method: str, url: str, body: object = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
-
-
-async def _http(method: str, url: str, body: object = None) -> Any:
-    return await asyncio.to_thread(_request, method, url, body)
-
-
 def _start_worker(
     name: str, tmp: Path, server: FakeLiveServer, db: str, extra: dict[str, str]
-) -> Worker:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
-    # the workers import the adk_live_resume this test imported (not another checkout's)
-    env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
-    for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
-        env.pop(removed, None)
-    env.update(environment_variables(server))
-    env.update(extra)
-    log = tmp / f"worker-{name}.log"
-    command = [
-        sys.executable,
-        "-W",
-        "ignore",
-        "-m",
-        "adk_live_resume",  # the launcher: adk-live-resume adk api_server ...
-        "adk",
-        "api_server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--no-reload",
-        "--session_service_uri",
-        db,  # DatabaseSessionService on SQLite or PostgreSQL
-        str(tmp / "agents"),
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    return Worker(name, port, proc, log)
+) -> ApiWorker:
+    return start_api_worker(
+        name, cwd=tmp, agents_dir=tmp / "agents", server=server, session_uri=db, extra_env=extra
+    )
 
 
-async def _ready(worker: Worker, timeout: float = 90.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        if worker.proc.poll() is not None:
-            raise AssertionError(f"worker {worker.name} exited:\n{worker.tail()}")
-        try:
-            await _http("GET", f"{worker.http}/list-apps")
-            return
-        except (OSError, urllib.error.URLError) as error:
-            if asyncio.get_running_loop().time() > deadline:
-                message = f"worker {worker.name} never served:\n{worker.tail()}"
-                raise AssertionError(message) from error
-            await asyncio.sleep(0.25)
+_ready = wait_ready
+_http = http_json
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -159,7 +72,7 @@ async def deployment(
     (tmp_path / "agents" / APP).mkdir(parents=True)
     (tmp_path / "agents" / APP / "__init__.py").write_text("from . import agent\n")
     (tmp_path / "agents" / APP / "agent.py").write_text(AGENT)
-    workers: list[Worker] = []
+    workers: list[ApiWorker] = []
     async with FakeLiveServer(**getattr(request, "param", {})) as server:
         try:
             yield {
@@ -197,7 +110,7 @@ class LiveClient:
                     return "".join(pieces)
 
 
-async def _connect(worker: Worker, session_id: str) -> Any:
+async def _connect(worker: ApiWorker, session_id: str) -> Any:
     from websockets.asyncio.client import connect
 
     url = (
@@ -207,7 +120,9 @@ async def _connect(worker: Worker, session_id: str) -> Any:
     return await connect(url, open_timeout=20, proxy=None)
 
 
-async def _stored_handle(worker: Worker, session_id: str, key: str, timeout: float = 20.0) -> str:
+async def _stored_handle(
+    worker: ApiWorker, session_id: str, key: str, timeout: float = 20.0
+) -> str:
     """The handle sealed in the session's state, read through the worker's public API."""
     owner = SessionKey(APP, USER, session_id)
     url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
@@ -294,7 +209,7 @@ class Answers:
                         return text
 
 
-async def _session_holds(worker: Worker, session_id: str, text: str) -> None:
+async def _session_holds(worker: ApiWorker, session_id: str, text: str) -> None:
     """Wait until the session (read through ``worker``'s API) holds a user turn ``text``."""
     url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
     async with asyncio.timeout(20):
