@@ -252,7 +252,9 @@ class HandleKeeper:
             self._store.hurry()
 
     def forget(self) -> None:
-        """The handle was refused or expired: stored, it would only be refused again."""
+        """The handle was refused or expired: stored, it would only be refused again (and
+        what came after it goes to the fresh session with the whole conversation)."""
+        self.catch_up = None
         if self._queue is not None:
             _by_queue.pop(self._queue, None)
         if self._store is not None:

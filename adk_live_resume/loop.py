@@ -367,6 +367,7 @@ class LiveRun:
         self.pass_handles = asked is not None
         self.keeper = HandleKeeper.start(self.ctx, self.policy, agent_name=self.agent_name)
         stored, catch_up = self.keeper.loaded, self.keeper.catch_up
+        self.keeper.catch_up = None  # given only with the stored handle, once
         if not self.handles.handle and stored is not None:
             if catch_up and adk_compat.speaks_gemini_3_live(self.request.model):
                 # Gemini 3.x Live takes no client content mid-session (as in _handle_unusable)
@@ -374,6 +375,7 @@ class LiveRun:
             else:
                 self.handles = ResumptionState.starting_with(stored.handle)
                 self.handles.received_at = asyncio.get_running_loop().time() - stored.age()
+                self.keeper.catch_up = catch_up
         self.queue_guard = QueueGuard(self.ctx.live_request_queue)
         self.queue_guard.on_content(self._content_queued)
         self.queue_guard.on_withheld(self._withheld)

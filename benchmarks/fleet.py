@@ -212,7 +212,8 @@ async def run_round(
             # first request, and workers doing that at once on a new PostgreSQL database race
             # (UniqueViolation on pg_type_typname_nsp_index: HTTP 500).
             await http_json("POST", f"{worker.http}/apps/{APP}/users/{USER}/sessions", {})
-        gate, killed, done = asyncio.Semaphore(25), asyncio.Event(), []
+        gate, killed = asyncio.Semaphore(25), asyncio.Event()
+        done: list[int] = []
         flows = [
             asyncio.create_task(_session(n, fleet, turns, gap, gate, killed, done))
             for n in range(sessions)

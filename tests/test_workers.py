@@ -387,3 +387,47 @@ async def test_an_old_token_put_back_by_a_client_is_refused(handle_key: str) -> 
             assert await third.say("recall") == "you said: my name is Ada | I live in Paris"
             await third.close()
         assert server.connections[-1].resume_handle is None  # a fresh start, not a rollback
+
+
+@pytest.mark.parametrize("model", ["gemini-live-fake", "gemini-3.1-flash-live-preview"])
+@pytest.mark.parametrize("kind", ["database", "postgresql"])
+async def test_a_worker_that_dies_before_writing_its_newest_handle_loses_nothing(
+    database: Path | str, handle_key: str, kind: str, model: str
+) -> None:
+    """A's newest handle waits for handle_store_interval when A dies (its session service
+    goes with it): B resumes from the older stored handle and gives the model the exchange
+    after it as context; on Gemini 3.x Live (no client content mid-session) B starts one
+    fresh session with the whole conversation instead."""
+    from google.adk.runners import Runner
+
+    adk_live_resume.install(STORE.replace(handle_store_interval=600))
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini(model))
+        worker_a = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        worker_b = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        session = await worker_a.session_service.create_session(app_name=APP, user_id=USER)
+        config = _text_config(resumption=False)
+        live_a = await _start(worker_a, session, config)
+        assert await live_a.say("my name is Ada") == "echo: my name is Ada"
+        await _stored_token(worker_b.session_service, session)
+        assert await live_a.say("I live in Paris") == "echo: I live in Paris"
+
+        async def gone(*args: Any, **kwargs: Any) -> None:
+            raise ConnectionError("worker A is gone")
+
+        worker_a.session_service.append_event = gone  # type: ignore[method-assign]
+        live_a.task.cancel()
+        await asyncio.wait({live_a.task}, timeout=5)
+
+        session_b = await worker_b.session_service.get_session(
+            app_name=APP, user_id=USER, session_id=session.id
+        )
+        live_b = await _start(worker_b, session_b, config)
+        assert await live_b.say("recall") == "you said: my name is Ada | I live in Paris"
+        await live_b.close()
+        last = server.connections[-1]
+        if model == "gemini-live-fake":
+            assert last.resumed and last.resume_handle == server.connections[0].handles_issued[0]
+        else:
+            assert not last.resumed and last.resume_handle is None and last.history_sends == 1
+        assert server.duplicate_history_sends() == 0
