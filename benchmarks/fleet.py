@@ -26,24 +26,27 @@ bytes (the ``GET`` session payload) per session. The baseline in the same run is
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import subprocess
-import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import _scale_server
 from common import check, finite, machine, markdown_table, output_dirs, parser, write_result
 
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV
 from adk_live_resume.testing.postgres import ThrowawayPostgres
-from adk_live_resume.testing.workers import ApiWorker, http_json, start_api_worker, wait_ready
+from adk_live_resume.testing.workers import (
+    ApiWorker,
+    RunLiveClient,
+    http_json,
+    start_api_worker,
+    wait_ready,
+)
 
 HERE = Path(__file__).resolve().parent
 APP, USER = "fleet", "caller"
@@ -54,49 +57,6 @@ AGENT = textwrap.dedent(
     root_agent = LlmAgent(name="fleet", model="gemini-live-fake", instruction="Be brief.")
     """
 )
-
-
-class Client:
-    """A browser stand-in on ``/run_live``: typed turns, finished answers read in order."""
-
-    def __init__(self, worker: ApiWorker, session_id: str) -> None:
-        self.worker, self.session_id = worker, session_id
-        self.websocket: Any = None
-        self._pieces: list[str] = []
-
-    async def connect(self) -> None:
-        from websockets.asyncio.client import connect
-
-        url = (
-            f"ws://127.0.0.1:{self.worker.port}/run_live?app_name={APP}&user_id={USER}"
-            f"&session_id={self.session_id}&modalities=TEXT"
-        )
-        self.websocket = await connect(url, open_timeout=60, proxy=None)
-
-    async def say(self, text: str, want: str = "", timeout: float = 60.0) -> str:
-        message = {"content": {"role": "user", "parts": [{"text": text}]}}
-        await self.websocket.send(json.dumps(message))
-        async with asyncio.timeout(timeout):
-            while True:
-                event = json.loads(await self.websocket.recv())
-                parts = (event.get("content") or {}).get("parts") or []
-                if not event.get("partial"):
-                    self._pieces.extend(p["text"] for p in parts if p.get("text"))
-                if event.get("turnComplete") and self._pieces:
-                    answer, self._pieces = "".join(self._pieces), []
-                    if answer.startswith(want):
-                        return answer
-
-    async def closed(self, timeout: float) -> None:
-        """Wait until the worker's end of the socket is gone."""
-        from websockets.exceptions import ConnectionClosed
-
-        async with asyncio.timeout(timeout):
-            try:
-                while True:
-                    await self.websocket.recv()
-            except ConnectionClosed:
-                return
 
 
 async def _session(
@@ -111,21 +71,22 @@ async def _session(
     """One conversation; moves to another worker if its own is worker 0 (killed)."""
     home = number % len(workers)
     await asyncio.sleep(gap * number / max(1, len(workers) * 50))  # spread the starts
-    async with gate:
+    async with gate:  # (session creation and websocket opening only)
         url = f"{workers[home].http}/apps/{APP}/users/{USER}/sessions"
         session_id = (await http_json("POST", url, {}))["id"]
-        client = Client(workers[home], session_id)
-        await client.connect()
-        started = time.monotonic()
-        said = []
-        for turn in range(turns):
-            text = f"s{number} turn {turn}"
-            answer = await client.say(text)
-            if answer != f"echo: {text}":
-                raise RuntimeError(f"session {number}: {answer!r} to {text!r}")
-            said.append(text)
-            if turn < turns - 1:
-                await asyncio.sleep(gap)
+        client = await RunLiveClient.connect(
+            workers[home], app=APP, user=USER, session_id=session_id
+        )
+    started = time.monotonic()
+    said = []
+    for turn in range(turns):
+        text = f"s{number} turn {turn}"
+        answer = await client.say(text, timeout=60)
+        if answer != f"echo: {text}":
+            raise RuntimeError(f"session {number}: {answer!r} to {text!r}")
+        said.append(text)
+        if turn < turns - 1:
+            await asyncio.sleep(gap)
     done.append(number)
     record: dict[str, Any] = {"number": number, "id": session_id, "started": started}
     await killed.wait()
@@ -135,10 +96,11 @@ async def _session(
     await client.closed(timeout=30)
     record["closed_at"] = time.monotonic()
     alive = workers[1:]
-    moved = Client(alive[number % len(alive)], session_id)
-    await moved.connect()
+    moved = await RunLiveClient.connect(
+        alive[number % len(alive)], app=APP, user=USER, session_id=session_id
+    )
     record["open_at"] = time.monotonic()
-    recalled = await moved.say("recall", want="you said")
+    recalled = await moved.say("recall", want=lambda t: t.startswith("you said"), timeout=60)
     record["recalled_at"] = time.monotonic()
     prefix = "you said: "
     heard = recalled.removeprefix(prefix).split(" | ") if recalled.startswith(prefix) else []
@@ -146,29 +108,6 @@ async def _session(
     record["doubled"] = sum(max(0, heard.count(text) - 1) for text in said)
     record["client"] = moved
     return record
-
-
-@contextlib.contextmanager
-def fake_server() -> Iterator[Any]:
-    """The fake Live server in a process of its own; yields its address."""
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "_scale_server.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        hello = json.loads(server.stdout.readline())
-        yield SimpleNamespace(base_url=hello["base_url"], cert_path=hello["cert_path"])
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()  # the server exits when its stdin closes
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 async def run_round(
@@ -218,7 +157,10 @@ async def run_round(
             asyncio.create_task(_session(n, fleet, turns, gap, gate, killed, done))
             for n in range(sessions)
         ]
+        deadline = time.monotonic() + 120 + sessions * 0.5 + turns * (gap + 5)
         while len(done) < sessions:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(done)} of {sessions} sessions said every turn")
             failed = [f for f in flows if f.done() and f.exception() is not None]
             if failed:
                 raise failed[0].exception()  # type: ignore[misc]
@@ -360,7 +302,7 @@ def main() -> None:
         with (
             tempfile.TemporaryDirectory(prefix="adk-live-resume-fleet-") as tmp,
             ThrowawayPostgres() as postgres,
-            fake_server() as address,
+            _scale_server.running() as hello,
         ):
             result = asyncio.run(
                 run_round(
@@ -371,7 +313,7 @@ def main() -> None:
                     gap=args.turn_gap if args.turn_gap is not None else (0.5 if args.quick else 5),
                     hold=args.hold,
                     tmp=Path(tmp),
-                    address=address,
+                    address=SimpleNamespace(**hello),
                     database=postgres.create_database("fleet"),
                 )
             )

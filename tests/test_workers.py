@@ -83,6 +83,18 @@ async def _start(runner: Any, session: Any, run_config: Any) -> LiveDriver:
     return driver
 
 
+async def _move(live_a: LiveDriver, worker_b: Any, run_config: Any) -> LiveDriver:
+    """Worker A's run ends (cancelled: its client is gone); the session goes on on worker B,
+    read from B's session service."""
+    live_a.task.cancel()
+    await asyncio.wait({live_a.task}, timeout=5)
+    session = live_a.session
+    session_b = await worker_b.session_service.get_session(
+        app_name=session.app_name, user_id=session.user_id, session_id=session.id
+    )
+    return await _start(worker_b, session_b, run_config)
+
+
 async def _stored_token(service: Any, session: Any, *, changed_from: object = None) -> str:
     """Wait until the session's state holds a sealed handle (other than ``changed_from``)."""
     while True:
@@ -191,13 +203,7 @@ async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
         newest = server.handles_issued()[-1]
         owner = SessionKey(APP, USER, session.id)
         assert HandleSealer.from_environment().open(token, owner).handle.handle == newest
-        live_a.task.cancel()  # worker A goes away mid-conversation
-        await asyncio.wait({live_a.task}, timeout=5)
-
-        session_b = await worker_b.session_service.get_session(
-            app_name=APP, user_id=USER, session_id=session.id
-        )
-        live_b = await _start(worker_b, session_b, config)
+        live_b = await _move(live_a, worker_b, config)  # worker A goes away mid-conversation
         assert await live_b.say("what did I say first?") == "you first said: my name is Ada"
         await live_b.close()
         second = server.connections[1]
@@ -416,13 +422,7 @@ async def test_a_worker_that_dies_before_writing_its_newest_handle_loses_nothing
             raise ConnectionError("worker A is gone")
 
         worker_a.session_service.append_event = gone  # type: ignore[method-assign]
-        live_a.task.cancel()
-        await asyncio.wait({live_a.task}, timeout=5)
-
-        session_b = await worker_b.session_service.get_session(
-            app_name=APP, user_id=USER, session_id=session.id
-        )
-        live_b = await _start(worker_b, session_b, config)
+        live_b = await _move(live_a, worker_b, config)
         assert await live_b.say("recall") == "you said: my name is Ada | I live in Paris"
         await live_b.close()
         last = server.connections[-1]

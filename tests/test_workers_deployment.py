@@ -23,7 +23,13 @@ from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.handles import HandleSchedule
-from adk_live_resume.testing.workers import ApiWorker, http_json, start_api_worker, wait_ready
+from adk_live_resume.testing.workers import (
+    ApiWorker,
+    RunLiveClient,
+    http_json,
+    start_api_worker,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -87,37 +93,8 @@ async def deployment(
                 worker.kill()
 
 
-class LiveClient:
-    """A browser stand-in on ``/run_live``: sends text turns, reads every event as JSON."""
-
-    def __init__(self, websocket: Any) -> None:
-        self.websocket = websocket
-        self.raw: list[str] = []
-
-    async def say(self, text: str, timeout: float = 20.0) -> str:
-        message = {"content": {"role": "user", "parts": [{"text": text}]}}
-        await self.websocket.send(json.dumps(message))
-        pieces: list[str] = []
-        async with asyncio.timeout(timeout):
-            while True:
-                frame = await self.websocket.recv()
-                self.raw.append(frame)
-                event = json.loads(frame)
-                parts = (event.get("content") or {}).get("parts") or []
-                if not event.get("partial"):
-                    pieces.extend(p["text"] for p in parts if p.get("text"))
-                if event.get("turnComplete") and pieces:
-                    return "".join(pieces)
-
-
-async def _connect(worker: ApiWorker, session_id: str) -> Any:
-    from websockets.asyncio.client import connect
-
-    url = (
-        f"ws://127.0.0.1:{worker.port}/run_live?app_name={APP}&user_id={USER}"
-        f"&session_id={session_id}&modalities=TEXT"
-    )
-    return await connect(url, open_timeout=20, proxy=None)
+async def _connect(worker: ApiWorker, session_id: str) -> RunLiveClient:
+    return await RunLiveClient.connect(worker, app=APP, user=USER, session_id=session_id)
 
 
 async def _stored_handle(
@@ -153,18 +130,17 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
     session = await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {})
     session_id = session["id"]
     async with asyncio.timeout(100):
-        websocket = await _connect(a, session_id)
-        client_a = LiveClient(websocket)
+        client_a = await _connect(a, session_id)
         assert await client_a.say("my name is Ada") == "echo: my name is Ada"
         handle_a = await _stored_handle(b, session_id, key)  # B can read it from the database
         assert handle_a == server.handles_issued()[-1]
         a.kill()  # SIGKILL mid-conversation: the browser's socket to A dies with it
-        await websocket.close()
+        await client_a.websocket.close()
         if case == "expired":
             await asyncio.sleep(1.0)
 
-        async with await _connect(b, session_id) as websocket_b:
-            client_b = LiveClient(websocket_b)
+        client_b = await _connect(b, session_id)
+        async with client_b.websocket:
             assert await client_b.say("what did I say first?") == "you first said: my name is Ada"
         last = server.connections[-1]
         if case == "resume":
@@ -181,32 +157,6 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
             assert handle not in seen
             assert not any(handle in frame for frame in client_a.raw + client_b.raw)
         assert b.proc.poll() is None, b.tail()
-
-
-class Answers:
-    """Every finished model answer a ``/run_live`` client received, in order."""
-
-    def __init__(self, websocket: Any) -> None:
-        self.websocket = websocket
-        self.texts: list[str] = []
-        self._pieces: list[str] = []
-
-    async def until(self, predicate: Any, timeout: float = 30.0) -> str:
-        """Read frames until an answer satisfies ``predicate``; returns it."""
-        for text in self.texts:
-            if predicate(text):
-                return text
-        async with asyncio.timeout(timeout):
-            while True:
-                event = json.loads(await self.websocket.recv())
-                parts = (event.get("content") or {}).get("parts") or []
-                if not event.get("partial"):
-                    self._pieces.extend(p["text"] for p in parts if p.get("text"))
-                if event.get("turnComplete") and self._pieces:
-                    text, self._pieces = "".join(self._pieces), []
-                    self.texts.append(text)
-                    if predicate(text):
-                        return text
 
 
 async def _session_holds(worker: ApiWorker, session_id: str, text: str) -> None:
@@ -246,28 +196,23 @@ async def test_nothing_the_session_holds_is_lost_when_a_worker_dies_mid_turn(
     await asyncio.gather(_ready(a), _ready(b))
     session_id = (await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {}))["id"]
     async with asyncio.timeout(100):
-        websocket = await _connect(a, session_id)
-        client_a = LiveClient(websocket)
+        client_a = await _connect(a, session_id)
         assert await client_a.say("my name is Ada") == "echo: my name is Ada"
         if when == "mid-answer":
-            message = {"content": {"role": "user", "parts": [{"text": "I live in Paris"}]}}
-            await websocket.send(json.dumps(message))
+            await client_a.send_text("I live in Paris")
             await _session_holds(b, session_id, "I live in Paris")
         else:
             assert await client_a.say("I live in Paris") == "echo: I live in Paris"
         stored = await _stored_handle(b, session_id, key)
         assert stored == server.handles_issued()[0]  # the handle from before Paris
         a.kill()
-        await websocket.close()
+        await client_a.websocket.close()
 
-        async with await _connect(b, session_id) as websocket_b:
-            answers = Answers(websocket_b)
+        client_b = await _connect(b, session_id)
+        async with client_b.websocket:
             if when == "mid-answer":  # B answers the turn A never did, unasked
-                assert await answers.until(lambda t: "Paris" in t) == "echo: I live in Paris"
-            await websocket_b.send(
-                json.dumps({"content": {"role": "user", "parts": [{"text": "recall"}]}})
-            )
-            recalled = await answers.until(lambda t: t.startswith("you said"))
+                assert await client_b.next_answer() == "echo: I live in Paris"
+            recalled = await client_b.say("recall")
         assert recalled == "you said: my name is Ada | I live in Paris"
         last = server.connections[-1]
         assert last.resumed and last.resume_handle == stored

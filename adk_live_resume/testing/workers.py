@@ -27,7 +27,14 @@ import adk_live_resume
 
 from .client_config import _ServerAddress, environment_variables
 
-__all__ = ["ApiWorker", "free_port", "http_json", "start_api_worker", "wait_ready"]
+__all__ = [
+    "ApiWorker",
+    "RunLiveClient",
+    "free_port",
+    "http_json",
+    "start_api_worker",
+    "wait_ready",
+]
 
 
 def free_port() -> int:
@@ -117,3 +124,67 @@ async def wait_ready(worker: ApiWorker, timeout: float = 90.0) -> None:
                 message = f"worker {worker.name} never served:\n{worker.tail()}"
                 raise AssertionError(message) from error
             await asyncio.sleep(0.25)
+
+
+class RunLiveClient:
+    """A browser stand-in on a worker's ``/run_live``: typed turns in, every frame kept
+    (:attr:`raw`), every finished model answer in order (:attr:`answers`)."""
+
+    def __init__(self, websocket: Any) -> None:
+        self.websocket = websocket
+        self.raw: list[str] = []
+        self.answers: list[str] = []
+        self._read = 0
+        self._pieces: list[str] = []
+
+    @classmethod
+    async def connect(
+        cls, worker: ApiWorker, *, app: str, user: str, session_id: str, timeout: float = 60.0
+    ) -> RunLiveClient:
+        from websockets.asyncio.client import connect
+
+        url = (
+            f"ws://127.0.0.1:{worker.port}/run_live?app_name={app}&user_id={user}"
+            f"&session_id={session_id}&modalities=TEXT"
+        )
+        return cls(await connect(url, open_timeout=timeout, proxy=None))
+
+    async def send_text(self, text: str) -> None:
+        message = {"content": {"role": "user", "parts": [{"text": text}]}}
+        await self.websocket.send(json.dumps(message))
+
+    async def say(self, text: str, want: Any = None, timeout: float = 30.0) -> str:
+        """Send ``text``; the next finished answer (that satisfies ``want``, if given)."""
+        await self.send_text(text)
+        return await self.next_answer(want, timeout)
+
+    async def next_answer(self, want: Any = None, timeout: float = 30.0) -> str:
+        """The next finished answer not returned before (answers that do not satisfy
+        ``want`` are passed over, and stay in :attr:`answers`)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                while self._read < len(self.answers):
+                    text = self.answers[self._read]
+                    self._read += 1
+                    if want is None or want(text):
+                        return text
+                frame = await self.websocket.recv()
+                self.raw.append(frame)
+                event = json.loads(frame)
+                parts = (event.get("content") or {}).get("parts") or []
+                if not event.get("partial"):
+                    self._pieces.extend(p["text"] for p in parts if p.get("text"))
+                if event.get("turnComplete") and self._pieces:
+                    self.answers.append("".join(self._pieces))
+                    self._pieces = []
+
+    async def closed(self, timeout: float) -> None:
+        """Wait until the worker's end of the socket is gone."""
+        from websockets.exceptions import ConnectionClosed
+
+        async with asyncio.timeout(timeout):
+            try:
+                while True:
+                    self.raw.append(await self.websocket.recv())
+            except ConnectionClosed:
+                return
