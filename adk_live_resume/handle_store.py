@@ -18,6 +18,14 @@ Guarantees:
   run in one background task that always writes the newest value last (values that arrive
   while a write is in flight are coalesced, never reordered). :meth:`HandleKeeper.close`
   flushes the newest value at the end of the run, bounded by ``flush_timeout``.
+* Bounded writes: at most one write per ``ResumePolicy.handle_store_interval`` (the first at
+  once), plus one on goAway and on a drop (:meth:`HandleKeeper.store_now`) and at the end.
+* Each stored handle says which session events it covers
+  (:mod:`adk_live_resume.handle_coverage`); a run that loads it gets what the session holds
+  after that point (:attr:`HandleKeeper.catch_up`), or no handle (a fresh start) when that
+  cannot be told as text turns.
+* A stored token older than another this session's events wrote (a client put an old one
+  back) is refused and logged: no rollback.
 * A failed write is logged (with the handle redacted) and retried with the next value or at
   the end of the run; it never breaks the conversation.
 * A stored handle that cannot be opened (another key, altered, copied from another session),
