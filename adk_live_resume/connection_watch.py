@@ -164,6 +164,7 @@ class ConnectionWatch:
         if self.rotate_by is not None:
             return
         self.run.go_aways += 1
+        self.run.keeper.store_now()  # this worker may be going away
         margin = self.run.policy.go_away_margin
         delay = 0.0 if time_left is None else max(0.0, time_left - margin)
         logger.debug(

@@ -18,6 +18,14 @@ Guarantees:
   run in one background task that always writes the newest value last (values that arrive
   while a write is in flight are coalesced, never reordered). :meth:`HandleKeeper.close`
   flushes the newest value at the end of the run, bounded by ``flush_timeout``.
+* Bounded writes: at most one write per ``ResumePolicy.handle_store_interval`` (the first at
+  once), plus one on goAway and on a drop (:meth:`HandleKeeper.store_now`) and at the end.
+* Each stored handle says which session events it covers
+  (:mod:`adk_live_resume.handle_coverage`); a run that loads it gets what the session holds
+  after that point (:attr:`HandleKeeper.catch_up`), or no handle (a fresh start) when that
+  cannot be told as text turns.
+* A stored token older than another this session's events wrote (a client put an old one
+  back) is refused and logged: no rollback.
 * A failed write is logged (with the handle redacted) and retried with the next value or at
   the end of the run; it never breaks the conversation.
 * A stored handle that cannot be opened (another key, altered, copied from another session),
@@ -36,9 +44,16 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .handle_coverage import CatchUp, catch_up, covered_event_id
 from .handles import redact
 from .policy import ResumePolicy
-from .stored_handle import HandleSealer, ResumeHandle, SessionKey, StoredHandleError
+from .stored_handle import (
+    HandleSealer,
+    ResumeHandle,
+    SealedHandle,
+    SessionKey,
+    StoredHandleError,
+)
 
 logger = logging.getLogger("adk_live_resume.handle_store")
 
@@ -92,41 +107,67 @@ def run_config_resuming(
     )
 
 
-Write = Callable[[str | None], Awaitable[None]]
+Write = Callable[[Any], Awaitable[None]]
 
 
 class LatestWriter:
     """Writes values one at a time in a background task; the newest value is written last.
 
-    ``offer`` never blocks. Values offered while a write is in flight replace each other (only
-    the newest is written next). A failed write is logged; its value is written again by
-    :meth:`flush` unless a newer one was offered.
+    ``offer`` never blocks. Values offered while a write is in flight or waits for its turn
+    replace each other (only the newest is written next). Writes start at least ``interval``
+    seconds apart (the first at once), except that :meth:`hurry` and :meth:`flush` start the
+    write of what waits at once. A failed write is logged; its value is written again by
+    :meth:`hurry` or :meth:`flush` unless a newer one was offered.
     """
 
     _NOTHING: Any = object()
 
-    def __init__(self, write: Write, describe: Callable[[str | None], str]) -> None:
+    def __init__(
+        self, write: Write, describe: Callable[[Any], str], *, interval: float = 0.0
+    ) -> None:
         self._write = write
         self._describe = describe
+        self._interval = interval
         self._pending: Any = self._NOTHING
         self._failed: Any = self._NOTHING
         self._task: asyncio.Task[None] | None = None
+        self._hurry = asyncio.Event()
+        self._last_start: float | None = None
         #: Writes that completed, and writes that raised.
         self.written = 0
         self.failures = 0
 
-    def offer(self, value: str | None) -> None:
-        """Write ``value`` soon (after any write in flight), superseding unwritten ones."""
+    def offer(self, value: Any) -> None:
+        """Write ``value`` in its turn (after any write in flight), superseding unwritten ones."""
         self._pending = value
         self._failed = self._NOTHING
+        self._start()
+
+    def hurry(self) -> None:
+        """Start writing the newest unwritten value (a failed one included) now."""
+        if self._failed is not self._NOTHING and self._pending is self._NOTHING:
+            self._pending, self._failed = self._failed, self._NOTHING
+        if self._pending is not self._NOTHING:
+            self._hurry.set()
+            self._start()
+
+    def _start(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(
                 self._drain(), name="adk_live_resume handle store"
             )
 
     async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._pending is not self._NOTHING:
+            if self._last_start is not None and not self._hurry.is_set():
+                wait = self._last_start + self._interval - loop.time()
+                if wait > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._hurry.wait(), wait)
+            self._hurry.clear()
             value, self._pending = self._pending, self._NOTHING
+            self._last_start = loop.time()
             try:
                 await self._write(value)
             except Exception as error:
@@ -146,12 +187,7 @@ class LatestWriter:
 
         Returns whether it was; after ``timeout`` seconds the write in flight is cancelled.
         """
-        if self._failed is not self._NOTHING and self._pending is self._NOTHING:
-            self._pending, self._failed = self._failed, self._NOTHING
-            if self._task is None or self._task.done():
-                self._task = asyncio.get_running_loop().create_task(
-                    self._drain(), name="adk_live_resume handle store"
-                )
+        self.hurry()
         task = self._task
         if task is None:
             return True
@@ -168,8 +204,9 @@ class LatestWriter:
 class HandleKeeper:
     """The per-run link between the live loop and the places that keep its handle.
 
-    The loop calls :meth:`start` once (and resumes with :attr:`loaded` if it is set),
-    :meth:`observe` for every new good handle, :meth:`forget` when the handle died, and
+    The loop calls :meth:`start` once (and resumes with :attr:`loaded` if it is set, giving
+    the model :attr:`catch_up` once), :meth:`observe` for every new good handle,
+    :meth:`store_now` on a goAway or a drop, :meth:`forget` when the handle died, and
     :meth:`close` at the end of the run.
     """
 
@@ -185,6 +222,9 @@ class HandleKeeper:
         self._store = store
         #: The valid stored handle the run should resume with, if any.
         self.loaded: ResumeHandle | None = None
+        #: What the session holds after the point :attr:`loaded` covers: the model gets it
+        #: once, on the connection that resumes with :attr:`loaded`.
+        self.catch_up: CatchUp | None = None
 
     @classmethod
     def start(cls, ctx: Any, policy: ResumePolicy, *, agent_name: str) -> HandleKeeper:
@@ -195,10 +235,14 @@ class HandleKeeper:
         """
         store = None
         if policy.store_handle_in_session:
-            store = SessionHandleStore.for_context(ctx, agent_name=agent_name)
+            store = SessionHandleStore.for_context(
+                ctx, agent_name=agent_name, interval=policy.handle_store_interval
+            )
         keeper = cls(ctx.live_request_queue, ttl=policy.handle_ttl, store=store)
         if store is not None:
-            keeper.loaded = store.load(policy.handle_ttl)
+            loaded = store.load(policy.handle_ttl)
+            if loaded is not None:
+                keeper.loaded, keeper.catch_up = loaded
         return keeper
 
     def observe(self, handle: str) -> None:
@@ -209,12 +253,21 @@ class HandleKeeper:
         if self._store is not None:
             self._store.save(resume)
 
+    def store_now(self) -> None:
+        """The connection is going (goAway, a drop): store the newest handle without waiting
+        for ``handle_store_interval``."""
+        if self._store is not None:
+            self._store.hurry()
+
     def forget(self) -> None:
-        """The handle was refused or expired: stored, it would only be refused again."""
+        """The handle was refused or expired: stored, it would only be refused again (and
+        what came after it goes to the fresh session with the whole conversation)."""
+        self.catch_up = None
         if self._queue is not None:
             _by_queue.pop(self._queue, None)
         if self._store is not None:
             self._store.save(None)
+            self._store.hurry()
 
     async def close(self, timeout: float = 2.0) -> None:
         """Flush the newest handle to the session (bounded by ``timeout``)."""
@@ -225,81 +278,151 @@ class HandleKeeper:
 class SessionHandleStore:
     """Keeps one live session's sealed handle in its ADK session, via the session service."""
 
-    def __init__(self, ctx: Any, sealer: HandleSealer, owner: SessionKey, agent_name: str) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        sealer: HandleSealer,
+        owner: SessionKey,
+        agent_name: str,
+        *,
+        interval: float = 0.0,
+    ) -> None:
         self._ctx = ctx
         self._sealer = sealer
         self._owner = owner
         self._agent_name = agent_name
-        self._writer = LatestWriter(self._write, self._describe)
+        self._writer = LatestWriter(self._write, self._describe, interval=interval)
         self._offered = False
 
     @classmethod
-    def for_context(cls, ctx: Any, *, agent_name: str) -> SessionHandleStore:
+    def for_context(cls, ctx: Any, *, agent_name: str, interval: float = 0.0) -> SessionHandleStore:
         session = ctx.session
         owner = SessionKey(session.app_name, session.user_id, session.id)
-        return cls(ctx, HandleSealer.from_environment(), owner, agent_name)
+        sealer = HandleSealer.from_environment()
+        return cls(ctx, sealer, owner, agent_name, interval=interval)
 
-    def load(self, ttl: float) -> ResumeHandle | None:
-        """The stored handle if it opens for this session and is younger than ``ttl``."""
+    def load(self, ttl: float) -> tuple[ResumeHandle, CatchUp] | None:
+        """The stored handle and what the session holds after it, if the handle opens for
+        this session, is the newest this session stored, is younger than ``ttl``, and what
+        came after it can be given to the model (else ``None``, logged: a fresh start)."""
         token = self._ctx.session.state.get(STATE_KEY)
         if token is None:
             return None
+        session_id = self._owner.session_id
         try:
             sealed = self._sealer.open(token, self._owner)
         except StoredHandleError as error:
             logger.warning(
                 "session %s: ignoring the stored resumption handle (%s); starting a fresh"
                 " session with the conversation so far",
-                self._owner.session_id,
+                session_id,
                 error,
             )
             return None
         handle = sealed.handle
-        if sealed.agent_name != self._agent_name:
-            logger.info(
-                "session %s: the stored handle resumes agent %s's live session, not %s's;"
-                " starting a fresh session with the conversation so far",
-                self._owner.session_id,
-                sealed.agent_name,
-                self._agent_name,
+        newest = self._newest_stored(token)
+        if newest is not None and handle.issued_at < newest:
+            logger.warning(
+                "session %s: the stored resumption handle is older than one this session"
+                " stored before (%.0f s older): someone put an old token back into the"
+                " session's state; refused, starting a fresh session with the conversation so"
+                " far",
+                session_id,
+                newest - handle.issued_at,
             )
             return None
-        if not handle.is_valid(ttl):
+        why = self._unusable(sealed, ttl)
+        if why is not None:
             logger.info(
-                "session %s: stored handle %s is %.0f s old (limit %.0f s); starting a fresh"
-                " session with the conversation so far",
-                self._owner.session_id,
+                "session %s: %s; starting a fresh session with the conversation so far",
+                session_id,
+                why,
+            )
+            return None
+        assert sealed.covers is not None  # (checked by _unusable)
+        after = catch_up(self._ctx.session.events, sealed.covers, self._agent_name)
+        if after is None:
+            logger.info(
+                "session %s: what the session holds after stored handle %s cannot be given"
+                " back on resume (a tool call, speech, another agent, or its events are gone);"
+                " starting a fresh session with the conversation so far",
+                session_id,
                 redact(handle.handle),
-                handle.age(),
-                ttl,
             )
             return None
         logger.info(
-            "session %s: resuming with stored handle %s (%.0f s old)",
-            self._owner.session_id,
+            "session %s: resuming with stored handle %s (%.0f s old); %d finished and %d"
+            " unanswered turn(s) after it go to the model",
+            session_id,
             redact(handle.handle),
             handle.age(),
+            len(after.context),
+            len(after.unanswered),
         )
-        return handle
+        return handle, after
+
+    def _unusable(self, sealed: SealedHandle, ttl: float) -> str | None:
+        handle = sealed.handle
+        if sealed.agent_name != self._agent_name:
+            return (
+                f"the stored handle resumes agent {sealed.agent_name}'s live session, not"
+                f" {self._agent_name}'s"
+            )
+        if not handle.is_valid(ttl):
+            return (
+                f"stored handle {redact(handle.handle)} is {handle.age():.0f} s old"
+                f" (limit {ttl:.0f} s)"
+            )
+        if sealed.covers is None:
+            return (
+                "the stored handle does not say which session events it covers (an older"
+                " release stored it)"
+            )
+        return None
+
+    def _newest_stored(self, current: str) -> float | None:
+        """Issue time of the newest handle of this session among the tokens its events wrote
+        (other than ``current``); tokens that do not open are left out."""
+        newest: float | None = None
+        for event in self._ctx.session.events:
+            delta = getattr(getattr(event, "actions", None), "state_delta", None) or {}
+            token = delta.get(STATE_KEY)
+            if not isinstance(token, str) or token == current:
+                continue
+            try:
+                issued = self._sealer.open(token, self._owner).handle.issued_at
+            except StoredHandleError:
+                continue
+            newest = issued if newest is None else max(newest, issued)
+        return newest
 
     def save(self, handle: ResumeHandle | None) -> None:
-        """Store ``handle`` (``None``: no usable handle) soon; never blocks."""
+        """Store ``handle`` (``None``: no usable handle) in its turn; never blocks."""
         if handle is None and not self._offered and self._ctx.session.state.get(STATE_KEY) is None:
             return  # nothing stored to take back
         self._offered = True
-        token = None if handle is None else self._sealer.seal(handle, self._owner, self._agent_name)
-        self._writer.offer(token)
+        if handle is None:
+            self._writer.offer(None)
+        else:
+            self._writer.offer((handle, covered_event_id(self._ctx.session.events)))
+
+    def hurry(self) -> None:
+        self._writer.hurry()
 
     async def flush(self, timeout: float) -> bool:
         return await self._writer.flush(timeout)
 
-    def _describe(self, token: str | None) -> str:
-        return "<none>" if token is None else f"for session {self._owner.session_id}"
+    def _describe(self, value: tuple[ResumeHandle, str] | None) -> str:
+        return "<none>" if value is None else f"for session {self._owner.session_id}"
 
-    async def _write(self, token: str | None) -> None:
+    async def _write(self, value: tuple[ResumeHandle, str] | None) -> None:
         from google.adk.events.event import Event
         from google.adk.events.event_actions import EventActions
 
+        token = None
+        if value is not None:
+            handle, covers = value
+            token = self._sealer.seal(handle, self._owner, self._agent_name, covers)
         ctx = self._ctx
         event = Event(
             invocation_id=ctx.invocation_id,

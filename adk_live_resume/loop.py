@@ -67,6 +67,7 @@ from .errors import (
     SessionNotResumableError,
     classify,
 )
+from .handle_coverage import with_catch_up
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
 from .model_families import ends_turn_after_tool_call, takes_mid_session_content
@@ -366,10 +367,16 @@ class LiveRun:
         # -- handle store hook: handles go to events only if asked; a stored one resumes.
         self.pass_handles = asked is not None
         self.keeper = HandleKeeper.start(self.ctx, self.policy, agent_name=self.agent_name)
-        if not self.handles.handle and self.keeper.loaded is not None:
-            stored = self.keeper.loaded
-            self.handles = ResumptionState.starting_with(stored.handle)
-            self.handles.received_at = asyncio.get_running_loop().time() - stored.age()
+        stored, catch_up = self.keeper.loaded, self.keeper.catch_up
+        self.keeper.catch_up = None  # given only with the stored handle, once
+        if not self.handles.handle and stored is not None:
+            if catch_up and adk_compat.speaks_gemini_3_live(self.request.model):
+                # Gemini 3.x Live takes no client content mid-session (as in _handle_unusable)
+                logger.info("the session holds turns after the stored handle; starting fresh")
+            else:
+                self.handles = ResumptionState.starting_with(stored.handle)
+                self.handles.received_at = asyncio.get_running_loop().time() - stored.age()
+                self.keeper.catch_up = catch_up
         self.queue_guard = QueueGuard(self.ctx.live_request_queue)
         self.queue_guard.on_content(self._content_queued)
         self.queue_guard.on_withheld(self._withheld)
@@ -544,6 +551,7 @@ class LiveRun:
                     async for event in fresh:
                         yield event
                 return
+            self.keeper.store_now()  # a drop, a goAway move: the next worker may need it
             now = loop.time()
             if self.lost_at is None:
                 self.lost_at = watch.lost_at if watch.lost_at is not None else now
@@ -717,6 +725,8 @@ class LiveRun:
                 if handle:
                     self.tool_calls.on_resumed()
                     replay = self.outbox.take_replay(self.tool_calls.unknown_ids())
+                    replay = with_catch_up(self.keeper.catch_up, replay)  # (once: sent below)
+                    self.keeper.catch_up = None
                 else:
                     self.tool_calls.on_fresh_session(
                         answered_in_history=response_ids(self.request.contents or [])

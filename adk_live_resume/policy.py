@@ -132,6 +132,12 @@ class ResumePolicy:
     #: session's state (through the runner's session service), so the next ``run_live`` of
     #: that session, in this process or another worker, resumes with it while it is valid.
     store_handle_in_session: bool = False
+    #: With ``store_handle_in_session``: at most one store write per session per this many
+    #: seconds (the first goes at once), plus one on goAway, on a drop and at the run's end.
+    #: A handle stored this way says which session events it covers, so a worker that
+    #: resumes from an older one gives the model what came after it; every write is one
+    #: session event, so a larger interval means a smaller session. 0 writes every handle.
+    handle_store_interval: float = 30.0
     #: The first attempt after a drop waits ``uniform(0, first_attempt_jitter)`` seconds. Off
     #: (0) by default, so a lone drop reconnects at once; the process-wide pacer spreads a herd
     #: within one process. Set it (e.g. 1 s) when many processes serve sessions from one server
@@ -173,6 +179,7 @@ class ResumePolicy:
             "replay_audio_seconds",
             "max_utterance_seconds",
             "handle_ttl",
+            "handle_store_interval",
             "first_attempt_jitter",
             "process_reconnect_rate",
         ):

@@ -12,7 +12,8 @@ Rules:
   that, so the rule errs on the safe side). Its ``repr`` never shows the handle whole.
 * A stored handle is *sealed*: encrypted and authenticated (Fernet: AES-128-CBC + HMAC-SHA256)
   with a key only the app holds, together with the session it belongs to (app, user, session
-  id) and the agent whose live session it resumes. A token copied into another session,
+  id), the agent whose live session it resumes, and the id of the last session event it covers
+  (:mod:`adk_live_resume.handle_coverage`). A token copied into another session,
   altered, or sealed with an unknown key is refused with :class:`StoredHandleError`, never
   used; :attr:`SealedHandle.agent_name` says which agent may resume with it.
 * Keys come from ``ADK_LIVE_RESUME_HANDLE_KEY``: one or more Fernet keys separated by commas.
@@ -40,8 +41,9 @@ if TYPE_CHECKING:
 #: The environment variable that holds the sealing key(s).
 HANDLE_KEY_ENV = "ADK_LIVE_RESUME_HANDLE_KEY"
 
-#: Version of the sealed payload's layout.
-_FORMAT = 1
+#: Version of the sealed payload's layout (1: without the covered event; still opened).
+_FORMAT = 2
+_FORMATS = (1, 2)
 
 
 class HandleKeyError(LiveResumeError, ValueError):
@@ -93,6 +95,9 @@ class SealedHandle:
 
     handle: ResumeHandle
     agent_name: str
+    #: Id of the last session event the handle covers (``None``: a token of layout 1, which
+    #: did not say).
+    covers: str | None = None
 
 
 class HandleSealer:
@@ -123,8 +128,11 @@ class HandleSealer:
             raise HandleKeyError(_missing_key_message())
         return cls(keys)
 
-    def seal(self, handle: ResumeHandle, owner: SessionKey, agent_name: str) -> str:
-        """An opaque token holding ``handle`` of ``agent_name`` in session ``owner``.
+    def seal(
+        self, handle: ResumeHandle, owner: SessionKey, agent_name: str, covers: str = ""
+    ) -> str:
+        """An opaque token holding ``handle`` of ``agent_name`` in session ``owner``, which
+        covers the session's events up to the one with id ``covers`` ("": none).
 
         Safe to show to clients: without a key it reveals nothing and cannot be altered.
         """
@@ -134,6 +142,7 @@ class HandleSealer:
             "issued_at": handle.issued_at,
             "owner": owner.as_list(),
             "agent": agent_name,
+            "covers": covers,
         }
         return self._fernet.encrypt(json.dumps(payload).encode()).decode("ascii")
 
@@ -155,23 +164,26 @@ class HandleSealer:
             ) from None
         except ValueError:
             raise StoredHandleError("the stored handle's payload is not JSON") from None
-        if not isinstance(payload, dict) or payload.get("v") != _FORMAT:
+        if not isinstance(payload, dict) or payload.get("v") not in _FORMATS:
             raise StoredHandleError("the stored handle has an unknown layout")
         if payload.get("owner") != owner.as_list():
             raise StoredHandleError(
                 "the stored handle was sealed for another session: it was copied"
             )
         handle, issued_at = payload.get("handle"), payload.get("issued_at")
-        agent = payload.get("agent")
+        agent, covers = payload.get("agent"), payload.get("covers")
         if (
             not isinstance(handle, str)
             or not handle
             or isinstance(issued_at, bool)
             or not isinstance(issued_at, (int, float))
             or not isinstance(agent, str)
+            or (payload["v"] >= 2 and not isinstance(covers, str))
         ):
             raise StoredHandleError("the stored handle's payload is incomplete")
-        return SealedHandle(ResumeHandle(handle, float(issued_at)), agent)
+        return SealedHandle(
+            ResumeHandle(handle, float(issued_at)), agent, covers if payload["v"] >= 2 else None
+        )
 
 
 def _how_to_make_a_key() -> str:

@@ -21,13 +21,46 @@ It also exits when its stdin closes (the benchmark ended or died).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from adk_live_resume.testing import FakeLiveServer
+
+HERE = Path(__file__).resolve().parent
+
+
+@contextlib.contextmanager
+def running() -> Iterator[dict[str, Any]]:
+    """This server in a process of its own (for a benchmark); yields its hello line, parsed.
+    The process is stopped (its stdin closed, killed after 30 s) when the block ends."""
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "_scale_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        hello = server.stdout.readline()
+        if not hello:
+            raise RuntimeError("the fake server process did not start")
+        yield json.loads(hello)
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()  # the server exits when its stdin closes
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def raise_fd_limit() -> int:

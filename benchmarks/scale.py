@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _scale_server
 from common import check, finite, machine, markdown_table, output_dirs, parser, write_result
 
 HERE = Path(__file__).resolve().parent
@@ -39,17 +40,7 @@ GOAL_SESSIONS = 500
 
 def run_round(sessions: int, pacing: bool, gc_tuning: bool, timeout: float) -> dict[str, Any]:
     """One round in fresh processes: the server's and the sessions'."""
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "_scale_server.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        hello = server.stdout.readline()
-        if not hello:
-            raise RuntimeError("the fake server process did not start")
+    with _scale_server.running() as hello:
         client = subprocess.run(
             [
                 sys.executable,
@@ -61,20 +52,12 @@ def run_round(sessions: int, pacing: bool, gc_tuning: bool, timeout: float) -> d
                 "--gc-tuning",
                 "on" if gc_tuning else "off",
                 "--server",
-                hello.strip(),
+                json.dumps(hello),
             ],
             capture_output=True,
             text=True,
             timeout=timeout,
         )
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()  # the server exits when its stdin closes
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
     if client.returncode != 0:
         raise RuntimeError(
             f"the sessions process failed ({sessions} sessions, pacing {pacing}):\n"

@@ -160,3 +160,20 @@ def non_blocking(function: Callable[..., Any]) -> Any:
     else:  # 1.37 - 2.12: a response scheduling makes a tool NON_BLOCKING
         tool.response_scheduling = types.FunctionResponseScheduling.WHEN_IDLE
     return tool
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (skipped, saying why, where none runs)."""
+    from adk_live_resume.testing.postgres import PostgresUnavailable, ThrowawayPostgres
+
+    pytest.importorskip("asyncpg", reason="the PostgreSQL cases need asyncpg (the test extra)")
+    server = ThrowawayPostgres()
+    try:
+        server.start()
+    except PostgresUnavailable as error:
+        pytest.skip(f"no PostgreSQL server for the PostgreSQL cases: {error}")
+    try:
+        yield server
+    finally:
+        server.stop()

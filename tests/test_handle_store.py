@@ -6,6 +6,9 @@ No sockets here; the end-to-end behaviour is in ``tests/test_workers.py``.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -154,3 +157,85 @@ async def test_latest_writer_coalesces_never_reorders_and_retries_a_failure() ->
         writer.offer("e")
         assert not await writer.flush(timeout=0.05)  # a write that hangs is given up
         assert written == ["a", "c", "d"]
+
+
+async def test_latest_writer_writes_at_most_once_per_interval_unless_hurried() -> None:
+    async with asyncio.timeout(10):
+        written: list[str] = []
+
+        async def write(value: str) -> None:
+            written.append(value)
+
+        writer = LatestWriter(write, lambda v: "<v>", interval=0.5)
+        writer.offer("h1")
+        await asyncio.sleep(0.05)
+        assert written == ["h1"]  # the first goes at once
+        for value in ("h2", "h3", "h4"):
+            writer.offer(value)
+            await asyncio.sleep(0.02)
+        assert written == ["h1"]  # the others wait for the interval, coalesced
+        await asyncio.sleep(0.6)
+        assert written == ["h1", "h4"]
+        writer.offer("h5")
+        writer.hurry()  # a goAway, a drop: at once
+        await asyncio.sleep(0.05)
+        assert written == ["h1", "h4", "h5"]
+        writer.offer("h6")
+        assert await writer.flush(timeout=2)  # the end of the run: at once
+        assert written == ["h1", "h4", "h5", "h6"] and writer.written == 4
+
+
+def test_a_sealed_handle_says_what_it_covers_and_older_tokens_still_open() -> None:
+    import json
+
+    key = Fernet.generate_key()
+    sealer = HandleSealer([key])
+    token = sealer.seal(ResumeHandle(HANDLE, 5.0), OWNER, "voice", "event-7")
+    assert sealer.open(token, OWNER).covers == "event-7"
+    assert sealer.open(sealer.seal(ResumeHandle(HANDLE, 5.0), OWNER, "voice"), OWNER).covers == ""
+    layout_1 = {"v": 1, "handle": HANDLE, "issued_at": 5.0, "owner": OWNER.as_list(), "agent": "v"}
+    old = Fernet(key).encrypt(json.dumps(layout_1).encode()).decode()
+    assert sealer.open(old, OWNER).covers is None  # said nothing: a fresh start, not a guess
+
+
+def _session_with_tokens(tokens: list[str], current: str) -> Any:
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+    from google.adk.sessions.session import Session
+
+    from adk_live_resume.handle_store import STATE_KEY
+
+    events = [
+        Event(author="voice", actions=EventActions(state_delta={STATE_KEY: token}))
+        for token in tokens
+    ]
+    return Session(
+        id=OWNER.session_id,
+        app_name=OWNER.app_name,
+        user_id=OWNER.user_id,
+        state={STATE_KEY: current},
+        events=events,
+    )
+
+
+def test_a_token_older_than_the_newest_this_session_stored_is_refused_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from types import SimpleNamespace
+
+    from adk_live_resume.handle_store import SessionHandleStore
+
+    sealer = HandleSealer([Fernet.generate_key()])
+    old = sealer.seal(ResumeHandle("h-old-handle-000", time.time() - 60), OWNER, "voice")
+    new = sealer.seal(ResumeHandle("h-new-handle-111", time.time() - 1), OWNER, "voice")
+    # a client writes the old token back (ADK 2.x /run_live state_delta): a rollback
+    ctx = SimpleNamespace(session=_session_with_tokens([old, new, old], current=old))
+    store = SessionHandleStore(ctx, sealer, OWNER, "voice")
+    with caplog.at_level(logging.WARNING, logger="adk_live_resume.handle_store"):
+        assert store.load(ttl=3600) is None
+    assert "older than one this session stored" in caplog.text
+    assert "h-old-handle" not in caplog.text and "h-new-handle" not in caplog.text
+    # the newest token itself is used, with what came after it
+    ctx = SimpleNamespace(session=_session_with_tokens([old, new], current=new))
+    loaded = SessionHandleStore(ctx, sealer, OWNER, "voice").load(ttl=3600)
+    assert loaded is not None and loaded[0].handle == "h-new-handle-111"

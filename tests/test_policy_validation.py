@@ -58,6 +58,7 @@ def test_ints_are_fine_for_floats() -> None:
         ({"close_timeout": 0}, "close_timeout must be > 0"),
         ({"max_reconnects_per_minute": 0}, "max_reconnects_per_minute must be >= 1"),
         ({"handle_ttl": -1}, "handle_ttl must be >= 0"),
+        ({"handle_store_interval": -1}, "handle_store_interval must be >= 0"),
     ],
 )
 def test_senseless_values_are_value_errors(changes: dict[str, object], message: str) -> None:

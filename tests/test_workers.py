@@ -19,6 +19,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import HandleKeyError, ReconnectInfo, ResumePolicy
+from adk_live_resume.handle_coverage import CatchUp, catch_up
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer, Fault
@@ -50,16 +51,27 @@ def _text_config(*, resumption: bool) -> Any:
     )
 
 
-def _database(kind: str, path: Path) -> Any:
-    """ADK's session service ``kind`` on the SQLite file ``path`` (one per worker)."""
+def _database(kind: str, where: Path | str) -> Any:
+    """ADK's session service ``kind`` on the SQLite file (or PostgreSQL URL) ``where`` (one
+    per worker)."""
     if kind == "sqlite":
         from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-        return SqliteSessionService(db_path=str(path))
+        return SqliteSessionService(db_path=str(where))
     pytest.importorskip("sqlalchemy", reason="DatabaseSessionService needs sqlalchemy")
     from google.adk.sessions import DatabaseSessionService
 
-    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+    if kind == "postgresql":
+        return DatabaseSessionService(db_url=str(where))
+    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{where}")
+
+
+@pytest.fixture
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where the workers of the test keep sessions, per its ``kind`` parameter."""
+    if request.node.callspec.params["kind"] == "postgresql":
+        return str(request.getfixturevalue("postgres").create_database("workers"))
+    return tmp_path / "sessions.db"
 
 
 async def _start(runner: Any, session: Any, run_config: Any) -> LiveDriver:
@@ -69,6 +81,18 @@ async def _start(runner: Any, session: Any, run_config: Any) -> LiveDriver:
     driver = LiveDriver(runner, session, LiveRequestQueue(), run_config)
     driver._task = asyncio.create_task(driver._consume(session.user_id), name="LiveDriver.run_live")
     return driver
+
+
+async def _move(live_a: LiveDriver, worker_b: Any, run_config: Any) -> LiveDriver:
+    """Worker A's run ends (cancelled: its client is gone); the session goes on on worker B,
+    read from B's session service."""
+    live_a.task.cancel()
+    await asyncio.wait({live_a.task}, timeout=5)
+    session = live_a.session
+    session_b = await worker_b.session_service.get_session(
+        app_name=session.app_name, user_id=session.user_id, session_id=session.id
+    )
+    return await _start(worker_b, session_b, run_config)
 
 
 async def _stored_token(service: Any, session: Any, *, changed_from: object = None) -> str:
@@ -159,14 +183,13 @@ async def test_go_away_rotates_at_a_safe_point_when_handles_are_kept_from_adk() 
 # ---- resume across workers --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["database", "sqlite"])
+@pytest.mark.parametrize("kind", ["database", "sqlite", "postgresql"])
 async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
-    tmp_path: Path, handle_key: str, kind: str
+    database: Path | str, handle_key: str, kind: str
 ) -> None:
     from google.adk.runners import Runner
 
     adk_live_resume.install(STORE)
-    database = tmp_path / "sessions.db"
     async with asyncio.timeout(45), FakeLiveServer() as server:
         agent = LlmAgent(name="assistant", model=server.gemini())
         worker_a = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
@@ -180,13 +203,7 @@ async def test_a_second_worker_resumes_from_the_handle_the_first_stored(
         newest = server.handles_issued()[-1]
         owner = SessionKey(APP, USER, session.id)
         assert HandleSealer.from_environment().open(token, owner).handle.handle == newest
-        live_a.task.cancel()  # worker A goes away mid-conversation
-        await asyncio.wait({live_a.task}, timeout=5)
-
-        session_b = await worker_b.session_service.get_session(
-            app_name=APP, user_id=USER, session_id=session.id
-        )
-        live_b = await _start(worker_b, session_b, config)
+        live_b = await _move(live_a, worker_b, config)  # worker A goes away mid-conversation
         assert await live_b.say("what did I say first?") == "you first said: my name is Ada"
         await live_b.close()
         second = server.connections[1]
@@ -308,3 +325,113 @@ async def test_an_app_reads_the_current_handle_and_starts_a_run_from_it() -> Non
         assert second.resume_handle == kept.handle and second.resumed
         assert second.history_sends == 0
     assert json.dumps(repr(kept)).count(kept.handle) == 0
+
+
+# ---- bounded writes, rollback ------------------------------------------------------------------
+
+
+def _handle_writes(session: Any) -> int:
+    return sum(1 for event in session.events if STATE_KEY in (event.actions.state_delta or {}))
+
+
+@pytest.mark.parametrize("kind", ["database", "postgresql"])
+async def test_thirty_turns_add_at_most_three_session_events(
+    database: Path | str, handle_key: str, kind: str
+) -> None:
+    adk_live_resume.install(STORE)  # handle_store_interval: the default 30 s
+    async with asyncio.timeout(50), FakeLiveServer(chunk_delay=0.0) as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        service = _database(kind, database)
+        config = _text_config(resumption=False)
+        async with await LiveDriver.start(
+            agent, run_config=config, session_service=service
+        ) as live:
+            for turn in range(30):
+                assert await live.say(f"turn {turn}") == f"echo: turn {turn}"
+            await live.close()
+        stored = await service.get_session(
+            app_name=live.session.app_name, user_id=live.session.user_id, session_id=live.session.id
+        )
+    assert len(server.handles_issued()) >= 30
+    assert _handle_writes(stored) <= 3  # the first handle, the run's end
+    # the newest handle is the one stored, and it covers the whole conversation
+    owner = SessionKey(stored.app_name, stored.user_id, stored.id)
+    sealed = HandleSealer.from_environment().open(stored.state[STATE_KEY], owner)
+    assert sealed.handle.handle == server.handles_issued()[-1]
+    assert catch_up(stored.events, sealed.covers or "", "assistant") == CatchUp()
+
+
+async def test_an_old_token_put_back_by_a_client_is_refused(handle_key: str) -> None:
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+
+    adk_live_resume.install(STORE)
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        config = _text_config(resumption=False)
+        async with await LiveDriver.start(agent, run_config=config) as first:
+            assert await first.say("my name is Ada") == "echo: my name is Ada"
+            old = await _stored_token(first.runner.session_service, first.session)
+            await first.close()
+        service, session = first.runner.session_service, first.session
+
+        async def latest() -> Any:
+            return await service.get_session(
+                app_name=session.app_name, user_id=session.user_id, session_id=session.id
+            )
+
+        second = await _start(first.runner, await latest(), config)
+        async with second:
+            assert await second.say("I live in Paris") == "echo: I live in Paris"
+            await second.close()
+        assert (await latest()).state[STATE_KEY] != old
+        # a client that may write state (ADK 2.x /run_live state_delta) puts the old one back
+        planted = Event(author="user", actions=EventActions(state_delta={STATE_KEY: old}))
+        await service.append_event(await latest(), planted)
+        third = await _start(first.runner, await latest(), config)
+        async with third:
+            assert await third.say("recall") == "you said: my name is Ada | I live in Paris"
+            await third.close()
+        assert server.connections[-1].resume_handle is None  # a fresh start, not a rollback
+
+
+@pytest.mark.parametrize("model", ["gemini-live-fake", "gemini-3.1-flash-live-preview"])
+@pytest.mark.parametrize("kind", ["database", "postgresql"])
+async def test_a_worker_that_dies_before_writing_its_newest_handle_loses_nothing(
+    database: Path | str, handle_key: str, kind: str, model: str
+) -> None:
+    """A's newest handle waits for handle_store_interval when A dies (its session service
+    goes with it): B resumes from the older stored handle and gives the model the exchange
+    after it as context; on Gemini 3.x Live (no client content mid-session) B starts one
+    fresh session with the whole conversation instead."""
+    from google.adk.runners import Runner
+
+    from adk_live_resume.adk_compat import speaks_gemini_3_live
+
+    if "gemini-3" in model and not speaks_gemini_3_live(model):
+        pytest.skip("this ADK release does not speak the Gemini 3.x Live dialect")
+    adk_live_resume.install(STORE.replace(handle_store_interval=600))
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini(model))
+        worker_a = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        worker_b = Runner(agent=agent, app_name=APP, session_service=_database(kind, database))
+        session = await worker_a.session_service.create_session(app_name=APP, user_id=USER)
+        config = _text_config(resumption=False)
+        live_a = await _start(worker_a, session, config)
+        assert await live_a.say("my name is Ada") == "echo: my name is Ada"
+        await _stored_token(worker_b.session_service, session)
+        assert await live_a.say("I live in Paris") == "echo: I live in Paris"
+
+        async def gone(*args: Any, **kwargs: Any) -> None:
+            raise ConnectionError("worker A is gone")
+
+        worker_a.session_service.append_event = gone  # type: ignore[method-assign]
+        live_b = await _move(live_a, worker_b, config)
+        assert await live_b.say("recall") == "you said: my name is Ada | I live in Paris"
+        await live_b.close()
+        last = server.connections[-1]
+        if model == "gemini-live-fake":
+            assert last.resumed and last.resume_handle == server.connections[0].handles_issued[0]
+        else:
+            assert not last.resumed and last.resume_handle is None and last.history_sends == 1
+        assert server.duplicate_history_sends() == 0

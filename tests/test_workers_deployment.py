@@ -1,8 +1,8 @@
 """Several workers, as deployed: two ``adk api_server`` processes started through our launcher
-share one ``DatabaseSessionService`` on SQLite; a websocket client talks to worker A on
-``/run_live``, A is killed with SIGKILL mid-conversation, and the client reconnects to worker B
-with the same session id. The fake Gemini Live server (in this process, real TLS on 127.0.0.1)
-says what B did.
+share one ``DatabaseSessionService`` (on SQLite, and on a throwaway PostgreSQL); a websocket
+client talks to worker A on ``/run_live``, A is killed with SIGKILL mid-conversation, and the
+client reconnects to worker B with the same session id. The fake Gemini Live server (in this
+process, real TLS on 127.0.0.1) says what B did.
 
 Every subprocess is killed in a ``finally``; each step has a hard timeout.
 """
@@ -22,8 +22,14 @@ from cryptography.fernet import Fernet
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionKey
 from adk_live_resume.testing import FakeLiveServer
-
-from .adk_processes import AdkProcess, LiveClient, connect_live, http, ready, start_adk
+from adk_live_resume.testing.handles import HandleSchedule
+from adk_live_resume.testing.workers import (
+    ApiWorker,
+    RunLiveClient,
+    http_json,
+    start_api_worker,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -44,25 +50,41 @@ AGENT = textwrap.dedent(
 
 
 def _start_worker(
-    name: str, tmp: Path, server: FakeLiveServer, db: Path, extra: dict[str, str]
-) -> AdkProcess:
-    session_db = ("--session_service_uri", f"sqlite+aiosqlite:///{db}")  # shared, on SQLite
-    return start_adk(name, tmp, tmp / "agents", server, args=session_db, extra_env=extra)
+    name: str, tmp: Path, server: FakeLiveServer, db: str, extra: dict[str, str]
+) -> ApiWorker:
+    return start_api_worker(
+        name, cwd=tmp, agents_dir=tmp / "agents", server=server, session_uri=db, extra_env=extra
+    )
+
+
+_ready = wait_ready
+_http = http_json
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def session_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The workers' ``--session_service_uri``: a SQLite file, or a throwaway PostgreSQL."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres").create_database("deployment"))
+    return f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"
 
 
 @pytest.fixture
-async def deployment(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
-    """The fake server, the agents dir, the key; workers are started by the test."""
+async def deployment(
+    request: pytest.FixtureRequest, tmp_path: Path, session_db: str
+) -> AsyncIterator[dict[str, Any]]:
+    """The fake server (its settings from an indirect parameter, if any), the agents dir,
+    the key; workers are started by the test."""
     (tmp_path / "agents" / APP).mkdir(parents=True)
     (tmp_path / "agents" / APP / "__init__.py").write_text("from . import agent\n")
     (tmp_path / "agents" / APP / "agent.py").write_text(AGENT)
-    workers: list[AdkProcess] = []
-    async with FakeLiveServer() as server:
+    workers: list[ApiWorker] = []
+    async with FakeLiveServer(**getattr(request, "param", {})) as server:
         try:
             yield {
                 "server": server,
                 "tmp": tmp_path,
-                "db": tmp_path / "sessions.db",
+                "db": session_db,
                 "key": Fernet.generate_key().decode(),
                 "workers": workers,
             }
@@ -71,19 +93,19 @@ async def deployment(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
                 worker.kill()
 
 
-async def _connect(worker: AdkProcess, session_id: str) -> Any:
-    return await connect_live(worker, APP, USER, session_id)
+async def _connect(worker: ApiWorker, session_id: str) -> RunLiveClient:
+    return await RunLiveClient.connect(worker, app=APP, user=USER, session_id=session_id)
 
 
 async def _stored_handle(
-    worker: AdkProcess, session_id: str, key: str, timeout: float = 20.0
+    worker: ApiWorker, session_id: str, key: str, timeout: float = 20.0
 ) -> str:
     """The handle sealed in the session's state, read through the worker's public API."""
     owner = SessionKey(APP, USER, session_id)
     url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
     async with asyncio.timeout(timeout):
         while True:
-            token = (await http("GET", url)).get("state", {}).get(STATE_KEY)
+            token = (await _http("GET", url)).get("state", {}).get(STATE_KEY)
             if token:
                 return HandleSealer([key]).open(token, owner).handle.handle
             await asyncio.sleep(0.1)
@@ -103,23 +125,22 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
     deployment["workers"].append(a)
     b = _start_worker("b", deployment["tmp"], server, deployment["db"], b_extra)
     deployment["workers"].append(b)
-    await asyncio.gather(ready(a), ready(b))
+    await asyncio.gather(_ready(a), _ready(b))
 
-    session = await http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {})
+    session = await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {})
     session_id = session["id"]
     async with asyncio.timeout(100):
-        websocket = await _connect(a, session_id)
-        client_a = LiveClient(websocket)
+        client_a = await _connect(a, session_id)
         assert await client_a.say("my name is Ada") == "echo: my name is Ada"
         handle_a = await _stored_handle(b, session_id, key)  # B can read it from the database
         assert handle_a == server.handles_issued()[-1]
         a.kill()  # SIGKILL mid-conversation: the browser's socket to A dies with it
-        await websocket.close()
+        await client_a.websocket.close()
         if case == "expired":
             await asyncio.sleep(1.0)
 
-        async with await _connect(b, session_id) as websocket_b:
-            client_b = LiveClient(websocket_b)
+        client_b = await _connect(b, session_id)
+        async with client_b.websocket:
             assert await client_b.say("what did I say first?") == "you first said: my name is Ada"
         last = server.connections[-1]
         if case == "resume":
@@ -130,9 +151,72 @@ async def test_worker_b_resumes_the_conversation_of_killed_worker_a(
             assert last.history_sends == 1 and server.duplicate_history_sends() == 0
         # handles stay server-side: never in an event, never in what the session API returns
         seen = json.dumps(
-            await http("GET", f"{b.http}/apps/{APP}/users/{USER}/sessions/{session_id}")
+            await _http("GET", f"{b.http}/apps/{APP}/users/{USER}/sessions/{session_id}")
         )
         for handle in server.handles_issued():
             assert handle not in seen
             assert not any(handle in frame for frame in client_a.raw + client_b.raw)
+        assert b.proc.poll() is None, b.tail()
+
+
+async def _session_holds(worker: ApiWorker, session_id: str, text: str) -> None:
+    """Wait until the session (read through ``worker``'s API) holds a user turn ``text``."""
+    url = f"{worker.http}/apps/{APP}/users/{USER}/sessions/{session_id}"
+    async with asyncio.timeout(20):
+        while True:
+            events = (await _http("GET", url)).get("events", [])
+            said = [
+                part.get("text")
+                for event in events
+                if event.get("author") == "user"
+                for part in (event.get("content") or {}).get("parts") or []
+            ]
+            if text in said:
+                return
+            await asyncio.sleep(0.05)
+
+
+SLOW_LATE = {"chunk_delay": 0.4, "handle_schedule": HandleSchedule(turn_handle_late=True)}
+
+
+@pytest.mark.parametrize("deployment", [SLOW_LATE], indirect=True, ids=["late-handles"])
+@pytest.mark.parametrize("when", ["mid-answer", "after-answer"])
+async def test_nothing_the_session_holds_is_lost_when_a_worker_dies_mid_turn(
+    deployment: dict[str, Any], when: str
+) -> None:
+    """The stored handle is one turn old when A dies (its server sends a turn's handle only
+    with the next client message, as a handle can cross a turn on a real network): B gives
+    the model what the session holds after it, once."""
+    server: FakeLiveServer = deployment["server"]
+    key: str = deployment["key"]
+    common = {"ADK_LIVE_RESUME_STORE_HANDLE_IN_SESSION": "true", HANDLE_KEY_ENV: key}
+    a = _start_worker("a", deployment["tmp"], server, deployment["db"], common)
+    b = _start_worker("b", deployment["tmp"], server, deployment["db"], common)
+    deployment["workers"] += [a, b]
+    await asyncio.gather(_ready(a), _ready(b))
+    session_id = (await _http("POST", f"{a.http}/apps/{APP}/users/{USER}/sessions", {}))["id"]
+    async with asyncio.timeout(100):
+        client_a = await _connect(a, session_id)
+        assert await client_a.say("my name is Ada") == "echo: my name is Ada"
+        if when == "mid-answer":
+            await client_a.send_text("I live in Paris")
+            await _session_holds(b, session_id, "I live in Paris")
+        else:
+            assert await client_a.say("I live in Paris") == "echo: I live in Paris"
+        stored = await _stored_handle(b, session_id, key)
+        assert stored == server.handles_issued()[0]  # the handle from before Paris
+        a.kill()
+        await client_a.websocket.close()
+
+        client_b = await _connect(b, session_id)
+        async with client_b.websocket:
+            if when == "mid-answer":  # B answers the turn A never did, unasked
+                assert await client_b.next_answer() == "echo: I live in Paris"
+            recalled = await client_b.say("recall")
+        assert recalled == "you said: my name is Ada | I live in Paris"
+        last = server.connections[-1]
+        assert last.resumed and last.resume_handle == stored
+        # the finished exchange goes back once, as context; an unanswered turn as a turn
+        assert last.history_sends == (1 if when == "after-answer" else 0)
+        assert server.duplicate_history_sends() == 0
         assert b.proc.poll() is None, b.tail()

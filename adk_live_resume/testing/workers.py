@@ -1,0 +1,190 @@
+"""``adk api_server`` workers under the launcher, as deployed, for tests and benchmarks.
+
+:func:`start_api_worker` starts ``python -m adk_live_resume adk api_server`` (the launcher) on
+a free port of 127.0.0.1, talking to a fake Live server (its ``base_url`` and ``cert_path``),
+with the sessions at ``--session_service_uri``. The worker imports the same
+``adk_live_resume`` as the caller (its checkout goes first on ``PYTHONPATH``), never reads the
+caller's ``ADK_LIVE_RESUME_*`` or Google credentials, and runs in a process group of its own,
+so :meth:`ApiWorker.kill` (SIGKILL) leaves no survivor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import adk_live_resume
+
+from .client_config import _ServerAddress, environment_variables
+
+__all__ = [
+    "ApiWorker",
+    "RunLiveClient",
+    "free_port",
+    "http_json",
+    "start_api_worker",
+    "wait_ready",
+]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class ApiWorker:
+    """One ``adk api_server`` process."""
+
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (no survivor) and reap it."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+def _request(method: str, url: str, body: object = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+async def http_json(method: str, url: str, body: object = None) -> Any:
+    """An HTTP request with a JSON body and answer (in a thread: never blocks the loop)."""
+    return await asyncio.to_thread(_request, method, url, body)
+
+
+def start_api_worker(
+    name: str,
+    *,
+    cwd: Path,
+    agents_dir: Path,
+    server: _ServerAddress,
+    session_uri: str,
+    extra_env: dict[str, str] | None = None,
+) -> ApiWorker:
+    """Start one worker; its output goes to ``<cwd>/worker-<name>.log``."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
+    for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
+        env.pop(removed, None)
+    # the worker imports the adk_live_resume the caller imported (not another checkout's)
+    env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
+    env.update(environment_variables(server))
+    env.update(extra_env or {})
+    log = cwd / f"worker-{name}.log"
+    command = [sys.executable, "-W", "ignore", "-m", "adk_live_resume", "adk", "api_server"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--no-reload"]
+    command += ["--session_service_uri", session_uri, str(agents_dir)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return ApiWorker(name, port, proc, log)
+
+
+async def wait_ready(worker: ApiWorker, timeout: float = 90.0) -> None:
+    """Wait until ``worker`` serves HTTP; raises ``AssertionError`` with its log if it exits
+    or does not serve within ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        if worker.proc.poll() is not None:
+            raise AssertionError(f"worker {worker.name} exited:\n{worker.tail()}")
+        try:
+            await http_json("GET", f"{worker.http}/list-apps")
+            return
+        except (OSError, urllib.error.URLError) as error:
+            if asyncio.get_running_loop().time() > deadline:
+                message = f"worker {worker.name} never served:\n{worker.tail()}"
+                raise AssertionError(message) from error
+            await asyncio.sleep(0.25)
+
+
+class RunLiveClient:
+    """A browser stand-in on a worker's ``/run_live``: typed turns in, every frame kept
+    (:attr:`raw`), every finished model answer in order (:attr:`answers`)."""
+
+    def __init__(self, websocket: Any) -> None:
+        self.websocket = websocket
+        self.raw: list[str] = []
+        self.answers: list[str] = []
+        self._read = 0
+        self._pieces: list[str] = []
+
+    @classmethod
+    async def connect(
+        cls, worker: ApiWorker, *, app: str, user: str, session_id: str, timeout: float = 60.0
+    ) -> RunLiveClient:
+        from websockets.asyncio.client import connect
+
+        url = (
+            f"ws://127.0.0.1:{worker.port}/run_live?app_name={app}&user_id={user}"
+            f"&session_id={session_id}&modalities=TEXT"
+        )
+        return cls(await connect(url, open_timeout=timeout, proxy=None))
+
+    async def send_text(self, text: str) -> None:
+        message = {"content": {"role": "user", "parts": [{"text": text}]}}
+        await self.websocket.send(json.dumps(message))
+
+    async def say(self, text: str, want: Any = None, timeout: float = 30.0) -> str:
+        """Send ``text``; the next finished answer (that satisfies ``want``, if given)."""
+        await self.send_text(text)
+        return await self.next_answer(want, timeout)
+
+    async def next_answer(self, want: Any = None, timeout: float = 30.0) -> str:
+        """The next finished answer not returned before (answers that do not satisfy
+        ``want`` are passed over, and stay in :attr:`answers`)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                while self._read < len(self.answers):
+                    text = self.answers[self._read]
+                    self._read += 1
+                    if want is None or want(text):
+                        return text
+                frame = await self.websocket.recv()
+                self.raw.append(frame)
+                event = json.loads(frame)
+                parts = (event.get("content") or {}).get("parts") or []
+                if not event.get("partial"):
+                    self._pieces.extend(p["text"] for p in parts if p.get("text"))
+                if event.get("turnComplete") and self._pieces:
+                    self.answers.append("".join(self._pieces))
+                    self._pieces = []
+
+    async def closed(self, timeout: float) -> None:
+        """Wait until the worker's end of the socket is gone."""
+        from websockets.exceptions import ConnectionClosed
+
+        async with asyncio.timeout(timeout):
+            try:
+                while True:
+                    self.raw.append(await self.websocket.recv())
+            except ConnectionClosed:
+                return

@@ -1,0 +1,118 @@
+"""The pure rule of what a stored handle covers of the ADK session and what comes after it.
+
+No sockets; the end-to-end behaviour (workers killed mid-turn) is in ``tests/test_workers.py``
+and ``tests/test_workers_deployment.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.genai import types
+
+from adk_live_resume.handle_coverage import (
+    START,
+    CatchUp,
+    catch_up,
+    covered_event_id,
+    with_catch_up,
+)
+from adk_live_resume.outbox import ClientMessage, Replay
+
+AGENT = "voice"
+
+
+def _event(author: str, text: str | None = None, **content: Any) -> Event:
+    parts = [types.Part(text=text)] if text is not None else []
+    if content:
+        parts.append(types.Part(**content))
+    return Event(
+        author=author,
+        content=types.Content(role="user" if author == "user" else "model", parts=parts)
+        if parts
+        else None,
+    )
+
+
+def _state() -> Event:
+    return Event(author=AGENT, actions=EventActions(state_delta={"k": "v"}))
+
+
+def test_a_handle_covers_up_to_the_answer_not_the_user_turns_after_it() -> None:
+    ada, echo, done = _event("user", "my name is Ada"), _event(AGENT, "echo: Ada"), _state()
+    paris = _event("user", "I live in Paris")
+    assert covered_event_id([]) == START
+    assert covered_event_id([ada]) == START  # only an unanswered turn
+    assert covered_event_id([ada, echo, done]) == done.id
+    assert covered_event_id([ada, echo, done, paris]) == done.id
+    assert covered_event_id([ada, echo, done, paris, _state()]) == done.id
+
+
+def test_what_comes_after_the_covered_event_splits_at_the_model_s_last_turn() -> None:
+    events = [
+        _event("user", "my name is Ada"),
+        _event(AGENT, "echo: my name is Ada"),
+        _state(),
+        _event("user", "I live in Paris"),
+        _event(AGENT, "echo: I live in Paris"),
+        _state(),
+        _event("user", "and I like tea"),
+        _event("user", "recall"),
+    ]
+    after = catch_up(events, events[2].id, AGENT)
+    assert after == CatchUp(
+        context=[("user", "I live in Paris"), ("model", "echo: I live in Paris")],
+        unanswered=["and I like tea", "recall"],
+    )
+    assert catch_up(events, events[-1].id, AGENT) == CatchUp()
+    assert not catch_up(events, events[-1].id, AGENT)
+    everything = catch_up(events, START, AGENT)
+    assert everything is not None and len(everything.context) == 4
+
+
+def test_partial_events_and_thoughts_are_not_turns() -> None:
+    partial = _event(AGENT, "echo: my na")
+    partial.partial = True
+    thought = _event(AGENT, "echo: hi")
+    assert thought.content is not None
+    thought.content.parts.insert(0, types.Part(text="thinking...", thought=True))
+    events = [_state(), _event("user", "hi"), partial, thought]
+    assert catch_up(events, events[0].id, AGENT) == CatchUp(
+        context=[("user", "hi"), ("model", "echo: hi")]
+    )
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        _event(AGENT, function_call=types.FunctionCall(name="f", args={})),
+        _event("user", function_response=types.FunctionResponse(name="f", response={})),
+        _event("user", inline_data=types.Blob(mime_type="audio/pcm", data=b"\0\0")),
+        _event("other_agent", "I am someone else"),
+        Event(author="user", input_transcription=types.Transcription(text="hi", finished=True)),
+    ],
+    ids=["call", "response", "audio", "other-agent", "transcription"],
+)
+def test_what_cannot_be_told_as_text_turns_asks_for_a_fresh_start(after: Event) -> None:
+    covered = _state()
+    assert catch_up([covered, _event("user", "hi"), after], covered.id, AGENT) is None
+
+
+def test_a_covered_event_the_session_does_not_hold_asks_for_a_fresh_start() -> None:
+    assert catch_up([_event("user", "hi")], "gone-event-id", AGENT) is None
+
+
+def test_the_catch_up_goes_before_the_replay_context_first_then_the_unanswered_turn() -> None:
+    own = ClientMessage(1, "send_realtime_input", {"text": "later"})
+    replay = Replay(context=[("user", "x"), ("model", "y")], messages=[own])
+    after = CatchUp(context=[("user", "a"), ("model", "b")], unanswered=["c"])
+    joined = with_catch_up(after, replay)
+    assert joined.context == [("user", "a"), ("model", "b"), ("user", "x"), ("model", "y")]
+    first, second = joined.messages
+    assert second is own and first.method == "send_client_content"
+    assert first.kwargs["turn_complete"] is True
+    assert [c.parts[0].text for c in first.kwargs["turns"]] == ["c"]
+    assert with_catch_up(None, replay) is replay and with_catch_up(CatchUp(), replay) is replay
