@@ -740,14 +740,7 @@ class LiveRun:
                         fragments=self.outbox.transcript_fragments,
                     )
                     replay = self.outbox.take_audio(utterance_in_history=in_history)
-                if not handle and history:
-                    self.history_sends += 1
-                    watch.sending_history = True  # the session's state from its start on
-                    try:
-                        await connection.send_history(history)
-                    finally:
-                        watch.sending_history = False
-                await self._replay(watch.tap, replay)
+                await self._replay(watch, replay, history=(connection, history))
                 if replay.dropped_audio_ms:
                     logger.warning(
                         "%.0f ms of voiced user audio sent before the drop left the replay"
@@ -964,11 +957,15 @@ class LiveRun:
         if outcome.drop is None:
             outcome.drop = _ENDED
 
-    async def _replay(self, tap: SessionTap, replay: Replay) -> None:
-        """Send ``replay`` on a new connection; what is not sent stays in the outbox.
+    async def _replay(
+        self, watch: ConnectionWatch, replay: Replay, *, history: tuple[Any, list[Any]]
+    ) -> None:
+        """Send a fresh session's ``history`` (``(connection, contents)``; none for a resumed
+        one), then ``replay``, on a new connection; what is not sent stays in the outbox.
 
         Each message is recorded again as it is sent (the new connection may drop too), and
-        if sending fails midway the rest is recorded unsent, so a later connection gets it.
+        if sending fails midway (the history included) the rest is recorded unsent, so a
+        later connection gets it.
         """
         logger.debug(
             "replaying %d context turn(s) and %d message(s): %s",
@@ -981,13 +978,22 @@ class LiveRun:
             turns = replay.context_contents()
             pending.append(("send_client_content", {"turns": turns, "turn_complete": False}))
         pending.extend((m.method, dict(m.kwargs)) for m in replay.messages)
-        for position, (method, kwargs) in enumerate(pending):
-            try:
-                await tap.replay(method, kwargs)
-            except BaseException:
-                for later_method, later_kwargs in pending[position + 1 :]:
-                    self.outbox.record(later_method, later_kwargs)
-                raise
+        connection, contents = history
+        position = -1
+        try:
+            if contents:
+                self.history_sends += 1
+                watch.sending_history = True  # the session's state from its start on
+                try:
+                    await connection.send_history(contents)
+                finally:
+                    watch.sending_history = False
+            for position, (method, kwargs) in enumerate(pending):
+                await watch.tap.replay(method, kwargs)
+        except BaseException:
+            for later_method, later_kwargs in pending[position + 1 :]:
+                self.outbox.record(later_method, later_kwargs)
+            raise
 
     def _report_reconnect(self, *, state_restored: bool, replay: Replay) -> None:
         if self.pending_reason is None:

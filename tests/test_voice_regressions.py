@@ -568,3 +568,38 @@ async def test_a_late_answer_keeps_the_unanswered_speech_for_the_replay(
             await live.close()
         assert server.connections[1].resumed
         assert server.user_turns_answered() == ["one", "late answer"]
+
+
+async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_next(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak seed 570 (google-adk 1.27.2): the replay of a fresh session was taken from
+    the outbox before its history went; a connection closed right after its setup failed the
+    history send, and the replay was lost with it: the user's unanswered utterance never
+    reached a later session (no answer, and a goAway on every connection after)."""
+    from google.adk.agents.run_config import RunConfig
+
+    config = RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(
+                silence_duration_ms=3000
+            )
+        ),
+    )
+    async with FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        for connection in (3, 4):
+            server.script(Fault.close(1011, after_setup=True), connection=connection)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("one") == "echo: one"
+            mark = len(live.events)
+            await stream_pcm(live, speech_pcm("kept for later", seconds=1.0), pace=4.0)
+            await server.close_open(1011)
+            await server.wait_for_connections(5)
+            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
+            assert await live.answer_after(mark, timeout=15) == "echo: kept for later"
+            await live.close()
+        assert server.user_turns_answered() == ["one", "kept for later"]
