@@ -979,7 +979,7 @@ class LiveRun:
             pending.append(("send_client_content", {"turns": turns, "turn_complete": False}))
         pending.extend((m.method, dict(m.kwargs)) for m in replay.messages)
         connection, contents = history
-        position = -1
+        handed = 0  # messages handed to the tap (each is recorded as it goes)
         try:
             if contents:
                 self.history_sends += 1
@@ -988,10 +988,11 @@ class LiveRun:
                     await connection.send_history(contents)
                 finally:
                     watch.sending_history = False
-            for position, (method, kwargs) in enumerate(pending):
+            for method, kwargs in pending:
+                handed += 1
                 await watch.tap.replay(method, kwargs)
         except BaseException:
-            for later_method, later_kwargs in pending[position + 1 :]:
+            for later_method, later_kwargs in pending[handed:]:
                 self.outbox.record(later_method, later_kwargs)
             raise
 

@@ -583,9 +583,7 @@ async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_n
         response_modalities=[types.Modality.TEXT],
         session_resumption=types.SessionResumptionConfig(),
         realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(
-                silence_duration_ms=3000
-            )
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000)
         ),
     )
     async with FakeLiveServer() as server:
