@@ -79,6 +79,27 @@ async def test_a_non_blocking_call_does_not_hold_the_model_and_when_idle_answers
     ], "the result's answer answers no user turn"
 
 
+async def test_a_result_waiting_for_idle_never_streams_beside_the_next_answer(
+    fake_live_server_factory: Any,
+) -> None:
+    """Voice soak seed 379: a WHEN_IDLE result waited on the answer in progress; a user turn
+    cut that answer off, and while the cut was under way the result's telling began, then
+    the user turn's answer too: the two streamed interleaved. One generation at a time:
+    the user turn's answer, then the result."""
+    server = await fake_live_server_factory(chunk_delay=0.05)
+    async with session(server, config(tools=[SLOW])) as live:
+        call = await started(live, "call slow {}")
+        await say(live, "a long answer that the next turn cuts")
+        await live.send_tool_response(function_responses=[response(str(call.id), {"v": 1})])
+        await say(live, "next")
+        first = await turn(live)  # the cut answer, interrupted, then the next answer
+        cut = [i for i, m in enumerate(first) if m.server_content and m.server_content.interrupted]
+        texts = [text_of(first[cut[-1] + 1 :] if cut else first), text_of(await turn(live))]
+        assert texts == ["echo: next", 'slow returned {"v":1}'], texts
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    assert record.errors == []
+
+
 async def test_interrupt_cuts_the_answer_and_silent_says_nothing(
     fake_live_server_factory: Any,
 ) -> None:

@@ -138,6 +138,9 @@ class LiveConnection:
         self._modality: Literal["TEXT", "AUDIO"] = "TEXT"
         self._generation: asyncio.Task[None] | None = None
         self._finishing = False
+        #: An answer in progress is being cut off for input that starts the next one: no
+        #: background result may start its telling in between (one generation at a time).
+        self._interrupting = 0
         self._pending_tools: dict[str, tuple[str, asyncio.Future[Any]]] = {}
         #: Functions declared NON_BLOCKING in the setup.
         self._non_blocking: frozenset[str] = frozenset()
@@ -800,8 +803,14 @@ class LiveConnection:
     async def _answer_result(self, name: str, result: Any, *, interrupt: bool) -> None:
         if interrupt:
             await self._interrupt()
-        while self._generation is not None and not self._generation.done():
-            await asyncio.wait([self._generation])  # WHEN_IDLE: the answer in progress first
+        while True:  # WHEN_IDLE: the answer in progress first, and the input cutting it off
+            generation = self._generation
+            if generation is not None and not generation.done():
+                await asyncio.wait([generation])
+            elif self._interrupting:
+                await asyncio.sleep(0.005)  # its caller starts the next answer at once
+            else:
+                break
         self._start_generation("", tool_results=[(name, result)], answers_user=False)
 
     # ---- resumption handles ----------------------------------------------------------------
@@ -939,12 +948,17 @@ class LiveConnection:
         generation = self._generation
         if generation is None or generation.done():
             return
-        if self._finishing:  # the answer is complete; let its last messages go out
+        self._interrupting += 1
+        try:
+            if self._finishing:  # the answer is complete; let its last messages go out
+                await asyncio.wait([generation])
+                return
+            generation.cancel()
             await asyncio.wait([generation])
-            return
-        generation.cancel()
-        await asyncio.wait([generation])
-        self._generation = None
+        finally:
+            self._interrupting -= 1
+        if self._generation is generation:
+            self._generation = None
         cancelled = list(self._pending_tools)
         self._pending_tools.clear()
         self.record.interrupted += 1
