@@ -670,14 +670,14 @@ def holds_tool_calls_until_turn_complete() -> bool:
 
     Found by feature: the receive step of the installed ``GeminiLlmConnection`` collects
     ``tool_call_parts`` (its source is read, never run). False when the source is not
-    readable (a frozen install): the tap then adds nothing, as for 1.27.
+    readable (a frozen install): then by release, as every release from 1.28 on does.
     """
     from google.adk.models.gemini_llm_connection import GeminiLlmConnection
 
     try:
         source = inspect.getsource(GeminiLlmConnection.receive)
     except (OSError, TypeError):
-        return False
+        return parse_version(adk_version()) >= (1, 28, 0)
     return "tool_call_parts" in source
 
 

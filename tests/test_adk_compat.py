@@ -129,3 +129,23 @@ async def test_queue_closed_detection() -> None:
 def test_delays_are_adks(delay: str) -> None:
     value = getattr(surface, delay)
     assert isinstance(value, float) and 0 < value <= 5
+
+
+def test_without_adk_source_the_tool_call_hold_is_told_by_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A frozen install has no source to read: ADK 1.28+ holds tool calls all the same, and
+    the tap must end native-audio tool turns for it (else the call never reaches the tool)."""
+    import inspect
+
+    from adk_live_resume import adk_compat
+
+    read = adk_compat.holds_tool_calls_until_turn_complete()
+
+    def no_source(obj: object) -> str:
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    expected = adk_compat.parse_version(adk_compat.adk_version()) >= (1, 28, 0)
+    assert adk_compat.holds_tool_calls_until_turn_complete() is expected
+    assert read is expected, "the source says what the release says"
