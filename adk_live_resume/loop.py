@@ -979,6 +979,8 @@ class LiveRun:
             pending.append(("send_client_content", {"turns": turns, "turn_complete": False}))
         pending.extend((m.method, dict(m.kwargs)) for m in replay.messages)
         connection, contents = history
+        tap = watch.tap
+        assert tap is not None  # (set up before anything is sent)
         handed = 0  # messages handed to the tap (each is recorded as it goes)
         try:
             if contents:
@@ -990,7 +992,7 @@ class LiveRun:
                     watch.sending_history = False
             for method, kwargs in pending:
                 handed += 1
-                await watch.tap.replay(method, kwargs)
+                await tap.replay(method, kwargs)
         except BaseException:
             for later_method, later_kwargs in pending[handed:]:
                 self.outbox.record(later_method, later_kwargs)

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing.workers import RunLiveClient, http_json, start_adk, wait_ready
 
-from .adk_processes import DEAD_PROXY, LiveClient, connect_live, http, ready, sse_texts, start_adk
+from .adk_processes import DEAD_PROXY, sse_texts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -45,11 +46,16 @@ async def test_run_sse_and_run_live_reach_the_fake_only(tmp_path: Path, vertex: 
     (tmp_path / "agents" / APP / "agent.py").write_text(AGENT)
     async with FakeLiveServer(chunk_delay=0.001) as server:
         api = start_adk(
-            "api", tmp_path, tmp_path / "agents", server, vertex=vertex, extra_env=PROXIES
+            "api",
+            cwd=tmp_path,
+            agents_dir=tmp_path / "agents",
+            server=server,
+            vertex=vertex,
+            extra_env=PROXIES,
         )
         try:
-            await ready(api)
-            session = await http("POST", f"{api.http}/apps/{APP}/users/{USER}/sessions", {})
+            await wait_ready(api)
+            session = await http_json("POST", f"{api.http}/apps/{APP}/users/{USER}/sessions", {})
             body = {
                 "app_name": APP,
                 "user_id": USER,
@@ -57,11 +63,14 @@ async def test_run_sse_and_run_live_reach_the_fake_only(tmp_path: Path, vertex: 
                 "new_message": {"role": "user", "parts": [{"text": "typed hello"}]},
                 "streaming": True,
             }
-            stream = await asyncio.wait_for(http("POST", f"{api.http}/run_sse", body), 60)
+            stream = await asyncio.wait_for(http_json("POST", f"{api.http}/run_sse", body), 60)
             assert sse_texts(stream)[-1:] == ["echo: typed hello"], (stream, api.tail())
             async with asyncio.timeout(60):
-                async with await connect_live(api, APP, USER, session["id"]) as websocket:
-                    answer = await LiveClient(websocket).say("spoken hello", timeout=40)
+                client = await RunLiveClient.connect(
+                    api, app=APP, user=USER, session_id=session["id"]
+                )
+                async with client.websocket:
+                    answer = await client.say("spoken hello", timeout=40)
             assert answer == "echo: spoken hello", api.tail()
         finally:
             api.kill()

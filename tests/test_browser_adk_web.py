@@ -31,8 +31,9 @@ import pytest
 
 from adk_live_resume.testing import FakeLiveServer, silence_pcm, speech_pcm
 from adk_live_resume.testing.records import ConnectionRecord
+from adk_live_resume.testing.workers import start_adk, wait_ready
 
-from .adk_processes import DEAD_PROXY, ready, start_adk
+from .adk_processes import DEAD_PROXY
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -87,10 +88,15 @@ async def test_a_call_in_adk_web_keeps_going_through_a_drop_and_a_go_away(
     home = {"HOME": str(tmp_path)}  # ADK's telemetry choice is written under ~/.adk
     async with FakeLiveServer() as server:
         web = start_adk(
-            "web", tmp_path, tmp_path / "agents", server, command="web", extra_env=home | PROXIES
+            "web",
+            cwd=tmp_path,
+            agents_dir=tmp_path / "agents",
+            server=server,
+            command="web",
+            extra_env=home | PROXIES,
         )
         try:
-            await ready(web)
+            await wait_ready(web)
             async with async_playwright() as playwright:
                 browser = await playwright.chromium.launch(
                     executable_path=CHROMIUM,

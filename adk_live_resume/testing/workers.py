@@ -1,8 +1,9 @@
-"""``adk api_server`` workers under the launcher, as deployed, for tests and benchmarks.
+"""``adk api_server`` / ``adk web`` processes under the launcher, as deployed, for tests.
 
-:func:`start_api_worker` starts ``python -m adk_live_resume adk api_server`` (the launcher) on
-a free port of 127.0.0.1, talking to a fake Live server (its ``base_url`` and ``cert_path``),
-with the sessions at ``--session_service_uri``. The worker imports the same
+:func:`start_adk` starts ``python -m adk_live_resume adk <command>`` (the launcher) on a free
+port of 127.0.0.1, talking to a fake Live server (its ``base_url`` and ``cert_path``, in
+either dialect); :func:`start_api_worker` is an ``api_server`` worker with its sessions at
+``--session_service_uri``. The process imports the same
 ``adk_live_resume`` as the caller (its checkout goes first on ``PYTHONPATH``), never reads the
 caller's ``ADK_LIVE_RESUME_*`` or Google credentials, and runs in a process group of its own,
 so :meth:`ApiWorker.kill` (SIGKILL) leaves no survivor.
@@ -32,6 +33,7 @@ __all__ = [
     "RunLiveClient",
     "free_port",
     "http_json",
+    "start_adk",
     "start_api_worker",
     "wait_ready",
 ]
@@ -71,12 +73,17 @@ def _request(method: str, url: str, body: object = None) -> Any:
     request = urllib.request.Request(
         url, data=data, method=method, headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # (127.0.0.1 only)
+    with direct.open(request, timeout=30) as response:
+        raw = response.read()
+        if response.headers.get_content_type() == "text/event-stream":
+            return raw.decode()
+        return json.loads(raw)
 
 
 async def http_json(method: str, url: str, body: object = None) -> Any:
-    """An HTTP request with a JSON body and answer (in a thread: never blocks the loop)."""
+    """An HTTP request with a JSON body and answer (an event stream's text as it came), in a
+    thread: it never blocks the loop. Never through a proxy."""
     return await asyncio.to_thread(_request, method, url, body)
 
 
@@ -89,22 +96,45 @@ def start_api_worker(
     session_uri: str,
     extra_env: dict[str, str] | None = None,
 ) -> ApiWorker:
-    """Start one worker; its output goes to ``<cwd>/worker-<name>.log``."""
+    """Start one ``api_server`` worker; its output goes to ``<cwd>/worker-<name>.log``."""
+    return start_adk(
+        f"worker-{name}",
+        cwd=cwd,
+        agents_dir=agents_dir,
+        server=server,
+        args=("--session_service_uri", session_uri),
+        extra_env=extra_env,
+    )
+
+
+def start_adk(
+    name: str,
+    *,
+    cwd: Path,
+    agents_dir: Path,
+    server: _ServerAddress,
+    command: str = "api_server",
+    args: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
+    vertex: bool = False,
+) -> ApiWorker:
+    """Start ``adk <command> [args] <agents_dir>`` through the launcher on a free port,
+    pointed at ``server`` (Vertex AI's dialect with ``vertex``); its output goes to
+    ``<cwd>/<name>.log``."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
     for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
         env.pop(removed, None)
-    # the worker imports the adk_live_resume the caller imported (not another checkout's)
+    # the process imports the adk_live_resume the caller imported (not another checkout's)
     env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
-    env.update(environment_variables(server))
+    env.update(environment_variables(server, vertex=vertex))
     env.update(extra_env or {})
-    log = cwd / f"worker-{name}.log"
-    command = [sys.executable, "-W", "ignore", "-m", "adk_live_resume", "adk", "api_server"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--no-reload"]
-    command += ["--session_service_uri", session_uri, str(agents_dir)]
+    log = cwd / f"{name}.log"
+    argv = [sys.executable, "-W", "ignore", "-m", "adk_live_resume", "adk", command]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--no-reload", *args, str(agents_dir)]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     return ApiWorker(name, port, proc, log)
 
@@ -115,13 +145,13 @@ async def wait_ready(worker: ApiWorker, timeout: float = 90.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         if worker.proc.poll() is not None:
-            raise AssertionError(f"worker {worker.name} exited:\n{worker.tail()}")
+            raise AssertionError(f"{worker.name} exited:\n{worker.tail()}")
         try:
             await http_json("GET", f"{worker.http}/list-apps")
             return
         except (OSError, urllib.error.URLError) as error:
             if asyncio.get_running_loop().time() > deadline:
-                message = f"worker {worker.name} never served:\n{worker.tail()}"
+                message = f"{worker.name} never served:\n{worker.tail()}"
                 raise AssertionError(message) from error
             await asyncio.sleep(0.25)
 
