@@ -74,6 +74,8 @@ LOAD = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_LOAD", "0"))
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(120)]
 
 GEMINI_3 = "gemini-3.1-flash-live-preview"
+#: The 2.5 native-audio family: no turnComplete between a toolCall and its response.
+NATIVE_AUDIO = "gemini-2.5-flash-native-audio-preview-09-2025"
 RATE = 16000
 CHUNK_MS = 40
 PACE = 4.0  # the microphone runs at 4x real time (the fake's VAD counts audio, not clocks)
@@ -103,6 +105,7 @@ class VoicePlan:
     entry: str = "install"
     vertex: bool = False
     gemini3: bool = False
+    native_audio: bool = False
     every_audio_ms: int | None = None
     lifetime: float = 60.0
     steps: list[tuple[str, str]] = field(default_factory=list)
@@ -123,6 +126,7 @@ class VoicePlan:
         faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
         return (
             f"entry={self.entry} vertex={self.vertex} gemini3={self.gemini3}"
+            f" native_audio={self.native_audio}"
             f" every_audio_ms={self.every_audio_ms} lifetime={self.lifetime:.2f}s"
             f" steps={[k for k, _ in self.steps]} windows={list(self.windows.values())}"
             f" faults=[{faults}] restart_after={self.restart_after}"
@@ -141,6 +145,8 @@ def make_plan(seed: int) -> VoicePlan:
     plan = VoicePlan(seed)
     plan.vertex = rng.random() < 0.4
     plan.gemini3 = rng.random() < 0.35 and adk_compat.speaks_gemini_3_live(GEMINI_3)
+    # (A draw of its own, so that every other choice of a seed's plan stays as it was.)
+    plan.native_audio = not plan.gemini3 and random.Random(-1 - seed).random() < 0.3
     plan.every_audio_ms = rng.choice([None, 160, 400, 1000])
     plan.lifetime = rng.choice([60.0, rng.uniform(2.5, 6.0)])
     extra = ["speech", "text", "barge", "window"] + (["blocked"] if SCREENS else [])
@@ -342,7 +348,8 @@ def _items(text: str) -> list[str]:
 
 
 def _build_agents(plan: VoicePlan, server: FakeLiveServer, tools: list[Any]) -> Any:
-    model = server.gemini(GEMINI_3 if plan.gemini3 else "gemini-live-fake", vertex=plan.vertex)
+    name = GEMINI_3 if plan.gemini3 else NATIVE_AUDIO if plan.native_audio else "gemini-live-fake"
+    model = server.gemini(name, vertex=plan.vertex)
     screening = Screening(plan)
     common: dict[str, Any] = {"model": model, "tools": tools}
     if SCREENS:
