@@ -247,3 +247,49 @@ async def test_the_log_holds_no_whole_handle_nor_key(caplog: pytest.LogCaptureFi
 def test_a_bad_upstream_is_refused_with_the_form() -> None:
     with pytest.raises(ValueError, match="https:// or wss://"):
         FaultProxy("generativelanguage.googleapis.com")
+
+
+async def test_the_proxy_command_relays_and_takes_commands_on_stdin() -> None:
+    """``python -m adk_live_resume.testing proxy``: its printed address and bundle work, and
+    ``goaway`` on stdin reaches the open connection."""
+    import sys
+
+    async with FakeLiveServer() as server:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "adk_live_resume.testing",
+            "proxy",
+            "--upstream",
+            server.base_url,
+            "--upstream-cert",
+            server.cert_path,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            printed: dict[str, str] = {}
+            while len(printed) < 2:
+                line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+                assert line, "the proxy command ended early"
+                if line.startswith("export "):
+                    name, _, value = line.removeprefix("export ").strip().partition("=")
+                    printed[name] = value
+            base_url, bundle = printed["GOOGLE_GEMINI_BASE_URL"], printed["SSL_CERT_FILE"]
+            from adk_live_resume.testing.client_config import _Address, genai_client
+
+            client = genai_client(_Address(base_url, bundle))
+            async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
+                assert (await _turn(s, "via the command"))[0] == "echo: via the command"
+                process.stdin.write(b"goaway 0.3\n")
+                await process.stdin.drain()
+                error, seen = await _until_error(s)
+            assert error.code == 1011
+            assert any(m.go_away is not None for m in seen)
+            process.stdin.close()
+            assert await asyncio.wait_for(process.wait(), 30) == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

@@ -103,7 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         epilog="In your tests use the fake_live_server fixture or FakeLiveServer directly "
         "(see the package's README).",
     )
-    parser.parse_args(argv)
+    commands = parser.add_subparsers(metavar="COMMAND", title="commands (default: the tour)")
+    from .proxy_cli import add_proxy_command
+
+    add_proxy_command(commands)
+    options = parser.parse_args(argv)
+    if hasattr(options, "run"):  # a subcommand: it says how it runs
+        return int(options.run(options))
     ok = asyncio.run(_demo())
     _say("demo OK" if ok else "demo FAILED")
     return 0 if ok else 1

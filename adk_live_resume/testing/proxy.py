@@ -38,6 +38,7 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -430,6 +431,24 @@ class FaultProxy:
             raise RuntimeError("proxy not started")
         return str(self._tls.cert_path)
 
+    def ca_bundle(self) -> str:
+        """A PEM bundle that trusts this proxy and everything ``SSL_CERT_FILE`` (or else
+        certifi) trusted: for ``SSL_CERT_FILE`` in an app whose other HTTPS calls must still
+        verify. Written once, next to the proxy's certificate."""
+        if self._tls is None:
+            raise RuntimeError("proxy not started")
+        bundle = self._tls.directory / "bundle.pem"
+        if not bundle.exists():
+            base = os.environ.get("SSL_CERT_FILE")
+            if not base or not os.path.isfile(base):
+                import certifi
+
+                base = certifi.where()
+            with open(base, encoding="ascii", errors="replace") as trusted:
+                text = trusted.read()
+            bundle.write_text(text.rstrip("\n") + "\n" + self._tls.cert_path.read_text())
+        return str(bundle)
+
     def environment(
         self, *, vertex: bool = False, api_key: str | None = None
     ) -> contextlib.AbstractContextManager[dict[str, str]]:
@@ -594,8 +613,6 @@ class FaultProxy:
 def _with_key(
     inner: contextlib.AbstractContextManager[dict[str, str]], api_key: str | None
 ) -> Iterator[dict[str, str]]:
-    import os
-
     with inner as variables:
         if api_key is None:
             yield variables
