@@ -61,6 +61,14 @@ def _status(proxy: FaultProxy) -> str:
     return "\n".join(lines) or "no connections yet"
 
 
+def _switch(method: Callable[[FaultProxy], None], said: str) -> Action:
+    def act(proxy: FaultProxy) -> str:
+        method(proxy)
+        return said
+
+    return act
+
+
 def parse_command(line: str) -> Action | None:
     """The action for one stdin line (None for a blank one); :class:`CommandError` if bad."""
     words = line.split()
@@ -98,10 +106,10 @@ def parse_command(line: str) -> Action | None:
 
         return refuse
     switches: dict[str, Action] = {
-        "hold-pongs": lambda proxy: (proxy.hold_pongs(), "pongs held")[1],
-        "release-pongs": lambda proxy: (proxy.release_pongs(), "pongs released")[1],
-        "hold-handles": lambda proxy: (proxy.hold_handles(True), "handles held")[1],
-        "release-handles": lambda proxy: (proxy.hold_handles(False), "handles pass")[1],
+        "hold-pongs": _switch(FaultProxy.hold_pongs, "pongs held"),
+        "release-pongs": _switch(FaultProxy.release_pongs, "pongs released"),
+        "hold-handles": _switch(lambda proxy: proxy.hold_handles(True), "handles held"),
+        "release-handles": _switch(lambda proxy: proxy.hold_handles(False), "handles pass"),
         "status": _status,
         "help": lambda proxy: _HELP,
     }
