@@ -92,6 +92,9 @@ class FakeLiveServer:
         setup_timeout: service seconds a connection may stay open without sending its setup;
             then it is closed with 1011 (``ended_by`` "setup_timeout"). None (default): it
             may wait for ever.
+        refuse_resume_while_open: a resume of a session whose earlier socket is still open is
+            closed with 1011, as the service does (default off: a client that drops TCP and
+            resumes at once would race the server's notice of the drop).
     """
 
     def __init__(
@@ -110,6 +113,7 @@ class FakeLiveServer:
         session_limit: float | None = AUDIO_SESSION_LIMIT,
         lenient_client_content: bool = False,
         setup_timeout: float | None = None,
+        refuse_resume_while_open: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -126,6 +130,7 @@ class FakeLiveServer:
             session_limit=session_limit,
             lenient_client_content=lenient_client_content,
             setup_timeout=setup_timeout,
+            refuse_resume_while_open=refuse_resume_while_open,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []
