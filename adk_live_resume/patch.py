@@ -95,6 +95,8 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
             newer = False
         if newer:
             _warn_untested_release()
+        if adk_compat.genai_is_newer_than_tested():
+            _warn_untested_genai()
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 
@@ -159,6 +161,23 @@ def _warn_untested_release() -> None:
         "adk-live-resume.",
         version,
         adk_compat.TESTED_ADK_TEXT,
+    )
+
+
+_warned_genai: set[str] = set()
+
+
+def _warn_untested_genai() -> None:
+    version = adk_compat.genai_version()
+    if version in _warned_genai:
+        return
+    _warned_genai.add(version)
+    logger.warning(
+        "google-genai %s is newer than the newest release adk-live-resume is tested with "
+        "(%s); the live protocol may have moved. Please report problems, and check for a "
+        "newer adk-live-resume.",
+        version,
+        adk_compat.TESTED_GENAI_NEWEST,
     )
 
 

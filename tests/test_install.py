@@ -112,6 +112,31 @@ def test_a_newer_untested_release_installs_with_one_warning(
     assert adk_live_resume.is_installed()
 
 
+def test_a_google_genai_newer_than_tested_installs_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert not adk_compat.genai_is_newer_than_tested(adk_compat.TESTED_GENAI_NEWEST)
+    assert not adk_compat.genai_is_newer_than_tested("1.56.0")
+    major, minor, _ = adk_compat.parse_version(adk_compat.TESTED_GENAI_NEWEST)
+    assert not adk_compat.genai_is_newer_than_tested(f"{major}.{minor}.9")  # a patch release
+    assert adk_compat.genai_is_newer_than_tested(f"{major}.{minor + 1}.0")
+    assert adk_compat.genai_is_newer_than_tested(f"{major + 1}.0.0")
+    with caplog.at_level("WARNING", logger="adk_live_resume"):
+        adk_live_resume.install()  # the installed google-genai is a tested one
+    assert not [r for r in caplog.records if "google-genai" in r.getMessage()]
+    adk_live_resume.uninstall()
+    monkeypatch.setattr(adk_compat, "genai_version", lambda: "9.8.7")
+    with caplog.at_level("WARNING", logger="adk_live_resume"):
+        adk_live_resume.install()
+        adk_live_resume.uninstall()
+        adk_live_resume.install()  # warned once per process, not once per install
+    warnings = [r for r in caplog.records if "google-genai" in r.getMessage()]
+    assert len(warnings) == 1
+    text = warnings[0].getMessage()
+    assert "9.8.7" in text and adk_compat.TESTED_GENAI_NEWEST in text
+    assert adk_live_resume.is_installed()
+
+
 def test_an_older_release_is_refused_unless_not_strict(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(adk_compat, "adk_version", lambda: "1.20.0")
     with pytest.raises(UnsupportedAdkVersionError, match=r"1\.20\.0"):
