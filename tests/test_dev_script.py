@@ -112,6 +112,7 @@ def test_the_dependency_bounds_come_from_a_release_s_requirements() -> None:
 
 
 def test_conformance_runs_the_service_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = _load()
     commands: list[list[str]] = []
     monkeypatch.setattr(dev, "ensure_env", lambda extras, adk: Path(sys.executable))
     monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
