@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from google.genai import errors, types
 from websockets.asyncio.client import connect
-from websockets.exceptions import ConnectionClosed
 
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.inject_spec import InjectSchedule
@@ -215,18 +214,23 @@ async def test_a_schedule_fires_on_every_connection() -> None:
         assert [c.ended_by for c in proxy.connections] == ["go_away", "go_away"]
 
 
-async def test_an_upstream_refusal_gives_the_client_its_status() -> None:
-    async with FakeLiveServer() as server, FaultProxy(server) as proxy:
+async def test_an_unreachable_upstream_is_a_502_with_the_reason() -> None:
+    import socket
+
+    from websockets.exceptions import InvalidStatus
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with FaultProxy(f"https://127.0.0.1:{port}") as proxy:
         context = ssl.create_default_context(cafile=proxy.cert_path)
-        # The fake refuses an unknown path during the handshake.
-        url = proxy.base_url.replace("https://", "wss://") + "/not-a-live-path"
-        try:
-            async with connect(url, ssl=context) as ws:
-                await ws.send('{"setup": {}}')
-                await asyncio.wait_for(ws.recv(), 5)
-        except Exception as error:  # either a refused handshake or a close
-            assert "HTTP" in str(error) or isinstance(error, ConnectionClosed)
-        assert server is not None
+        url = proxy.base_url.replace("https://", "wss://") + "/ws/any"
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(url, ssl=context):
+                pass
+        assert refused.value.response.status_code == 502
+        assert b"upstream unreachable" in refused.value.response.body
+        assert proxy.connections == []
 
 
 async def test_the_log_holds_no_whole_handle_nor_key(caplog: pytest.LogCaptureFixture) -> None:
