@@ -566,6 +566,7 @@ async def _fault_proxy(settings: Settings) -> Any:
         yield None
         return
     from adk_live_resume.inject_launch import upstream_from_environment
+    from adk_live_resume.testing.client_config import environ_set
     from adk_live_resume.testing.inject_spec import InjectSchedule
     from adk_live_resume.testing.proxy import FaultProxy
 
@@ -579,16 +580,8 @@ async def _fault_proxy(settings: Settings) -> Any:
     )
     async with proxy:
         pointed = {upstream.variable: proxy.base_url, "SSL_CERT_FILE": proxy.ca_bundle()}
-        saved = {name: os.environ.get(name) for name in pointed}
-        os.environ.update(pointed)
-        try:
+        with environ_set(pointed):
             yield proxy
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 def _run_config(settings: Settings) -> Any:

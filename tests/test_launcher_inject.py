@@ -47,6 +47,11 @@ APP = textwrap.dedent(
 )
 
 
+def _launcher(spec: str, *command: str) -> list[str]:
+    """``adk-live-resume --inject SPEC COMMAND...`` as this interpreter runs it."""
+    return [sys.executable, "-W", "ignore", "-m", "adk_live_resume", "--inject", spec, *command]
+
+
 def _environment(server: FakeLiveServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # this checkout's package
@@ -88,15 +93,7 @@ async def test_a_child_app_lives_through_scheduled_go_aways(tmp_path: Path) -> N
     (tmp_path / "app.py").write_text(APP)
     async with FakeLiveServer() as server:
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-W",
-            "ignore",
-            "-m",
-            "adk_live_resume",
-            "--inject",
-            "goaway-every=1.5,goaway-time-left=1",
-            "python",
-            "app.py",
+            *_launcher("goaway-every=1.5,goaway-time-left=1", "python", "app.py"),
             cwd=tmp_path,
             env=_environment(server),
             stdout=subprocess.PIPE,
@@ -160,13 +157,7 @@ async def test_adk_api_server_lives_through_scheduled_drops(tmp_path: Path) -> N
         port = _free_port()
         log = tmp_path / "api_server.log"
         command = [
-            sys.executable,
-            "-W",
-            "ignore",
-            "-m",
-            "adk_live_resume",
-            "--inject",
-            "drop-every=2",
+            *_launcher("drop-every=2"),
             "adk",
             "api_server",
             "--host",
