@@ -253,7 +253,11 @@ async def test_an_audio_session_ends_at_its_limit_and_cannot_be_resumed(target: 
 
 async def test_a_non_blocking_call_does_not_hold_the_turn(target: Target) -> None:
     config = _config(target, tools=[_tool("get_time", non_blocking=True)])
-    async with _session(target, config) as (session, tap):
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            session, tap = await stack.enter_async_context(_session(target, config))
+        except ValueError as refused:  # google-genai 1.x on Vertex AI: before anything is sent
+            pytest.skip(f"this google-genai refuses NON_BLOCKING here: {refused}")
         await _say(session, "call get_time {}")
         await tap.wait(lambda t: t.index(tool_call) is not None, ANSWER, "a toolCall")
         called = tap.index(tool_call) or 0
