@@ -6,6 +6,7 @@ held back, a schedule), plus an upstream's own refusal and close passed on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 from typing import Any
@@ -297,3 +298,54 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin() -> None:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+def test_the_upstream_request_keeps_the_client_s_headers_or_swaps_the_key() -> None:
+    from adk_live_resume.testing.proxy import upstream_request
+
+    headers = [
+        ("Host", "127.0.0.1:1"),
+        ("Upgrade", "websocket"),
+        ("Sec-WebSocket-Key", "abc"),
+        ("x-goog-api-key", "fake-key"),
+        ("user-agent", "google-genai-sdk"),
+    ]
+    path, kept = upstream_request("/ws/x?alt=1", headers, None)
+    assert path == "/ws/x?alt=1"
+    assert list(kept.raw_items()) == [
+        ("x-goog-api-key", "fake-key"),
+        ("user-agent", "google-genai-sdk"),
+    ]
+    path, swapped = upstream_request("/ws/x?key=fake-key&alt=1", headers, "real/key")
+    assert path == "/ws/x?key=real%2Fkey&alt=1"
+    assert swapped["x-goog-api-key"] == "real/key"
+
+
+async def test_the_proxy_presents_its_own_key_upstream() -> None:
+    from websockets.asyncio.server import serve
+
+    from adk_live_resume.testing.certs import create_tls_material
+
+    seen: list[str] = []
+    tls = create_tls_material()
+
+    async def upstream(ws: Any) -> None:
+        seen.append(ws.request.headers.get("x-goog-api-key", ""))
+        await ws.close()
+
+    try:
+        async with serve(upstream, "127.0.0.1", 0, ssl=tls.server_context()) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            proxy = FaultProxy(
+                f"https://127.0.0.1:{port}", upstream_cert=str(tls.cert_path), api_key="real-key"
+            )
+            async with proxy:
+                context = ssl.create_default_context(cafile=proxy.cert_path)
+                url = proxy.base_url.replace("https://", "wss://") + "/ws/any"
+                headers = {"x-goog-api-key": "fake-gemini-live-key"}
+                async with connect(url, ssl=context, additional_headers=headers) as ws:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(ws.recv(), 5)
+    finally:
+        tls.cleanup()
+    assert seen == ["real-key"]

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -116,6 +116,26 @@ class ProxiedConnection:
     #: "refused", "shutdown"; None while open
     ended_by: str | None = None
     close_code: int | None = None
+
+
+def upstream_request(
+    path: str, headers: list[tuple[str, str]], api_key: str | None
+) -> tuple[str, Headers]:
+    """The path and headers to open the upstream with: the client's, without the handshake's
+    own headers, and with ``api_key`` (when given) in place of the client's key, in the
+    ``x-goog-api-key`` header and in a ``key=`` query parameter alike (pure)."""
+    kept = [(n, v) for n, v in headers if n.lower() not in _HOP_BY_HOP]
+    if api_key is None:
+        return path, Headers(kept)
+    kept = [(n, api_key if n.lower() == "x-goog-api-key" else v) for n, v in kept]
+    base, sep, query = path.partition("?")
+    if sep:
+        parts = [
+            f"key={quote(api_key, safe='')}" if part.startswith("key=") else part
+            for part in query.split("&")
+        ]
+        path = base + "?" + "&".join(parts)
+    return path, Headers(kept)
 
 
 def _loggable_path(path: str) -> str:
@@ -376,6 +396,9 @@ class FaultProxy:
             parse_inject_spec`). Its ``latency`` and ``refuse_resume`` set the defaults of
             :attr:`latency` and :meth:`refuse_resumes`.
         open_timeout: seconds for the upstream handshake.
+        api_key: the key to present upstream in place of the client's (so that
+            :meth:`gemini` and :meth:`genai_client`, which carry the fake's key, reach the
+            real service); None: the client's own key goes through.
     """
 
     def __init__(
@@ -385,6 +408,7 @@ class FaultProxy:
         upstream_cert: str | None = None,
         schedule: InjectSchedule | None = None,
         open_timeout: float = 20.0,
+        api_key: str | None = None,
     ) -> None:
         if isinstance(upstream, str):
             base = upstream
@@ -408,6 +432,7 @@ class FaultProxy:
         self.handles_held = False
         self._refusals = self.schedule.refuse_resume
         self.open_timeout = open_timeout
+        self._api_key = api_key
         self.connections: list[ProxiedConnection] = []
         self._relays: dict[int, _Relay] = {}
         self._pending: dict[int, ClientConnection] = {}
@@ -568,14 +593,12 @@ class FaultProxy:
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
         """Open the upstream during the client's handshake; pass its refusal on."""
-        headers = Headers(
-            (name, value)
-            for name, value in request.headers.raw_items()
-            if name.lower() not in _HOP_BY_HOP
+        path, headers = upstream_request(
+            request.path, list(request.headers.raw_items()), self._api_key
         )
         try:
             upstream = await connect(
-                self.upstream_url + request.path,
+                self.upstream_url + path,
                 additional_headers=headers,
                 ssl=self._upstream_ssl,
                 max_size=None,
