@@ -150,12 +150,18 @@ def _policy_for(policy: ResumePolicy | None) -> ResumePolicy:
 _warned_untested: set[str] = set()
 
 
+def _warn_once(key: str, message: str, *args: object) -> None:
+    """Log ``message`` as a WARNING the first time ``key`` is seen in this process."""
+    if key in _warned_untested:
+        return
+    _warned_untested.add(key)
+    logger.warning(message, *args)
+
+
 def _warn_untested_release() -> None:
     version = adk_compat.adk_version()
-    if version in _warned_untested:
-        return
-    _warned_untested.add(version)
-    logger.warning(
+    _warn_once(
+        f"google-adk {version}",
         "google-adk %s is newer than the releases adk-live-resume is tested with (%s); "
         "installing on feature detection. Please report problems, and check for a newer "
         "adk-live-resume.",
@@ -164,15 +170,10 @@ def _warn_untested_release() -> None:
     )
 
 
-_warned_genai: set[str] = set()
-
-
 def _warn_untested_genai() -> None:
     version = adk_compat.genai_version()
-    if version in _warned_genai:
-        return
-    _warned_genai.add(version)
-    logger.warning(
+    _warn_once(
+        f"google-genai {version}",
         "google-genai %s is newer than the newest release adk-live-resume is tested with "
         "(%s); the live protocol may have moved. Please report problems, and check for a "
         "newer adk-live-resume.",
