@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
 
     _install_all(results, max(1, args.install_jobs), log_dir)
-    runnable = [results[v] for v in versions if not results[v].note]
+    runnable = [r for r in results.values() if not r.note]
     _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir)
 
     ordered = list(results.values())
