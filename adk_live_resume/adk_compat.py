@@ -380,7 +380,12 @@ def sdk_accepts_history_config(vertex: bool) -> bool:
     Older releases (1.75, with google-adk 1.27) refuse it for Vertex AI with a ValueError
     ("history_config parameter is not supported in Gemini Enterprise Agent Platform");
     told by the presence of that refusal in the SDK's converters, not by a version number.
+    The oldest releases google-adk allows (1.56) have no such field at all: False there.
     """
+    from google.genai import types
+
+    if "history_config" not in types.LiveConnectConfig.model_fields:
+        return False
     if not vertex:
         return True
     try:

@@ -24,7 +24,8 @@ summary table; exits non-zero if any release failed.
 ``--dependency-bounds``: for each release, two more environments, with the oldest and with the
 newest google-genai and websockets that the release allows (read from its metadata in
 ``.venv-adk-<version>``, which is built first), running only the core resumption tests
-(:data:`CORE_FILES`). Dependencies move under us between our releases; this catches it.
+(:data:`CORE_FILES` but stock ADK's documented failures, whose exception types move with
+google-genai). Dependencies move under us between our releases; this catches it.
 """
 
 from __future__ import annotations
@@ -380,7 +381,9 @@ def main(argv: list[str] | None = None) -> int:
                 label = f"{version} {which} deps"
                 results[label] = Result(label, adk=version, pins=pins, suffix=f"-deps-{which}")
                 print(f"[matrix] {label}: {' '.join(pins)}", flush=True)
-        selection = [name for name in CORE_FILES if (ROOT / name).exists()]
+        # the patch's guarantees; not stock ADK's documented failures (test_stock_adk.py),
+        # whose exact exception types move with google-genai
+        selection = [n for n in CORE_FILES if (ROOT / n).exists() and "stock" not in n]
         selection += list(args.pytest_args)
         what = "core resumption tests, oldest and newest google-genai and websockets"
     print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
