@@ -54,6 +54,24 @@ SUPPORTED_ADK_MIN = (1, 27, 0)
 #: upper cap): ``install()`` warns once and relies on feature detection (:func:`surface`).
 TESTED_ADK_BELOW = (2, 14, 0)
 TESTED_ADK_TEXT = ">=1.27.0,<2.14"
+#: The newest google-genai release tested (the newest every tested google-adk allows; the
+#: matrix's ``--dependency-bounds`` pass installs it). ``install()`` warns once above it.
+TESTED_GENAI_NEWEST = "2.34.0"
+
+
+def genai_version() -> str:
+    """The installed google-genai version string."""
+    from google.genai import version
+
+    return str(version.__version__)
+
+
+def genai_is_newer_than_tested(version: str | None = None) -> bool:
+    """True when google-genai (installed, or ``version``) is above :data:`TESTED_GENAI_NEWEST`
+    in its major or minor number (a patch release of the tested one counts as tested)."""
+    installed = parse_version(version or genai_version())[:2]
+    return installed > parse_version(TESTED_GENAI_NEWEST)[:2]
+
 
 SendStep = Callable[[Any, Any, Any, Any], Coroutine[Any, Any, None]]
 ReceiveStep = Callable[[Any, Any, Any, Any, str], AsyncGenerator[Any, None]]
@@ -362,7 +380,12 @@ def sdk_accepts_history_config(vertex: bool) -> bool:
     Older releases (1.75, with google-adk 1.27) refuse it for Vertex AI with a ValueError
     ("history_config parameter is not supported in Gemini Enterprise Agent Platform");
     told by the presence of that refusal in the SDK's converters, not by a version number.
+    The oldest releases google-adk allows (1.56) have no such field at all: False there.
     """
+    from google.genai import types
+
+    if "history_config" not in types.LiveConnectConfig.model_fields:
+        return False
     if not vertex:
         return True
     try:

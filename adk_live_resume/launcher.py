@@ -7,6 +7,7 @@ In the style of ``opentelemetry-instrument``::
     adk-live-resume app.py                      # a Python file
     python -m adk_live_resume -m mypkg.server   # a module, like python -m
     adk-live-resume --max-attempts 5 --go-away-margin 10 adk api_server
+    adk-live-resume --inject goaway-every=60,drop-every=90 adk web ./agents  # rehearse faults
 
 How the patch reaches the code (both at once, so it holds for whole process trees):
 
@@ -48,7 +49,7 @@ import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .config import (
     BOOTSTRAP_POLICY_ENV,
@@ -62,6 +63,9 @@ from .config import (
     strict_from,
 )
 from .policy import ResumePolicy
+
+if TYPE_CHECKING:
+    from .testing.inject_spec import InjectSchedule
 
 __all__ = [
     "BOOTSTRAP_DIR",
@@ -118,7 +122,7 @@ _FLAGS: tuple[tuple[str, str, type, str], ...] = (
         "seconds for the websocket to open and the setup to be answered",
     ),
 )
-_VALUE_OPTIONS = frozenset({"--policy-json", *(flag for flag, _, _, _ in _FLAGS)})
+_VALUE_OPTIONS = frozenset({"--policy-json", "--inject", *(flag for flag, _, _, _ in _FLAGS)})
 _SWITCHES = frozenset({"-h", "--help", "--no-strict", "-v", "--verbose", "--version"})
 #: Launcher options that are caught when they follow the command (see :func:`split_argv`).
 _LATE_OPTIONS = frozenset({*_VALUE_OPTIONS, "--no-strict"})
@@ -300,6 +304,24 @@ def _exec(launch: Launch) -> int:
     return subprocess.call([launch.target, *launch.argv[1:]])  # pragma: no cover
 
 
+def _child(launch: Launch) -> int:
+    import subprocess
+
+    return subprocess.call([launch.target, *launch.argv[1:]])
+
+
+def _inject_schedule(spec: str | None) -> InjectSchedule | None:
+    """``--inject``'s SPEC read, or a :class:`LauncherError` that says the accepted form."""
+    if spec is None:
+        return None
+    from .testing.inject_spec import InjectSpecError, parse_inject_spec
+
+    try:
+        return parse_inject_spec(spec)
+    except InjectSpecError as error:
+        raise LauncherError(str(error)) from None
+
+
 # ---- command line ----------------------------------------------------------------------------
 
 
@@ -344,6 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{text} (default {getattr(defaults, name):g}{unit})",
         )
     parser.add_argument(
+        "--inject",
+        metavar="SPEC",
+        help="rehearse faults: run a fault proxy in front of the Live endpoint the app uses "
+        "and point the app at it, e.g. --inject goaway-every=60,drop-every=90 (seconds; "
+        "keys in adk_live_resume.testing.inject_spec) (default: none)",
+    )
+    parser.add_argument(
         "--no-strict",
         action="store_true",
         help="also try google-adk releases older than the supported minimum (default: refuse "
@@ -377,9 +406,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         policy = resolve_policy(os.environ, policy_json=options.policy_json, flags=flags)
         strict = strict_from(os.environ) and not options.no_strict
         launch = plan_launch(module, command)
+        schedule = _inject_schedule(options.inject)
     except LauncherError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
+    if schedule is not None:
+        from .inject_launch import start_injected_proxy
+
+        proxied = start_injected_proxy(schedule, os.environ)
+        print(
+            f"{PROG}: fault proxy {proxied.proxy.base_url} -> {proxied.proxy.upstream_url}: "
+            f"{schedule.describe()}",
+            file=sys.stderr,
+        )
 
     from .errors import LiveResumeError
 
@@ -403,7 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             how = f"exec {launch.target}; its Python processes install on import of google.adk"
         print(f"{PROG}: {how}; policy {policy_to_json(policy)}", file=sys.stderr)
     if not launch.in_process:
-        return _exec(launch)
+        # exec would end the proxy's thread with this process: run the command as a child
+        return _exec(launch) if schedule is None else _child(launch)
     try:
         return _run_in_process(launch)
     except LauncherError as error:

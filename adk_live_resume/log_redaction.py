@@ -21,6 +21,30 @@ def redact_text(text: str) -> str:
     return _HANDLE.sub(lambda m: m.group(1) + redact(m.group(2)) + m.group(3), text)
 
 
+_KEY = re.compile(
+    r"""((?:x-goog-api-key|authorization|api[_-]?key|access_token|[?&]key)\s*[:=]\s*"""
+    r"""(?:bearer\s+)?)([^\s&'",]+)""",
+    re.IGNORECASE,
+)
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with handles (:func:`redact_text`) and API keys or tokens (a header
+    ``x-goog-api-key: ...``, ``Authorization: Bearer ...``, a query ``key=...``) cut to their
+    first 4 characters."""
+    return _KEY.sub(lambda m: m.group(1) + m.group(2)[:4] + "…", redact_text(text))
+
+
+class CredentialRedactor(logging.Filter):
+    """A filter that applies :func:`redact_credentials` to every record it sees (for loggers
+    that print whole handshakes, such as the ``websockets`` ones of the fault proxy)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact_credentials(record.getMessage())
+        record.args = None
+        return True
+
+
 class HandleRedactor(logging.Filter):
     """A filter that redacts handles in records of the loggers it is attached to."""
 

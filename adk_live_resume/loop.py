@@ -220,7 +220,7 @@ class LiveRun:
             config.context_window_compression = types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
             )
-        history = source.history_config
+        history = getattr(source, "history_config", None)  # google-genai < 1.6x: none
         if handle:
             if history is not None and history.initial_history_in_client_content is not None:
                 trimmed = history.model_copy(update={"initial_history_in_client_content": None})

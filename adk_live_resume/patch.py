@@ -95,6 +95,8 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
             newer = False
         if newer:
             _warn_untested_release()
+        if adk_compat.genai_is_newer_than_tested():
+            _warn_untested_genai()
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 
@@ -148,17 +150,35 @@ def _policy_for(policy: ResumePolicy | None) -> ResumePolicy:
 _warned_untested: set[str] = set()
 
 
+def _warn_once(key: str, message: str, *args: object) -> None:
+    """Log ``message`` as a WARNING the first time ``key`` is seen in this process."""
+    if key in _warned_untested:
+        return
+    _warned_untested.add(key)
+    logger.warning(message, *args)
+
+
 def _warn_untested_release() -> None:
     version = adk_compat.adk_version()
-    if version in _warned_untested:
-        return
-    _warned_untested.add(version)
-    logger.warning(
+    _warn_once(
+        f"google-adk {version}",
         "google-adk %s is newer than the releases adk-live-resume is tested with (%s); "
         "installing on feature detection. Please report problems, and check for a newer "
         "adk-live-resume.",
         version,
         adk_compat.TESTED_ADK_TEXT,
+    )
+
+
+def _warn_untested_genai() -> None:
+    version = adk_compat.genai_version()
+    _warn_once(
+        f"google-genai {version}",
+        "google-genai %s is newer than the newest release adk-live-resume is tested with "
+        "(%s); the live protocol may have moved. Please report problems, and check for a "
+        "newer adk-live-resume.",
+        version,
+        adk_compat.TESTED_GENAI_NEWEST,
     )
 
 

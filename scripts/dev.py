@@ -8,6 +8,7 @@ Needs nothing but the standard library of Python 3.11+, so it works on a fresh c
     python3 scripts/dev.py test            # the whole test suite
     python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
     python3 scripts/dev.py lint            # ruff + mypy
+    python3 scripts/dev.py conformance     # tests/service/: the fake; the real service with a key
     python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
     python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
 
@@ -46,10 +47,15 @@ def _stamp(extras: str, pins: list[str]) -> str:
     return digest.hexdigest()
 
 
-def ensure_env(extras: str, adk: str | None) -> Path:
-    """Create or reuse the venv and make sure the project and its extras are installed."""
-    env_dir = ROOT / (f".venv-adk-{adk}" if adk else ".venv")
-    pins = [f"google-adk=={adk}"] if adk else []
+def ensure_env(
+    extras: str, adk: str | None, *, extra_pins: tuple[str, ...] = (), suffix: str = ""
+) -> Path:
+    """Create or reuse the venv and make sure the project and its extras are installed.
+
+    ``extra_pins`` (requirements such as ``google-genai==1.56.0``) go into a venv of their own,
+    ``.venv-adk-<adk><suffix>``."""
+    env_dir = ROOT / ((f".venv-adk-{adk}" if adk else ".venv") + suffix)
+    pins = ([f"google-adk=={adk}"] if adk else []) + list(extra_pins)
     python = _venv_python(env_dir)
     if not python.exists():
         print(f"[dev] creating {env_dir.name}", flush=True)
@@ -142,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench.add_argument("name", help="a benchmark's name (a file in benchmarks/) or 'all'")
     bench.add_argument("--adk", help="google-adk version to use (default: newest)")
+    conformance = sub.add_parser(
+        "conformance",
+        help="the conformance suite (tests/service/): the fake server always, the real service "
+        "too when GOOGLE_API_KEY (or Vertex credentials) is set (other options go to pytest)",
+    )
+    conformance.add_argument("--adk", help="google-adk version to use (default: newest)")
     lint = sub.add_parser("lint", help="ruff and mypy")
     lint.add_argument("--adk", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args(argv)
@@ -156,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         python = ensure_env(DEV_EXTRAS, args.adk)
         code = _run([str(python), "-m", "pytest", *rest])
         return code
+    if args.job == "conformance":
+        python = ensure_env(DEV_EXTRAS, args.adk)
+        return _run([str(python), "-m", "pytest", "-m", "service", "-rsx", "tests/service", *rest])
     if args.job == "bench":
         python = ensure_env(DEV_EXTRAS, args.adk)
         return run_benchmarks(python, args.name, rest)

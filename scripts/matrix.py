@@ -9,6 +9,7 @@ Needs only the standard library (environments are built by ``scripts/dev.py``'s
     python3 scripts/matrix.py --full --versions 2.13.0
     python3 scripts/matrix.py --exclude 1.27.2,2.13.0   # what CI runs after dev.py test
     python3 scripts/matrix.py -- -k go_away          # extra pytest arguments after --
+    python3 scripts/matrix.py --dependency-bounds --versions 1.27.2,2.13.0
 
 By default each release runs the end-to-end resumption scenarios: the adapter tests, the
 install tests, stock ADK's behaviour and every test file marked ``e2e``. ``--full`` runs the
@@ -19,6 +20,12 @@ server, so 2 at a time halves the time; measured without flakiness on 2 cores, b
 the default for machines that are busy otherwise). A test that fails is run once more on its
 own (``--rerun``); a pass on the rerun is reported as flaky, never hidden. Ends with a
 summary table; exits non-zero if any release failed.
+
+``--dependency-bounds``: for each release, two more environments, with the oldest and with the
+newest google-genai and websockets that the release allows (read from its metadata in
+``.venv-adk-<version>``, which is built first), running only the core resumption tests
+(:data:`CORE_FILES` but stock ADK's documented failures, whose exception types move with
+google-genai). Dependencies move under us between our releases; this catches it.
 """
 
 from __future__ import annotations
@@ -65,9 +72,43 @@ CORE_FILES = (
 )
 
 
+#: What ``--dependency-bounds`` moves: the libraries ADK's live path talks through.
+BOUND_PACKAGES = ("google-genai", "websockets")
+
+
+def requirement_bounds(requires: list[str], package: str) -> tuple[str, str]:
+    """(oldest pin, newest spec) of ``package`` among a release's ``Requires-Dist`` lines:
+    ``"google-genai>=1.56.0, <2.0.0"`` -> ``("google-genai==1.56.0",
+    "google-genai>=1.56.0,<2.0.0")``. ValueError without a ``>=`` lower bound."""
+    for line in requires:
+        requirement = line.split(";", 1)[0].strip()
+        match = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*\(?([^)]*)\)?$", requirement)
+        if match is None or match.group(1).lower().replace("_", "-") != package:
+            continue
+        spec = "".join(match.group(2).split())
+        lower = re.search(r">=([0-9][^,]*)", spec)
+        if lower is None:
+            raise ValueError(f"{package} has no >= lower bound in {line!r}")
+        return f"{package}=={lower.group(1)}", f"{package}{spec}"
+    raise ValueError(f"{package} is not among the requirements {requires!r}")
+
+
+def release_requires(version: str) -> list[str]:
+    """``Requires-Dist`` of google-adk in ``.venv-adk-<version>``."""
+    env_dir = ROOT / f".venv-adk-{version}"
+    python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    code = "import importlib.metadata as m; print(chr(10).join(m.requires('google-adk') or []))"
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    return [line for line in out.stdout.splitlines() if line.strip()]
+
+
 @dataclass
 class Result:
     version: str
+    #: the google-adk release, the extra pins and the venv suffix (dependency-bound runs)
+    adk: str = ""
+    pins: tuple[str, ...] = ()
+    suffix: str = ""
     install_seconds: float = 0.0
     test_seconds: float = 0.0
     passed: int = 0
@@ -94,13 +135,16 @@ def e2e_selection() -> list[str]:
     return files
 
 
-def _install(version: str, extras: str, log_dir: Path) -> tuple[float, str]:
-    """Build (or reuse) ``.venv-adk-<version>``; return (seconds, error or "")."""
+def _install(
+    version: str, extras: str, log_dir: Path, pins: tuple[str, ...] = (), suffix: str = ""
+) -> tuple[float, str]:
+    """Build (or reuse) ``.venv-adk-<version><suffix>``; return (seconds, error or "")."""
     started = time.monotonic()
-    log = log_dir / f"install-{version}.log"
+    log = log_dir / f"install-{version}{suffix}.log"
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); "
-        f"from dev import ensure_env; ensure_env({extras!r}, {version!r})"
+        f"from dev import ensure_env; "
+        f"ensure_env({extras!r}, {version!r}, extra_pins={pins!r}, suffix={suffix!r})"
     )
     with log.open("w") as out:
         done = subprocess.run(
@@ -152,13 +196,14 @@ def _pytest(python: Path, args: list[str], junit: Path, log: Path) -> int:
 
 
 def _run_tests(result: Result, selection: list[str], rerun: int, log_dir: Path) -> Result:
-    env_dir = ROOT / f".venv-adk-{result.version}"
+    env_dir = ROOT / f".venv-adk-{result.adk or result.version}{result.suffix}"
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    log = log_dir / f"test-{result.version}.log"
+    label = result.version.replace(" ", "-")
+    log = log_dir / f"test-{label}.log"
     result.log = log
     log.write_text("")
     started = time.monotonic()
-    junit = log_dir / f"junit-{result.version}.xml"
+    junit = log_dir / f"junit-{label}.xml"
     code = _pytest(python, selection, junit, log)
     failed = _count(junit, result)
     if code not in (0, 1) and not failed:  # usage error, collection error, crash
@@ -166,7 +211,7 @@ def _run_tests(result: Result, selection: list[str], rerun: int, log_dir: Path) 
     for attempt in range(rerun):
         if not failed:
             break
-        again = log_dir / f"junit-{result.version}-rerun{attempt + 1}.xml"
+        again = log_dir / f"junit-{label}-rerun{attempt + 1}.xml"
         _pytest(python, failed, again, log)
         retry = Result(result.version)
         still = _count(again, retry)
@@ -206,7 +251,10 @@ def _table(results: list[Result], wall: float) -> str:
 
 def _install_all(results: dict[str, Result], jobs: int, log_dir: Path) -> None:
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        installs = {pool.submit(_install, v, "test", log_dir): v for v in results}
+        installs = {
+            pool.submit(_install, r.adk or v, "test", log_dir, r.pins, r.suffix): v
+            for v, r in results.items()
+        }
         for future in concurrent.futures.as_completed(installs):
             version = installs[future]
             seconds, error = future.result()
@@ -289,6 +337,12 @@ def main(argv: list[str] | None = None) -> int:
         "install() warns and runs on feature detection there)",
     )
     parser.add_argument("--full", action="store_true", help="run the whole suite")
+    parser.add_argument(
+        "--dependency-bounds",
+        action="store_true",
+        help="test each release with the oldest and the newest google-genai and websockets "
+        "it allows (core resumption tests only)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="releases tested at once")
     parser.add_argument("--install-jobs", type=int, default=2, help="environments built at once")
     parser.add_argument("--rerun", type=int, default=1, help="reruns of a failed test")
@@ -310,15 +364,35 @@ def main(argv: list[str] | None = None) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     selection = ([] if args.full else e2e_selection()) + list(args.pytest_args)
     what = "whole suite" if args.full else "end-to-end scenarios"
-    print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
     started = time.monotonic()
     results = {v: Result(v) for v in versions}
+    if args.dependency_bounds:
+        plain = dict(results)
+        _install_all(plain, max(1, args.install_jobs), log_dir)  # to read each release's bounds
+        results = {}
+        for version in versions:
+            if plain[version].note:
+                results[version] = plain[version]
+                continue
+            requires = release_requires(version)
+            bounds = [requirement_bounds(requires, package) for package in BOUND_PACKAGES]
+            for which, index in (("oldest", 0), ("newest", 1)):
+                pins = tuple(bound[index] for bound in bounds)
+                label = f"{version} {which} deps"
+                results[label] = Result(label, adk=version, pins=pins, suffix=f"-deps-{which}")
+                print(f"[matrix] {label}: {' '.join(pins)}", flush=True)
+        # the patch's guarantees; not stock ADK's documented failures (test_stock_adk.py),
+        # whose exact exception types move with google-genai
+        selection = [n for n in CORE_FILES if (ROOT / n).exists() and "stock" not in n]
+        selection += list(args.pytest_args)
+        what = "core resumption tests, oldest and newest google-genai and websockets"
+    print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
 
     _install_all(results, max(1, args.install_jobs), log_dir)
-    runnable = [results[v] for v in versions if not results[v].note]
+    runnable = [r for r in results.values() if not r.note]
     _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir)
 
-    ordered = [results[v] for v in versions]
+    ordered = list(results.values())
     print("\n" + _table(ordered, time.monotonic() - started), flush=True)
     return 0 if all(r.ok for r in ordered) else 1
 

@@ -12,7 +12,11 @@ By default the other side is the embedded fake Gemini Live server (TLS websocket
 ``goAway`` comes 60 s before the deadline, after which the server closes with 1011
 "Deadline expired". A time scale makes the whole 21-minute conversation take seconds;
 ``--real-time`` runs it in true time. ``--gemini MODEL`` talks to the real Gemini Live API
-instead (needs ``GOOGLE_API_KEY``; takes the real 10+ minutes per run).
+instead (needs ``GOOGLE_API_KEY``), through a fault proxy on 127.0.0.1
+(:class:`adk_live_resume.testing.FaultProxy`) that sends every connection a goAway
+``--proxy-go-away`` seconds after it opened (30 by default, then the close at its deadline, as
+the service does): the real service's handover, rehearsed in seconds. ``--no-proxy`` waits for
+the service's own goAway instead (the real 10+ minutes per run).
 
 Drop styles (fake server only):
   service the way the real service fails (the default): the socket dies (no close frame)
@@ -68,6 +72,10 @@ DEFAULT_FAKE_TURNS = 19
 #: A real-Gemini conversation: 25 turns over 12 minutes (the connection ends at about 10).
 DEFAULT_GEMINI_DURATION = 720.0
 DEFAULT_GEMINI_TURNS = 25
+#: With the fault proxy (the default with --gemini): a goAway every 30 s, a 2-minute talk.
+DEFAULT_PROXY_GO_AWAY = 30.0
+DEFAULT_PROXIED_DURATION = 120.0
+DEFAULT_PROXIED_TURNS = 10
 DEFAULT_TIME_SCALE = 0.01
 
 FIRST_SENTENCE = "hello, my name is Ada"
@@ -99,6 +107,9 @@ class Settings:
     answer_timeout: float = 5.0
     #: Real seconds between the chunks of every fake answer.
     chunk_delay: float = 0.02
+    #: --gemini only: a fault proxy sends each connection a goAway this many seconds after it
+    #: opened; None: no proxy (the service's own goAway, after about 10 minutes).
+    proxy_go_away: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -116,6 +127,8 @@ class Settings:
             problems.append("--answer-timeout must be > 0")
         if self.drop_after_turn is not None and not 0 <= self.drop_after_turn <= self.turns - 2:
             problems.append(f"--drop-after-turn must be between 1 and {self.turns - 1}")
+        if self.proxy_go_away is not None and self.proxy_go_away <= 0:
+            problems.append("--proxy-go-away must be > 0")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -544,6 +557,33 @@ def _counting_gemini(model_name: str, counters: _ClientCounters) -> Any:
     return CountingGemini(model=model_name)
 
 
+@contextlib.asynccontextmanager
+async def _fault_proxy(settings: Settings) -> Any:
+    """With ``settings.proxy_go_away``: a fault proxy in front of the endpoint the environment
+    points at, and the environment pointed at it for the block (restored after). Yields the
+    proxy, or None without one."""
+    if settings.proxy_go_away is None:
+        yield None
+        return
+    from adk_live_resume.inject_launch import upstream_from_environment
+    from adk_live_resume.testing.client_config import environ_set
+    from adk_live_resume.testing.inject_spec import InjectSchedule
+    from adk_live_resume.testing.proxy import FaultProxy
+
+    upstream = upstream_from_environment(os.environ)
+    schedule = InjectSchedule(
+        goaway_every=settings.proxy_go_away,
+        goaway_time_left=min(10.0, settings.proxy_go_away / 2),
+    )
+    proxy = FaultProxy(
+        upstream.url, upstream_cert=os.environ.get("SSL_CERT_FILE"), schedule=schedule
+    )
+    async with proxy:
+        pointed = {upstream.variable: proxy.base_url, "SSL_CERT_FILE": proxy.ca_bundle()}
+        with environ_set(pointed):
+            yield proxy
+
+
 def _run_config(settings: Settings) -> Any:
     from google.adk.agents.run_config import RunConfig
     from google.genai import types
@@ -715,10 +755,17 @@ async def run_once(
                     result.handles_issued = len(server.handles_issued())
             else:
                 counters = _ClientCounters()
-                model = _counting_gemini(settings.gemini_model or "", counters)
-                await _converse(settings, model, result, progress, None)
+                async with _fault_proxy(settings) as proxy:
+                    model = _counting_gemini(settings.gemini_model or "", counters)
+                    await _converse(settings, model, result, progress, None)
                 result.connections = counters.connections
                 result.history_sends = counters.history_sends
+                if proxy is not None:
+                    records = proxy.connections
+                    result.go_aways = sum(
+                        1 for c in records if any("go_away" in f for f in c.faults)
+                    )
+                    result.resumed_connections = sum(1 for c in records if c.resumed)
     finally:
         if remove is not None:
             remove()
@@ -887,6 +934,11 @@ def describe_settings(settings: Settings, adk_version: str) -> list[str]:
             f"backend: the real Gemini Live API, model {settings.gemini_model}; the "
             f"{span} conversation takes real time (twice)"
         )
+        if settings.proxy_go_away is not None:
+            lines.append(
+                f"fault proxy on 127.0.0.1: a goAway {settings.proxy_go_away:g} s after each "
+                "connection opened, then the close at its deadline (--no-proxy: the service's own)"
+            )
     mode = "spoken (synthetic speech)" if settings.audio and settings.fake else "text"
     if settings.audio and not settings.fake:
         mode = "text in, audio out"
@@ -965,8 +1017,21 @@ def build_parser() -> argparse.ArgumentParser:
     backend.add_argument(
         "--gemini",
         metavar="MODEL",
-        help="run against the real Gemini Live API with this model (needs GOOGLE_API_KEY; "
-        "takes the real 10+ minutes per run)",
+        help="run against the real Gemini Live API with this model (needs GOOGLE_API_KEY), "
+        "through a fault proxy that brings the goAway within seconds (see --proxy-go-away)",
+    )
+    backend.add_argument(
+        "--proxy-go-away",
+        type=float,
+        metavar="SECONDS",
+        help=f"with --gemini: the fault proxy's goAway this many seconds after each connection "
+        f"opened (default {DEFAULT_PROXY_GO_AWAY:g})",
+    )
+    backend.add_argument(
+        "--no-proxy",
+        action="store_true",
+        help="with --gemini: no fault proxy; wait for the service's own goAway (the real 10+ "
+        "minutes per run)",
     )
     timing = parser.add_argument_group("fake server timing")
     scale = timing.add_mutually_exclusive_group()
@@ -1040,12 +1105,20 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise ValueError(
             "--drop abrupt/1011/midturn needs the fake server; the real API drops by itself"
         )
+    if gemini is None and (args.no_proxy or args.proxy_go_away is not None):
+        raise ValueError("--proxy-go-away and --no-proxy go with --gemini")
+    if args.no_proxy and args.proxy_go_away is not None:
+        raise ValueError("--proxy-go-away and --no-proxy exclude each other")
+    proxied = gemini is not None and not args.no_proxy
+    proxy_go_away = (args.proxy_go_away or DEFAULT_PROXY_GO_AWAY) if proxied else None
     turns = args.turns
     if turns is None:
         turns = DEFAULT_GEMINI_TURNS if gemini else DEFAULT_FAKE_TURNS
+        turns = DEFAULT_PROXIED_TURNS if proxied else turns
     duration = args.duration
     if duration is None:
         duration = DEFAULT_GEMINI_DURATION if gemini else DEFAULT_FAKE_DURATION
+        duration = DEFAULT_PROXIED_DURATION if proxied else duration
     timeout = args.answer_timeout
     if timeout is None:
         timeout = 60.0 if gemini else 5.0
@@ -1061,6 +1134,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         drop_after_turn=drop_after,
         audio=args.audio,
         answer_timeout=timeout,
+        proxy_go_away=proxy_go_away,
     )
 
 

@@ -75,3 +75,48 @@ def test_bench_runs_one_benchmark_or_all_and_refuses_an_unknown_name(
         [str(ROOT / "benchmarks" / "resume_gap.py"), "--quick"],
     ]
     assert dev.main(["bench", "nope"]) == 2
+
+
+def test_the_dependency_bounds_come_from_a_release_s_requirements() -> None:
+    matrix = sys.modules.get("matrix_script")
+    if matrix is None:
+        spec = importlib.util.spec_from_file_location(
+            "matrix_script", ROOT / "scripts" / "matrix.py"
+        )
+        assert spec is not None and spec.loader is not None
+        matrix = importlib.util.module_from_spec(spec)
+        sys.modules["matrix_script"] = matrix
+        sys.path.insert(0, str(ROOT / "scripts"))
+        try:
+            spec.loader.exec_module(matrix)
+        finally:
+            sys.path.remove(str(ROOT / "scripts"))
+    requires = [
+        "PyYAML>=6.0",
+        "google-genai>=1.56.0, <2.0.0",
+        "websockets (>=15.0.1,<16)",
+        "pytest; extra == 'test'",
+    ]
+    assert matrix.requirement_bounds(requires, "google-genai") == (
+        "google-genai==1.56.0",
+        "google-genai>=1.56.0,<2.0.0",
+    )
+    assert matrix.requirement_bounds(requires, "websockets") == (
+        "websockets==15.0.1",
+        "websockets>=15.0.1,<16",
+    )
+    with pytest.raises(ValueError, match="not among"):
+        matrix.requirement_bounds(requires, "httpx")
+    with pytest.raises(ValueError, match="no >= lower bound"):
+        matrix.requirement_bounds(["google-genai<3"], "google-genai")
+
+
+def test_conformance_runs_the_service_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = _load()
+    commands: list[list[str]] = []
+    monkeypatch.setattr(dev, "ensure_env", lambda extras, adk: Path(sys.executable))
+    monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
+    assert dev.main(["conformance", "-k", "handle"]) == 0
+    assert commands == [
+        [sys.executable, "-m", "pytest", "-m", "service", "-rsx", "tests/service", "-k", "handle"]
+    ]

@@ -9,6 +9,7 @@ from google.adk.agents import LlmAgent
 from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 from google.adk.models.llm_response import LlmResponse
 from google.genai import errors as genai_errors
+from websockets.exceptions import ConnectionClosedError
 
 import adk_live_resume
 from adk_live_resume import (
@@ -109,6 +110,31 @@ def test_a_newer_untested_release_installs_with_one_warning(
     warnings = [r for r in caplog.records if "newer than the releases" in r.getMessage()]
     assert len(warnings) == 1
     assert "9.9.9" in warnings[0].getMessage() and "feature detection" in warnings[0].getMessage()
+    assert adk_live_resume.is_installed()
+
+
+def test_a_google_genai_newer_than_tested_installs_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert not adk_compat.genai_is_newer_than_tested(adk_compat.TESTED_GENAI_NEWEST)
+    assert not adk_compat.genai_is_newer_than_tested("1.56.0")
+    major, minor, _ = adk_compat.parse_version(adk_compat.TESTED_GENAI_NEWEST)
+    assert not adk_compat.genai_is_newer_than_tested(f"{major}.{minor}.9")  # a patch release
+    assert adk_compat.genai_is_newer_than_tested(f"{major}.{minor + 1}.0")
+    assert adk_compat.genai_is_newer_than_tested(f"{major + 1}.0.0")
+    with caplog.at_level("WARNING", logger="adk_live_resume"):
+        adk_live_resume.install()  # the installed google-genai is a tested one
+    assert not [r for r in caplog.records if "google-genai" in r.getMessage()]
+    adk_live_resume.uninstall()
+    monkeypatch.setattr(adk_compat, "genai_version", lambda: "9.8.7")
+    with caplog.at_level("WARNING", logger="adk_live_resume"):
+        adk_live_resume.install()
+        adk_live_resume.uninstall()
+        adk_live_resume.install()  # warned once per process, not once per install
+    warnings = [r for r in caplog.records if "google-genai" in r.getMessage()]
+    assert len(warnings) == 1
+    text = warnings[0].getMessage()
+    assert "9.8.7" in text and adk_compat.TESTED_GENAI_NEWEST in text
     assert adk_live_resume.is_installed()
 
 
@@ -221,7 +247,11 @@ async def test_install_uninstall_install_switches_behaviour() -> None:
                 await server.wait_for(lambda: len(server.connections) > before or live.ended, 10)
                 assert await live.say("two") == "echo: two"
             except AssertionError:
-                assert isinstance(live.error, genai_errors.APIError), live.error
+                # stock ADK's error: google-genai wraps the close in APIError (websockets'
+                # own ConnectionClosedError from google-genai < 1.6x, the oldest ADK allows)
+                assert isinstance(live.error, genai_errors.APIError | ConnectionClosedError), (
+                    live.error
+                )
                 return False
             assert await live.close() is None
             return True

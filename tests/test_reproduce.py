@@ -197,6 +197,43 @@ async def test_the_gemini_code_path_runs_against_the_fake_through_the_environmen
     assert result.error_type is None
 
 
+@pytest.mark.timeout(90)
+async def test_the_gemini_path_through_the_fault_proxy_brings_the_go_away_in_seconds() -> None:
+    # --gemini's default: a fault proxy in front of the endpoint the environment names (the
+    # fake here), a goAway 1 s after each connection opened; the patched run moves on.
+    async with FakeLiveServer() as server:
+        with server.environment():
+            settings = rt.Settings(
+                gemini_model="gemini-live-fake", turns=4, duration=3.0, proxy_go_away=1.0
+            )
+            result = await rt.run_once(settings, patched=True)
+            assert os.environ["GOOGLE_GEMINI_BASE_URL"] == server.base_url  # restored
+        assert len(server.connections) >= 2
+        assert all(c.resumed for c in server.connections[1:])
+    assert result.go_aways >= 1 and result.resumed_connections >= 1
+    assert result.history_sends == 0
+    # every turn answered (the fake echoes the natural-language memory check, so its "ok"
+    # is the real model's business)
+    assert result.turns[0].ok and all(turn.answer for turn in result.turns), result.turns
+    assert result.error_type is None
+
+
+def test_the_proxy_is_the_gemini_default_and_only_there() -> None:
+    parser = rt.build_parser()
+    proxied = rt.settings_from_args(parser.parse_args(["--gemini", "m"]))
+    assert proxied.proxy_go_away == rt.DEFAULT_PROXY_GO_AWAY
+    assert proxied.duration == rt.DEFAULT_PROXIED_DURATION
+    plain = rt.settings_from_args(parser.parse_args(["--gemini", "m", "--no-proxy"]))
+    assert plain.proxy_go_away is None and plain.duration == rt.DEFAULT_GEMINI_DURATION
+    assert rt.settings_from_args(parser.parse_args([])).proxy_go_away is None
+    with pytest.raises(ValueError, match="go with --gemini"):
+        rt.settings_from_args(parser.parse_args(["--proxy-go-away", "5"]))
+    with pytest.raises(ValueError, match="exclude each other"):
+        rt.settings_from_args(
+            parser.parse_args(["--gemini", "m", "--no-proxy", "--proxy-go-away", "5"])
+        )
+
+
 def _env_without_key() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
     return env

@@ -19,10 +19,12 @@ What the model answers is documented in :mod:`adk_live_resume.testing.model`, th
 :mod:`adk_live_resume.testing.dialect`, what each model family does differently (2.x, 2.5
 native audio, 3.1, 3.8) in :mod:`adk_live_resume.testing.families`, late pongs in
 :mod:`adk_live_resume.testing.keepalive`, network latency in front of the server
-(:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`, the REST
-``generateContent`` / ``streamGenerateContent`` on the same port in
-:mod:`adk_live_resume.testing.rest`. ``python -m adk_live_resume.testing serve`` keeps a fake
-running for ``adk web`` by hand. The pytest plugin
+(:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`, a fault-injecting proxy in
+front of any Live endpoint, the real service included (:class:`FaultProxy`), in
+:mod:`adk_live_resume.testing.proxy`, the REST ``generateContent`` /
+``streamGenerateContent`` on the same port in :mod:`adk_live_resume.testing.rest`.
+``python -m adk_live_resume.testing serve`` keeps a fake running for ``adk web`` by hand. The
+pytest plugin
 (registered through the ``pytest11`` entry point) provides the ``fake_live_server``,
 ``fake_live_server_factory`` and ``live_resume_patch`` fixtures; :class:`LiveDriver` drives a
 real ``Runner.run_live`` turn by turn; :func:`patch_installed` installs the patch for one
@@ -42,9 +44,11 @@ if TYPE_CHECKING:
     from .driver import LiveDriver, LiveRunEnded, answer_text
     from .faults import Fault
     from .handles import HandleIssue, HandleSchedule
+    from .inject_spec import InjectSchedule, InjectSpecError, parse_inject_spec
     from .latency import LatencyRelay
     from .model import ScriptedModel
     from .patching import patch_installed, patch_removed
+    from .proxy import FaultProxy, ProxiedConnection
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
     from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
@@ -64,7 +68,12 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "Fault": ".faults",
             "HandleIssue": ".handles",
             "HandleSchedule": ".handles",
+            "InjectSchedule": ".inject_spec",
+            "InjectSpecError": ".inject_spec",
+            "parse_inject_spec": ".inject_spec",
             "LatencyRelay": ".latency",
+            "FaultProxy": ".proxy",
+            "ProxiedConnection": ".proxy",
             "ScriptedModel": ".model",
             "patch_installed": ".patching",
             "patch_removed": ".patching",
@@ -90,12 +99,16 @@ __all__ = [
     "ConnectionRecord",
     "FakeLiveServer",
     "Fault",
+    "FaultProxy",
     "HandleIssue",
     "HandleSchedule",
     "HeardTurn",
+    "InjectSchedule",
+    "InjectSpecError",
     "LatencyRelay",
     "LiveDriver",
     "LiveRunEnded",
+    "ProxiedConnection",
     "ResentMessage",
     "ScriptedModel",
     "ToolCallRecord",
@@ -104,6 +117,7 @@ __all__ = [
     "decode_speech",
     "environment",
     "environment_variables",
+    "parse_inject_spec",
     "patch_installed",
     "patch_removed",
     "silence_pcm",

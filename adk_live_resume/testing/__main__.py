@@ -107,12 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         epilog="In your tests use the fake_live_server fixture or FakeLiveServer directly "
         "(see the package's README).",
     )
-    commands = parser.add_subparsers(dest="command", metavar="{demo,serve}")
+    commands = parser.add_subparsers(
+        dest="command", metavar="{demo,serve,proxy}", title="commands (default: the tour)"
+    )
     commands.add_parser("demo", help="the tour (the default)")
     serve_parser = commands.add_parser(
         "serve", help="keep a fake running and print its environment as export lines"
     )
     add_arguments(serve_parser)
+    from .proxy_cli import add_proxy_command
+
+    add_proxy_command(commands)
     args = parser.parse_args(argv)
     if args.command == "serve":
         if not 0 <= args.port <= 65535:
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.time_scale <= 0:
             parser.error(f"--time-scale must be > 0, not {args.time_scale}")
         return asyncio.run(serve(port=args.port, vertex=args.vertex, time_scale=args.time_scale))
+    if hasattr(args, "run"):  # a subcommand that says how it runs (proxy)
+        return int(args.run(args))
     ok = asyncio.run(_demo())
     _say("demo OK" if ok else "demo FAILED")
     return 0 if ok else 1

@@ -84,13 +84,20 @@ def environment(server: _ServerAddress, *, vertex: bool = False) -> Iterator[dic
     dialect (see :func:`environment_variables`).
     """
     wanted = environment_variables(server, vertex=vertex)
-    touched = [*wanted, *_REMOVED]
-    saved = {name: os.environ.get(name) for name in touched}
+    with environ_set(wanted, removed=_REMOVED):
+        yield dict(wanted)
+
+
+@contextlib.contextmanager
+def environ_set(wanted: dict[str, str], *, removed: tuple[str, ...] = ()) -> Iterator[None]:
+    """``os.environ`` with ``wanted`` set and ``removed`` unset for the block; every one of
+    them restored exactly afterwards (unset again, or its old value back)."""
+    saved = {name: os.environ.get(name) for name in [*wanted, *removed]}
     try:
-        for name in _REMOVED:
+        for name in removed:
             os.environ.pop(name, None)
         os.environ.update(wanted)
-        yield dict(wanted)
+        yield
     finally:
         for name, value in saved.items():
             if value is None:

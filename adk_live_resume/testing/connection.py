@@ -45,6 +45,9 @@ Input and turns:
   afterwards is refused with 1007;
 * pings are answered ``pong_delay`` (or ``Fault.hold_pongs``) service seconds late
   (:mod:`~adk_live_resume.testing.keepalive`); :meth:`LiveConnection.arm` adds faults later.
+* a second ``setup`` on a connection closes it with 1007; with ``refuse_resume_while_open``, a
+  resume of a session whose earlier socket is still open is closed with 1011, as the service
+  does (off by default: a client that drops TCP and resumes at once races the server's notice).
 
 Every task the connection starts is cancelled and awaited before its handler returns, and the
 record is final (``record.finished``) from then on.
@@ -89,7 +92,12 @@ from .records import (
     ToolCallRecord,
     short_handle,
 )
-from .settings import INVALID_ARGUMENT_REASON, ServerSettings, SharedState
+from .settings import (
+    INTERNAL_ERROR_REASON,
+    INVALID_ARGUMENT_REASON,
+    ServerSettings,
+    SharedState,
+)
 from .speech import pcm_duration_ms, speech_pcm
 from .vad import SpeechEvent, SpeechStarted, SpeechTracker, Transcribed, Utterance, VadConfig
 
@@ -158,6 +166,7 @@ class LiveConnection:
         self._audio_since_handle_ms = 0
         self._unanswered_user = False
         self._setup_answered = False
+        self._counted_open = False  # counted in shared.open_sessions
         self._gemini3 = False
         self._family = GEMINI_2_LIVE
         self._history_in_client_content = False
@@ -249,6 +258,9 @@ class LiveConnection:
                 transport.abort()
 
     async def _finish(self) -> None:
+        if self._counted_open:
+            self._shared.open_sessions[self._session.id] -= 1
+            self._counted_open = False
         if not self.ending:
             self.record.ended_by = "client"
             self.record.ended_at = self._loop.time()
@@ -414,6 +426,8 @@ class LiveConnection:
         if not self._restore():
             return
         self.record.session_id = self._session.id
+        self._shared.open_sessions[self._session.id] += 1
+        self._counted_open = True
         delay = sum(f.seconds for f in self._faults.of_kind("setup_delay"))
         if delay:
             await asyncio.sleep(self._settings.real(delay))
@@ -522,6 +536,17 @@ class LiveConnection:
             logger.info("fake live server: connection %d: session has ended", self.record.index)
             self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
             return False
+        if (
+            snapshot is not None
+            and self._settings.refuse_resume_while_open
+            and self._shared.open_sessions[snapshot.session.id] > 0
+        ):
+            logger.info(
+                "fake live server: connection %d: resume while the session's old socket is open",
+                self.record.index,
+            )
+            self.terminate("refused", code=1011, reason=INTERNAL_ERROR_REASON)
+            return False
         if snapshot is None:
             code = self._settings.refuse_close_code
             if refusal is not None and refusal.code is not None:
@@ -577,6 +602,8 @@ class LiveConnection:
         elif has(message, "toolResponse"):
             self._tool_response(pick_dict(message, "toolResponse") or {})
             self._realtime_seen = True
+        elif has(message, "setup"):  # one setup per connection, as the service says
+            self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         else:
             logger.warning(
                 "fake live server: connection %d: ignoring client message with keys %s",

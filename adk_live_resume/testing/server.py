@@ -106,6 +106,9 @@ class FakeLiveServer:
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live or 3.8 Live.
+        refuse_resume_while_open: a resume of a session whose earlier socket is still open is
+            closed with 1011, as the service does (default off: a client that drops TCP and
+            resumes at once would race the server's notice of the drop).
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class FakeLiveServer:
         thought_summaries: bool = False,
         pong_delay: float | None = None,
         port: int = 0,
+        refuse_resume_while_open: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -147,6 +151,7 @@ class FakeLiveServer:
             setup_timeout=setup_timeout,
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
+            refuse_resume_while_open=refuse_resume_while_open,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 import secrets
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ __all__ = [
 
 DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
 INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
+#: The reason of the 1011 close on a resume while the session's old socket is open.
+INTERNAL_ERROR_REASON = "Internal error encountered."
 #: The documented session length of an audio session without context window compression.
 AUDIO_SESSION_LIMIT = 900.0
 
@@ -49,6 +52,7 @@ class ServerSettings:
     setup_timeout: float | None = None
     thought_summaries: bool = False
     pong_delay: float | None = None
+    refuse_resume_while_open: bool = False
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -77,6 +81,8 @@ class SharedState:
     tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     answered_user_turns: list[str] = field(default_factory=list)
     ended_sessions: set[str] = field(default_factory=set)
+    #: Connections whose socket is still open, per session id.
+    open_sessions: collections.Counter[str] = field(default_factory=collections.Counter)
     _tool_counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _tool_messages: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 

@@ -1,0 +1,120 @@
+"""The ``--inject SPEC`` schedule of faults: its parsing and its meaning, without sockets.
+
+``SPEC`` is a comma-separated list of ``key=value`` pairs, values in seconds unless said::
+
+    goaway-every=60,drop-every=90
+
+Keys (each at most once; at least one):
+
+* ``goaway-every=S``: S seconds after a connection opened, and every S seconds after that
+  while it lasts, the proxy sends it a ``goAway`` whose ``timeLeft`` is ``goaway-time-left``
+  and closes it at that deadline (code 1011), as the service does.
+* ``goaway-time-left=S``: the ``timeLeft`` of those goAways (default 10).
+* ``drop-every=S``: S seconds after a connection opened, the proxy aborts it without a close
+  frame (a network drop).
+* ``close-every=S``: S seconds after a connection opened, the proxy closes it with
+  ``close-code`` (default 1011).
+* ``close-code=N``: the code of those closes (1000-4999).
+* ``latency=S``: one-way latency added to every message, both ways.
+* ``refuse-resume=N``: refuse (close 1008) the first N setups that carry a resumption handle.
+
+Every connection (each resume is a new one) gets its own timers, counted from its opening.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SPEC_FORM", "InjectSchedule", "InjectSpecError", "parse_inject_spec"]
+
+SPEC_FORM = (
+    "KEY=VALUE[,KEY=VALUE...] with keys goaway-every, goaway-time-left, drop-every, "
+    "close-every, close-code, latency (seconds) and refuse-resume (a count), e.g. "
+    "goaway-every=60,drop-every=90"
+)
+
+
+class InjectSpecError(ValueError):
+    """An ``--inject`` SPEC that cannot be read; the message says the accepted form."""
+
+
+@dataclass(frozen=True)
+class InjectSchedule:
+    """Faults to inject on every relayed connection; None: not that fault."""
+
+    goaway_every: float | None = None
+    goaway_time_left: float = 10.0
+    drop_every: float | None = None
+    close_every: float | None = None
+    close_code: int = 1011
+    latency: float = 0.0
+    refuse_resume: int = 0
+
+    def describe(self) -> str:
+        """A one-line summary for logs and ``--help`` echoes."""
+        parts: list[str] = []
+        if self.goaway_every is not None:
+            parts.append(
+                f"goAway every {self.goaway_every:g}s (timeLeft {self.goaway_time_left:g}s)"
+            )
+        if self.drop_every is not None:
+            parts.append(f"drop after {self.drop_every:g}s")
+        if self.close_every is not None:
+            parts.append(f"close {self.close_code} after {self.close_every:g}s")
+        if self.latency:
+            parts.append(f"latency {self.latency:g}s each way")
+        if self.refuse_resume:
+            parts.append(f"refuse {self.refuse_resume} resume(s)")
+        return ", ".join(parts) or "no faults"
+
+
+_SECONDS = {
+    "goaway-every": "goaway_every",
+    "goaway-time-left": "goaway_time_left",
+    "drop-every": "drop_every",
+    "close-every": "close_every",
+    "latency": "latency",
+}
+_INTEGERS = {"close-code": "close_code", "refuse-resume": "refuse_resume"}
+
+
+def _error(detail: str) -> InjectSpecError:
+    return InjectSpecError(f"--inject: {detail}; expected {SPEC_FORM}")
+
+
+def parse_inject_spec(spec: str) -> InjectSchedule:
+    """Read ``spec``; raise :class:`InjectSpecError` naming the bad part and the form."""
+    values: dict[str, float | int] = {}
+    if not spec.strip():
+        raise _error("empty SPEC")
+    for item in spec.split(","):
+        key, sep, raw = item.strip().partition("=")
+        key = key.strip().lower()
+        if not sep or not raw.strip():
+            raise _error(f"{item.strip()!r} is not KEY=VALUE")
+        if key in _SECONDS:
+            try:
+                number: float | int = float(raw)
+            except ValueError:
+                raise _error(f"{key}={raw!r} is not a number of seconds") from None
+            if not number >= 0 or number == float("inf"):
+                raise _error(f"{key}={raw} must be a finite number >= 0")
+            if key.endswith("-every") and number == 0:
+                raise _error(f"{key}=0 would fire at once on every connection; use > 0")
+            field = _SECONDS[key]
+        elif key in _INTEGERS:
+            try:
+                number = int(raw)
+            except ValueError:
+                raise _error(f"{key}={raw!r} is not a whole number") from None
+            if key == "close-code" and not 1000 <= number <= 4999:
+                raise _error(f"close-code={raw} is not a websocket close code (1000-4999)")
+            if number < 0:
+                raise _error(f"{key}={raw} must be >= 0")
+            field = _INTEGERS[key]
+        else:
+            raise _error(f"unknown key {key!r}")
+        if field in values:
+            raise _error(f"{key} given twice")
+        values[field] = number
+    return InjectSchedule(**values)  # type: ignore[arg-type]

@@ -1,0 +1,118 @@
+"""Where the conformance suite runs: the fake server always, the real service when asked.
+
+The ``target`` fixture is the fake (in this process, real TLS on 127.0.0.1) and, when
+``GOOGLE_API_KEY`` is set (Gemini API) or ``GOOGLE_GENAI_USE_VERTEXAI=true`` with
+``GOOGLE_CLOUD_PROJECT`` (Vertex AI, application default credentials), the real service too;
+otherwise that parameter is skipped with a one-line reason. Never in CI: with ``CI`` set the
+real service is skipped even with a key. Models are chosen per family and can be overridden
+with ``ADK_LIVE_RESUME_CONFORMANCE_<FAMILY>_MODEL`` (families: TEXT, NATIVE_AUDIO, GEMINI_3_1,
+GEMINI_3_8). Tests that wait for the service's own clocks (the 10-minute connection, the
+15-minute audio session) run on the real service only with ``ADK_LIVE_RESUME_CONFORMANCE_SLOW=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from adk_live_resume.testing import FakeLiveServer
+
+SLOW_ENV = "ADK_LIVE_RESUME_CONFORMANCE_SLOW"
+
+#: Default model per family: (Gemini API, Vertex AI).
+REAL_MODELS = {
+    "TEXT": ("gemini-live-2.5-flash-preview", "gemini-live-2.5-flash"),
+    "NATIVE_AUDIO": (
+        "gemini-2.5-flash-native-audio-preview-09-2025",
+        "gemini-live-2.5-flash-native-audio",
+    ),
+    "GEMINI_3_1": ("gemini-3.1-flash-live-preview", "gemini-3.1-flash-live-preview"),
+    "GEMINI_3_8": ("gemini-3.8-live", "gemini-3.8-live"),
+}
+#: The same families on the fake: it recognises them by name.
+FAKE_MODELS = {
+    "TEXT": "gemini-live-fake",
+    "NATIVE_AUDIO": "gemini-2.5-flash-native-audio-preview-09-2025",
+    "GEMINI_3_1": "gemini-3.1-flash-live-preview",
+    "GEMINI_3_8": "gemini-3.8-live",
+}
+
+
+@dataclass
+class Target:
+    """One place the suite runs against."""
+
+    name: str
+    vertex: bool
+    server: FakeLiveServer | None = None
+
+    @property
+    def is_fake(self) -> bool:
+        return self.server is not None
+
+    def client(self) -> Any:
+        if self.server is not None:
+            return self.server.genai_client(vertex=self.vertex)
+        from google import genai
+
+        return genai.Client()  # the user's own environment: key or Vertex credentials
+
+    def model(self, family: str = "TEXT") -> str:
+        if self.server is not None:
+            return FAKE_MODELS[family]
+        chosen = os.environ.get(f"ADK_LIVE_RESUME_CONFORMANCE_{family}_MODEL")
+        return chosen or REAL_MODELS[family][1 if self.vertex else 0]
+
+    def needs_the_clock(self) -> None:
+        """Skip on the real service unless slow tests were asked for."""
+        if not self.is_fake and os.environ.get(SLOW_ENV) != "1":
+            pytest.skip(f"waits for the service's own clock; set {SLOW_ENV}=1 to run it")
+
+    def needs_vertex(self) -> None:
+        if not self.vertex:
+            pytest.skip("a Vertex AI only feature; this target speaks the Gemini API")
+
+
+def _real_target() -> tuple[str, bool] | str:
+    """("real-...", vertex) when credentials are set; else the reason to skip."""
+    if os.environ.get("CI"):
+        return "CI is set: the real service is never tried in CI"
+    vertex = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in {"1", "true"}
+    if vertex and os.environ.get("GOOGLE_CLOUD_PROJECT"):
+        return ("real-vertex", True)
+    if not vertex and os.environ.get("GOOGLE_API_KEY"):
+        return ("real-gemini-api", False)
+    return "no GOOGLE_API_KEY (or Vertex credentials) set: the real service is not tried"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        real = _real_target()
+        params: list[Any] = ["fake", "fake-vertex"]
+        if isinstance(real, str):
+            params.append(pytest.param("real", marks=pytest.mark.skip(reason=real)))
+        else:
+            params.append(real[0])
+        metafunc.parametrize("target", params, indirect=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/service/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.service)
+
+
+@pytest.fixture
+async def target(request: pytest.FixtureRequest) -> AsyncIterator[Target]:
+    name: str = request.param
+    if name.startswith("real"):
+        yield Target(name, vertex=name == "real-vertex")
+        return
+    # 600 s connections last 6 s; goAway 0.6 s before; the 15-minute audio session in 9 s.
+    server = FakeLiveServer(time_scale=0.01, chunk_delay=0.01, refuse_resume_while_open=True)
+    async with server:
+        yield Target(name, vertex=name == "fake-vertex", server=server)
