@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
 from google.genai import types
@@ -545,15 +546,7 @@ async def test_a_late_answer_keeps_the_unanswered_speech_for_the_replay(
     its number, so the silence after it filled the utterance cap (``max_utterance_seconds``)
     and a drop noticed late replayed only silence: the speech was lost. Here the server ends
     the utterance after 4 s of silence (``silenceDurationMs``), and the socket drops 3 s in."""
-    from google.adk.agents.run_config import RunConfig
-
-    config = RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(),
-        realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=4000)
-        ),
-    )
+    config = _server_vad_ending_after(4000)
     policy = ResumePolicy(max_utterance_seconds=2.0, replay_audio_seconds=0.5)
     async with FakeLiveServer() as server:
         agent = make_agent(server, policy=policy)
@@ -577,15 +570,7 @@ async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_n
     the outbox before its history went; a connection closed right after its setup failed the
     history send, and the replay was lost with it: the user's unanswered utterance never
     reached a later session (no answer, and a goAway on every connection after)."""
-    from google.adk.agents.run_config import RunConfig
-
-    config = RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(),
-        realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000)
-        ),
-    )
+    config = _server_vad_ending_after(3000)
     async with FakeLiveServer() as server:
         server.script(Fault.refuse_resume(), connection=2)
         for connection in (3, 4):
@@ -601,3 +586,18 @@ async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_n
             assert await live.answer_after(mark, timeout=15) == "echo: kept for later"
             await live.close()
         assert server.user_turns_answered() == ["one", "kept for later"]
+
+
+def _server_vad_ending_after(silence_ms: int) -> Any:
+    """A text run whose server VAD ends an utterance after ``silence_ms`` of silence."""
+    from google.adk.agents.run_config import RunConfig
+
+    return RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(
+                silence_duration_ms=silence_ms
+            )
+        ),
+    )
