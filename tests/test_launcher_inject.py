@@ -138,23 +138,22 @@ def _start(
 @pytest.mark.e2e
 @pytest.mark.timeout(150)
 async def test_adk_api_server_lives_through_scheduled_drops(tmp_path: Path) -> None:
-    from tests.test_workers_deployment import APP as APP_NAME
-    from tests.test_workers_deployment import (
-        USER,
-        LiveClient,
-        Worker,
-        _connect,
-        _free_port,
-        _http,
-        _ready,
+    from adk_live_resume.testing.workers import (
+        ApiWorker,
+        RunLiveClient,
+        free_port,
+        http_json,
+        wait_ready,
     )
+    from tests.test_workers_deployment import APP as APP_NAME
+    from tests.test_workers_deployment import USER
 
     agents = tmp_path / "agents" / APP_NAME
     agents.mkdir(parents=True)
     (agents / "__init__.py").write_text("from . import agent\n")
     (agents / "agent.py").write_text(AGENT)
     async with FakeLiveServer() as server:
-        port = _free_port()
+        port = free_port()
         log = tmp_path / "api_server.log"
         command = [
             *_launcher("drop-every=2"),
@@ -168,15 +167,17 @@ async def test_adk_api_server_lives_through_scheduled_drops(tmp_path: Path) -> N
             str(tmp_path / "agents"),
         ]
         proc = _start(command, tmp_path, _environment(server), log)
-        worker = Worker("inject", port, proc, log)
+        worker = ApiWorker("inject", port, proc, log)
         try:
-            await _ready(worker)
-            session = await _http(
+            await wait_ready(worker)
+            session = await http_json(
                 "POST", f"{worker.http}/apps/{APP_NAME}/users/{USER}/sessions", {}
             )
             async with asyncio.timeout(100):
-                async with await _connect(worker, session["id"]) as websocket:
-                    client = LiveClient(websocket)
+                client = await RunLiveClient.connect(
+                    worker, app=APP_NAME, user=USER, session_id=session["id"]
+                )
+                async with client.websocket:
                     assert await client.say("one") == "echo: one"
                     await server.wait_for_connections(2)  # dropped after 2 s, resumed
                     assert await client.say("two") == "echo: two"

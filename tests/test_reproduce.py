@@ -208,8 +208,9 @@ async def test_the_gemini_path_through_the_fault_proxy_brings_the_go_away_in_sec
             )
             result = await rt.run_once(settings, patched=True)
             assert os.environ["GOOGLE_GEMINI_BASE_URL"] == server.base_url  # restored
-        assert len(server.connections) >= 2
-        assert all(c.resumed for c in server.connections[1:])
+        # (a socket opened ahead and never taken has no setup: it resumed nothing)
+        taken = [c for c in server.connections[1:] if c.setup is not None]
+        assert taken and all(c.resumed for c in taken), server.connections
     assert result.go_aways >= 1 and result.resumed_connections >= 1
     assert result.history_sends == 0
     # every turn answered (the fake echoes the natural-language memory check, so its "ok"
