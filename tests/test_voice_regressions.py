@@ -229,6 +229,22 @@ async def _stream_until_speaking(
     raise AssertionError("the fake never heard the user speaking")
 
 
+async def _speak_across_a_handle_and_drop(
+    live: LiveDriver, server: FakeLiveServer, speech: bytes
+) -> int:
+    """Speak ``speech``; once the fake issued a handle mid-utterance, drop the socket, and
+    speak the rest. Return the event mark from before the speech."""
+    chunks = mic_chunks(speech + silence_pcm(0.6))
+    mark = len(live.events)
+    sent = await _stream_until_speaking(live, server, chunks[: len(chunks) // 2])
+    await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
+    await server.close_open(1011)
+    for chunk in chunks[sent:]:
+        live.send_audio(chunk)
+        await asyncio.sleep(0.02 / 4)
+    return mark
+
+
 async def test_a_handle_issued_while_the_user_speaks_keeps_the_utterance(
     make_agent: AgentFactory,
 ) -> None:
@@ -238,16 +254,9 @@ async def test_a_handle_issued_while_the_user_speaks_keeps_the_utterance(
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
-            chunks = mic_chunks(
-                speech_pcm("spoken across a handle", seconds=2.0) + silence_pcm(0.6)
+            mark = await _speak_across_a_handle_and_drop(
+                live, server, speech_pcm("spoken across a handle", seconds=2.0)
             )
-            mark = len(live.events)
-            sent = await _stream_until_speaking(live, server, chunks[: len(chunks) // 2])
-            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
-            await server.close_open(1011)
-            for chunk in chunks[sent:]:
-                live.send_audio(chunk)
-                await asyncio.sleep(0.02 / 4)
             assert await live.answer_after(mark, timeout=15) == "echo: spoken across a handle"
             assert await live.say("recall") == "you said: one | spoken across a handle"
             await live.close()
@@ -475,14 +484,9 @@ async def test_vertex_after_a_fresh_start_a_handle_mid_utterance_keeps_its_start
             assert await live.say("one") == "echo: one"
             await server.close_open(1011)
             assert await live.say("two") == "echo: two"  # connection 3: fresh, with history
-            chunks = mic_chunks(speech_pcm("kept whole", seconds=1.5) + silence_pcm(0.6))
-            mark = len(live.events)
-            sent = await _stream_until_speaking(live, server, chunks[: len(chunks) // 2])
-            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
-            await server.close_open(1011)
-            for chunk in chunks[sent:]:
-                live.send_audio(chunk)
-                await asyncio.sleep(0.02 / 4)
+            mark = await _speak_across_a_handle_and_drop(
+                live, server, speech_pcm("kept whole", seconds=1.5)
+            )
             assert await live.answer_after(mark, timeout=15) == "echo: kept whole"
             await live.close()
         fresh, resumed = server.connections[2], server.connections[3]
