@@ -9,7 +9,6 @@ endpoint the environment selects, and a bad SPEC's error.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ import pytest
 from adk_live_resume import launcher
 from adk_live_resume.inject_launch import GEMINI_API, Upstream, upstream_from_environment
 from adk_live_resume.testing import FakeLiveServer
-from adk_live_resume.testing.client_config import environment_variables
+from adk_live_resume.testing.workers import child_environment
 
 APP = textwrap.dedent(
     """
@@ -50,15 +49,6 @@ APP = textwrap.dedent(
 def _launcher(spec: str, *command: str) -> list[str]:
     """``adk-live-resume --inject SPEC COMMAND...`` as this interpreter runs it."""
     return [sys.executable, "-W", "ignore", "-m", "adk_live_resume", "--inject", spec, *command]
-
-
-def _environment(server: FakeLiveServer) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # this checkout's package
-    for name in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
-        env.pop(name, None)
-    env.update(environment_variables(server))
-    return env
 
 
 def test_the_environment_selects_the_upstream() -> None:
@@ -95,7 +85,7 @@ async def test_a_child_app_lives_through_scheduled_go_aways(tmp_path: Path) -> N
         process = await asyncio.create_subprocess_exec(
             *_launcher("goaway-every=1.5,goaway-time-left=1", "python", "app.py"),
             cwd=tmp_path,
-            env=_environment(server),
+            env=child_environment(server),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -126,25 +116,10 @@ AGENT = textwrap.dedent(
 )
 
 
-def _start(
-    command: list[str], cwd: Path, env: dict[str, str], log: Path
-) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
 @pytest.mark.e2e
 @pytest.mark.timeout(150)
 async def test_adk_api_server_lives_through_scheduled_drops(tmp_path: Path) -> None:
-    from adk_live_resume.testing.workers import (
-        ApiWorker,
-        RunLiveClient,
-        free_port,
-        http_json,
-        wait_ready,
-    )
+    from adk_live_resume.testing.workers import RunLiveClient, http_json, start_adk, wait_ready
     from tests.test_workers_deployment import APP as APP_NAME
     from tests.test_workers_deployment import USER
 
@@ -153,21 +128,13 @@ async def test_adk_api_server_lives_through_scheduled_drops(tmp_path: Path) -> N
     (agents / "__init__.py").write_text("from . import agent\n")
     (agents / "agent.py").write_text(AGENT)
     async with FakeLiveServer() as server:
-        port = free_port()
-        log = tmp_path / "api_server.log"
-        command = [
-            *_launcher("drop-every=2"),
-            "adk",
+        worker = start_adk(
             "api_server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--no-reload",
-            str(tmp_path / "agents"),
-        ]
-        proc = _start(command, tmp_path, _environment(server), log)
-        worker = ApiWorker("inject", port, proc, log)
+            cwd=tmp_path,
+            agents_dir=tmp_path / "agents",
+            server=server,
+            launcher_args=("--inject", "drop-every=2"),
+        )
         try:
             await wait_ready(worker)
             session = await http_json(

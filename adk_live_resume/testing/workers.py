@@ -31,6 +31,7 @@ from .client_config import _ServerAddress, environment_variables
 __all__ = [
     "ApiWorker",
     "RunLiveClient",
+    "child_environment",
     "free_port",
     "http_json",
     "start_adk",
@@ -87,6 +88,22 @@ async def http_json(method: str, url: str, body: object = None) -> Any:
     return await asyncio.to_thread(_request, method, url, body)
 
 
+def child_environment(
+    server: _ServerAddress, *, vertex: bool = False, extra_env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a child process pointed at ``server``: this one's, without the
+    caller's ``ADK_LIVE_RESUME_*`` settings or Google credentials, with the
+    ``adk_live_resume`` the caller imported first on ``PYTHONPATH`` (not another checkout's),
+    then ``extra_env``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
+    for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
+        env.pop(removed, None)
+    env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
+    env.update(environment_variables(server, vertex=vertex))
+    env.update(extra_env or {})
+    return env
+
+
 def start_api_worker(
     name: str,
     *,
@@ -115,22 +132,18 @@ def start_adk(
     server: _ServerAddress,
     command: str = "api_server",
     args: tuple[str, ...] = (),
+    launcher_args: tuple[str, ...] = (),
     extra_env: dict[str, str] | None = None,
     vertex: bool = False,
 ) -> ApiWorker:
-    """Start ``adk <command> [args] <agents_dir>`` through the launcher on a free port,
-    pointed at ``server`` (Vertex AI's dialect with ``vertex``); its output goes to
+    """Start ``adk-live-resume [launcher_args] adk <command> [args] <agents_dir>`` on a free
+    port, pointed at ``server`` (Vertex AI's dialect with ``vertex``); its output goes to
     ``<cwd>/<name>.log``."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
-    for removed in ("GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
-        env.pop(removed, None)
-    # the process imports the adk_live_resume the caller imported (not another checkout's)
-    env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])
-    env.update(environment_variables(server, vertex=vertex))
-    env.update(extra_env or {})
+    env = child_environment(server, vertex=vertex, extra_env=extra_env)
     log = cwd / f"{name}.log"
-    argv = [sys.executable, "-W", "ignore", "-m", "adk_live_resume", "adk", command]
+    argv = [sys.executable, "-W", "ignore", "-m", "adk_live_resume", *launcher_args]
+    argv += ["adk", command]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--no-reload", *args, str(agents_dir)]
     with log.open("wb") as out:
         proc = subprocess.Popen(
