@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-#: Close codes after which resuming is worth a try (see docs/close-codes in the README).
+#: Close codes after which resuming is worth a try (see docs/guarantees.md).
 DEFAULT_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset(
     {1000, 1001, 1006, 1011, 1012, 1013, 1014}
 )
