@@ -34,7 +34,7 @@ REFERENCE_DIR = "reference"
 #: Values tried on each field to show what construction refuses (only refusals that name
 #: the field are kept; the messages are ResumePolicy's own).
 _PROBES: dict[type, tuple[object, ...]] = {
-    int: (0, -1, 10**9),
+    int: (0, -1, 10**9, True),
     float: (-1.0, 2.0, 10.0**9, math.nan),
     bool: (1,),
 }
@@ -46,9 +46,9 @@ def _field_docstrings(cls: type) -> dict[str, str]:
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
     for node, after in zip(body, [*body[1:], None], strict=True):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-                docs[node.target.id] = inspect.cleandoc(str(after.value.value))
+        is_field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        if is_field and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            docs[node.target.id] = inspect.cleandoc(str(after.value.value))  # type: ignore[union-attr]
     return docs
 
 

@@ -99,7 +99,7 @@ def raised_exception_names() -> dict[str, str]:
     for path, tree in _package_trees():
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
-                bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
+                bases = [getattr(b, "id", getattr(b, "attr", "")) for b in node.bases]
                 classes[node.name] = bases
                 raised.setdefault(f"class {node.name}", f"{path.relative_to(ROOT)}:{node.lineno}")
             if isinstance(node, ast.Raise) and node.exc is not None:
@@ -177,8 +177,7 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 def test_the_link_check_reads_links_and_maps_repository_urls() -> None:
     links = _links(
-        "see [a](docs/a.md#x) and ![p](plots/p.png), `[not](code.md)`\n"
-        "```\n[nor](this.md)\n```\n"
+        "see [a](docs/a.md#x) and ![p](plots/p.png), `[not](code.md)`\n```\n[nor](this.md)\n```\n"
     )
     assert links == ["docs/a.md#x", "plots/p.png"]
     match = REPOSITORY_URL.match(
