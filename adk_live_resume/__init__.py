@@ -8,7 +8,7 @@ Two ways in::
     from adk_live_resume import ResumableLlmAgent
     agent = ResumableLlmAgent(name=..., model=...)   # just this agent
 
-See the README for the guarantees and :class:`ResumePolicy` for the knobs;
+See docs/guarantees.md for the guarantees and :class:`ResumePolicy` for the knobs;
 :func:`on_reconnect`, :func:`on_run_end` and :mod:`adk_live_resume.telemetry` (OpenTelemetry)
 for what happened.
 """

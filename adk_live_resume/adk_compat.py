@@ -2,7 +2,7 @@
 
 This is the only module that knows ADK's private names. The live loop calls ADK's own
 per-connection steps through :class:`AdkSurface`. What differs across 1.27 - 2.13 (read from
-each release's wheel; see the README's "Supported ADK releases"):
+each release's wheel; see docs/supported-releases.md):
 
 * **send/receive steps** (queue -> model; model -> events, tool calls, callbacks,
   transcription): ``BaseLlmFlow._send_to_model`` / ``_receive_from_model`` methods up to 2.8;

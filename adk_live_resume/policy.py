@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-#: Close codes after which resuming is worth a try (see docs/close-codes in the README).
+#: Close codes after which resuming is worth a try (see docs/guarantees.md).
 DEFAULT_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset(
     {1000, 1001, 1006, 1011, 1012, 1013, 1014}
 )
@@ -88,79 +88,90 @@ class ResumePolicy:
     Fields added later are type-checked the same way without further code.
     """
 
-    #: Connection attempts per outage before giving up (the first one is immediate).
     max_attempts: int = 8
-    #: Seconds an outage may last, from the drop to a healthy connection, before giving up.
+    """Connection attempts per outage before giving up (the first one is immediate)."""
     outage_timeout: float = 60.0
-    #: Upper bound of the second retry's wait; doubles with each later attempt.
+    """Seconds an outage may last, from the drop to a healthy connection, before giving up."""
     initial_wait: float = 0.25
-    #: Upper bound of any single wait.
+    """Upper bound of the second retry's wait; doubles with each later attempt."""
     max_wait: float = 5.0
-    #: Full jitter (``True``) or the deterministic upper bound (``False``).
+    """Upper bound of any single wait."""
     jitter: bool = True
-    #: Reconnects allowed in any 60 s window of one run (drops and goAway rotations alike).
+    """Full jitter (``True``) or the deterministic upper bound (``False``)."""
     max_reconnects_per_minute: int = 20
-    #: Close codes that mean "the connection is gone, the session may not be".
+    """Reconnects allowed in any 60 s window of one run (drops and goAway rotations alike)."""
     retryable_close_codes: frozenset[int] = field(default=DEFAULT_RETRYABLE_CLOSE_CODES)
-    #: After ``goAway{timeLeft}``, reconnect at the latest ``timeLeft - go_away_margin`` s.
+    """Close codes that mean "the connection is gone, the session may not be"."""
     go_away_margin: float = 5.0
-    #: Seconds allowed for the websocket to open and the setup to be answered.
+    """After ``goAway{timeLeft}``, reconnect at the latest ``timeLeft - go_away_margin`` s."""
     connect_timeout: float = 15.0
-    #: Seconds allowed to close the old socket before it is aborted.
+    """Seconds allowed for the websocket to open and the setup to be answered."""
     close_timeout: float = 1.0
-    #: Ask Vertex AI for ``transparent`` resumption (never sent to the Gemini API, whose SDK
-    #: rejects the field).
+    """Seconds allowed to close the old socket before it is aborted."""
     transparent: bool = True
-    #: Seconds of the newest unconfirmed user audio replayed after a resume, besides the
-    #: utterance the model has not answered yet; older audio is counted as dropped when it
-    #: leaves the buffer (voiced audio in ``ReconnectInfo.dropped_audio_ms``, silence in
-    #: ``dropped_silence_ms``).
+    """Ask Vertex AI for ``transparent`` resumption (never sent to the Gemini API, whose SDK rejects
+    the field).
+    """
     replay_audio_seconds: float = 2.0
-    #: Longest unanswered utterance kept whole for replay (s); its older audio is counted as
-    #: dropped. Bounds memory: one voice run holds at most this plus ``replay_audio_seconds``.
+    """Seconds of the newest unconfirmed user audio replayed after a resume, besides the utterance
+    the model has not answered yet; older audio is counted as dropped when it leaves the buffer
+    (voiced audio in ``ReconnectInfo.dropped_audio_ms``, silence in ``dropped_silence_ms``).
+    """
     max_utterance_seconds: float = 30.0
-    #: Add ``contextWindowCompression`` with a sliding window to every connection whose
-    #: ``RunConfig`` sets none, so audio sessions are not ended after 15 minutes.
+    """Longest unanswered utterance kept whole for replay (s); its older audio is counted as
+    dropped. Bounds memory: one voice run holds at most this plus ``replay_audio_seconds``.
+    """
     sliding_window: bool = False
-    #: A handle older than this (s) is not tried: a fresh session is started with the
-    #: conversation rebuilt from the ADK session (the Gemini API keeps handles for 2 h).
+    """Add ``contextWindowCompression`` with a sliding window to every connection whose
+    ``RunConfig`` sets none, so audio sessions are not ended after 15 minutes.
+    """
     handle_ttl: float = 7200.0 - 60.0
-    #: When the server refuses a handle (1007/1008 on resume) or it is too old, start a fresh
-    #: session with the conversation so far instead of ending the run.
+    """A handle older than this (s) is not tried: a fresh session is started with the conversation
+    rebuilt from the ADK session (the Gemini API keeps handles for 2 h).
+    """
     restart_when_handle_dead: bool = True
-    #: Keep the newest good handle, sealed with ``ADK_LIVE_RESUME_HANDLE_KEY``, in the ADK
-    #: session's state (through the runner's session service), so the next ``run_live`` of
-    #: that session, in this process or another worker, resumes with it while it is valid.
+    """When the server refuses a handle (1007/1008 on resume) or it is too old, start a fresh
+    session with the conversation so far instead of ending the run.
+    """
     store_handle_in_session: bool = False
-    #: With ``store_handle_in_session``: at most one store write per session per this many
-    #: seconds (the first goes at once), plus one on goAway, on a drop and at the run's end.
-    #: A handle stored this way says which session events it covers, so a worker that
-    #: resumes from an older one gives the model what came after it; every write is one
-    #: session event, so a larger interval means a smaller session. 0 writes every handle.
+    """Keep the newest good handle, sealed with ``ADK_LIVE_RESUME_HANDLE_KEY``, in the ADK session's
+    state (through the runner's session service), so the next ``run_live`` of that session, in
+    this process or another worker, resumes with it while it is valid.
+    """
     handle_store_interval: float = 30.0
-    #: The first attempt after a drop waits ``uniform(0, first_attempt_jitter)`` seconds. Off
-    #: (0) by default, so a lone drop reconnects at once; the process-wide pacer spreads a herd
-    #: within one process. Set it (e.g. 1 s) when many processes serve sessions from one server
-    #: and may all lose them at once: the pacers of separate processes do not see each other.
+    """With ``store_handle_in_session``: at most one store write per session per this many seconds
+    (the first goes at once), plus one on goAway, on a drop and at the run's end. A handle stored
+    this way says which session events it covers, so a worker that resumes from an older one
+    gives the model what came after it; every write is one session event, so a larger interval
+    means a smaller session. 0 writes every handle.
+    """
     first_attempt_jitter: float = 0.0
-    #: Ceiling of the process-wide reconnect pacer (one per event loop, shared by every live
-    #: run, see :mod:`adk_live_resume.pacing`), in attempts per second: no 100 ms window holds
-    #: more than ``rate / 10`` attempts (or ``process_reconnect_burst``, if more). goAway
-    #: rotations count too, but never wait past their deadline. 0 turns pacing off.
+    """The first attempt after a drop waits ``uniform(0, first_attempt_jitter)`` seconds. Off (0) by
+    default, so a lone drop reconnects at once; the process-wide pacer spreads a herd within one
+    process. Set it (e.g. 1 s) when many processes serve sessions from one server and may all
+    lose them at once: the pacers of separate processes do not see each other.
+    """
     process_reconnect_rate: float = 1000.0
-    #: Reconnect attempts any 100 ms may hold however small the herd: a lone drop (or up to
-    #: this many at once) never waits for the pacer.
+    """Ceiling of the process-wide reconnect pacer (one per event loop, shared by every live run,
+    see :mod:`adk_live_resume.pacing`), in attempts per second: no 100 ms window holds more than
+    ``rate / 10`` attempts (or ``process_reconnect_burst``, if more). goAway rotations count too,
+    but never wait past their deadline. 0 turns pacing off.
+    """
     process_reconnect_burst: int = 20
-    #: Share of a herd (the attempts that asked since the process was last calm) that any
-    #: 100 ms may hold, when that is more than ``process_reconnect_burst``: a herd is spread
-    #: over at least about ``0.1 / share`` seconds (1.25 s at 0.08), however busy the process.
+    """Reconnect attempts any 100 ms may hold however small the herd: a lone drop (or up to this
+    many at once) never waits for the pacer.
+    """
     process_reconnect_share: float = 0.08
-    #: Open the next connection's socket (TCP, TLS and websocket handshakes) as soon as a
-    #: reconnect is known to come, after its turn at the pacer: on goAway, while the answer in
-    #: flight ends; on a server's close frame retried at once, while the close handshake ends.
-    #: The setup, with the newest handle, still goes when ADK connects
-    #: (:mod:`adk_live_resume.early_dial`).
+    """Share of a herd (the attempts that asked since the process was last calm) that any 100 ms may
+    hold, when that is more than ``process_reconnect_burst``: a herd is spread over at least
+    about ``0.1 / share`` seconds (1.25 s at 0.08), however busy the process.
+    """
     early_dial: bool = True
+    """Open the next connection's socket (TCP, TLS and websocket handshakes) as soon as a reconnect
+    is known to come, after its turn at the pacer: on goAway, while the answer in flight ends; on
+    a server's close frame retried at once, while the close handshake ends. The setup, with the
+    newest handle, still goes when ADK connects (:mod:`adk_live_resume.early_dial`).
+    """
 
     def __post_init__(self) -> None:
         if not isinstance(self.retryable_close_codes, frozenset) and isinstance(

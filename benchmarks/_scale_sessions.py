@@ -129,7 +129,7 @@ def _brief(error: BaseException) -> str:
 
 def tune_gc() -> None:
     """The garbage collector settings for a process that holds many long-lived sessions (a
-    user-side choice, see BENCHMARKS.md): what exists once they are up (modules, agents, the
+    user-side choice, see docs/benchmarks.md): what exists once they are up (modules, agents, the
     sessions' state) leaves the collector's view (``gc.freeze()``), and the youngest
     generation is collected every 50,000 allocations instead of 700, so a mass resume (tens of
     thousands of short-lived pydantic models and frames) does not trigger full collections."""

@@ -9,7 +9,7 @@ noisy neighbour hits both, and reports ratios and distributions, never absolute 
   directory (the committed figures are not touched), and only sanity checks
   (:func:`check`): the run completed and its figures are finite and plausible.
 - The full mode writes ``benchmarks/results/<name>.json`` and ``benchmarks/plots/<name>*.png``;
-  BENCHMARKS.md quotes them.
+  docs/benchmarks.md quotes them (and shows the plots).
 """
 
 from __future__ import annotations

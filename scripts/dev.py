@@ -3,11 +3,12 @@
 
 Needs nothing but the standard library of Python 3.11+, so it works on a fresh clone::
 
-    python3 scripts/dev.py demo            # the main job (see README)
+    python3 scripts/dev.py demo            # the main job (see docs/quickstart.md)
     python3 scripts/dev.py demo --drop goaway --audio   # every reproduction flag passes through
     python3 scripts/dev.py test            # the whole test suite
     python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
     python3 scripts/dev.py lint            # ruff + mypy
+    python3 scripts/dev.py docs            # the documentation site, built strict into site/
     python3 scripts/dev.py conformance     # tests/service/: the fake; the real service with a key
     python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
     python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
@@ -30,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAMP_NAME = ".adk-live-resume-stamp"
 #: One set of extras for every job, so switching between them never re-installs.
-DEV_EXTRAS = "test,bench,lint,browser"
+DEV_EXTRAS = "test,bench,lint,browser,docs"
 
 
 def _venv_python(env_dir: Path) -> Path:
@@ -126,6 +127,14 @@ def run_benchmarks(python: Path, name: str, rest: list[str]) -> int:
     return code
 
 
+def build_docs(python: Path, rest: list[str]) -> int:
+    """``mkdocs build --strict`` into ``site/`` (gitignored), with no network: the theme loads
+    no web fonts and the hooks (``scripts/docs_hooks.py``) read only this checkout."""
+    os.environ["NO_MKDOCS_2_WARNING"] = "1"  # Material's end-of-life notice, on every build
+    site = ROOT / "site"
+    return _run([str(python), "-m", "mkdocs", "build", "--strict", "--site-dir", str(site), *rest])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -154,6 +163,13 @@ def main(argv: list[str] | None = None) -> int:
         "too when GOOGLE_API_KEY (or Vertex credentials) is set (other options go to pytest)",
     )
     conformance.add_argument("--adk", help="google-adk version to use (default: newest)")
+    docs = sub.add_parser(
+        "docs",
+        help="build the documentation site (mkdocs.yml) strict into site/: a broken link, or a "
+        "public name without a docstring or a place in the API reference, fails (other options "
+        "go to mkdocs build)",
+    )
+    docs.add_argument("--adk", help=argparse.SUPPRESS)
     lint = sub.add_parser("lint", help="ruff and mypy")
     lint.add_argument("--adk", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args(argv)
@@ -171,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.job == "conformance":
         python = ensure_env(DEV_EXTRAS, args.adk)
         return _run([str(python), "-m", "pytest", "-m", "service", "-rsx", "tests/service", *rest])
+    if args.job == "docs":
+        python = ensure_env(DEV_EXTRAS, args.adk)
+        return build_docs(python, rest)
     if args.job == "bench":
         python = ensure_env(DEV_EXTRAS, args.adk)
         return run_benchmarks(python, args.name, rest)

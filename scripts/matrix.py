@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dev import ROOT  # environments: dev.ensure_env, run in a child process per release
 
-#: Releases tested by default: one or more per family of ADK's live loop (see the README's
-#: "Supported ADK releases"). Keep the newest last; keep in step with pyproject.toml.
+#: Releases tested by default: one or more per family of ADK's live loop (see
+#: docs/supported-releases.md). Keep the newest last; keep in step with pyproject.toml.
 DEFAULT_VERSIONS = (
     "1.27.2",
     "1.28.1",

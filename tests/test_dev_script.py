@@ -120,3 +120,16 @@ def test_conformance_runs_the_service_suite(monkeypatch: pytest.MonkeyPatch) -> 
     assert commands == [
         [sys.executable, "-m", "pytest", "-m", "service", "-rsx", "tests/service", "-k", "handle"]
     ]
+
+
+def test_docs_builds_the_site_strict_into_site(monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = _load()
+    commands: list[list[str]] = []
+    envs: list[str] = []
+    monkeypatch.setattr(dev, "ensure_env", lambda extras, adk: envs.append(extras) or Path("py"))
+    monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
+    assert dev.main(["docs"]) == 0
+    assert commands == [
+        ["py", "-m", "mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site")]
+    ]
+    assert envs == [dev.DEV_EXTRAS] and "docs" in dev.DEV_EXTRAS.split(",")

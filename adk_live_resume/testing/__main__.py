@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="In your tests use the fake_live_server fixture or FakeLiveServer directly "
-        "(see the package's README).",
+        "(see docs/testing.md).",
     )
     commands = parser.add_subparsers(
         dest="command", metavar="{demo,serve,proxy}", title="commands (default: the tour)"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["FAKE_API_KEY", "environment", "environment_variables", "fake_gemini", "genai_client"]
 
 FAKE_API_KEY = "fake-gemini-live-key"
+"""The placeholder API key clients pointed at the fake present (never a real key)."""
 
 _REMOVED = (
     "GEMINI_API_KEY",

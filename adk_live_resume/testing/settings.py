@@ -20,11 +20,13 @@ __all__ = [
 ]
 
 DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
+"""The reason of the 1011 close at a connection's deadline (the real service's words)."""
 INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
 #: The reason of the 1011 close on a resume while the session's old socket is open.
 INTERNAL_ERROR_REASON = "Internal error encountered."
-#: The documented session length of an audio session without context window compression.
 AUDIO_SESSION_LIMIT = 900.0
+"""Service seconds an audio session without context window compression may last (the Live
+API's documented 15 minutes); the fake then closes it and refuses its resume with 1007."""
 
 
 @dataclass(frozen=True)

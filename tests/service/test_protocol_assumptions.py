@@ -2,7 +2,7 @@
 
 Each runs against the fake (both dialects) and, with credentials, against the real service
 (see conftest.py). A difference on the real service means the fake, the loop, or both rest
-on a wrong assumption: report it with the test's name and output (README, "Conformance").
+on a wrong assumption: report it with the test's name and output (docs/conformance.md).
 """
 
 from __future__ import annotations
