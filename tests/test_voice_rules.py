@@ -74,6 +74,34 @@ def test_model_output_while_the_user_speaks_does_not_answer_the_utterance() -> N
     assert activity.unanswered and activity.speaking
 
 
+def test_speech_begun_during_an_answer_is_not_answered_by_that_turn() -> None:
+    """Voice soak class C: the user spoke over an answer to something else (no interruption)
+    and went quiet before that answer's turn completed; only the next turn answers it."""
+    activity = UserActivity(hangover_ms=40)
+    activity.on_model_output()  # an answer to an earlier turn streams
+    activity.on_audio(SPEECH, 20)
+    for _ in range(3):
+        activity.on_audio(QUIET, 20)
+    assert not activity.speaking and activity.unanswered
+    activity.on_turn_complete()
+    assert activity.unanswered, "the turn's output began before the speech"
+    activity.on_model_output()
+    activity.on_turn_complete()
+    assert not activity.unanswered
+
+
+def test_after_an_interruption_the_next_turn_answers_the_barge_in() -> None:
+    activity = UserActivity(hangover_ms=40)
+    activity.on_model_output()
+    activity.on_audio(SPEECH, 20)  # barge-in
+    activity.on_interrupted()  # the fake and the service send no turnComplete for it
+    for _ in range(3):
+        activity.on_audio(QUIET, 20)
+    activity.on_model_output()  # the answer to the barge-in
+    activity.on_turn_complete()
+    assert not activity.unanswered
+
+
 def test_manual_activity_signals_win_over_the_audio() -> None:
     activity = UserActivity(hangover_ms=20)
     activity.on_activity_start()
