@@ -621,9 +621,7 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
         response_modalities=[types.Modality.TEXT],
         session_resumption=types.SessionResumptionConfig(),
         realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(
-                silence_duration_ms=3000
-            ),
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
             activity_handling=types.ActivityHandling.NO_INTERRUPTION,
         ),
     )
