@@ -11,9 +11,10 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
 * the server: ``inputTranscription`` means it hears speech; a model turn that completes
   after the user went quiet means the utterance was answered (an answer cut off by a drop
-  did not answer it); a model turn that completes without the user
-  making a sound since its output began means the server's own voice activity detection
-  ended the utterance (a client may stop sending audio without ``activityEnd``).
+  did not answer it, nor did a turn whose output began before the utterance); a model turn
+  that completes without the user making a sound since its output began means the server's
+  own voice activity detection ended the utterance (a client may stop sending audio
+  without ``activityEnd``).
 
 Guarantees:
 
@@ -22,7 +23,8 @@ Guarantees:
   ``activityEnd``;
 * :attr:`UserActivity.unanswered` is true from the start of an utterance until a model turn
   with output completes while the user is not speaking: an utterance is never taken as
-  answered while it is still going on (barge-in), nor by an answer that was cut off.
+  answered while it is still going on (barge-in), nor by an answer that was cut off, nor by
+  a turn whose output began before it (the user spoke over an answer to something else).
 
 Pure: no I/O, no clock.
 """
@@ -146,6 +148,8 @@ class UserActivity:
     #: Model output began in the current turn, and whether voiced audio followed it.
     _output_in_turn: bool = False
     _voiced_after_output: bool = False
+    #: An utterance began after the current turn's output began: that turn does not answer it.
+    _begun_after_output: bool = False
 
     @property
     def speaking(self) -> bool:
@@ -193,11 +197,20 @@ class UserActivity:
         if self._output_in_turn and not self.manual_activity:
             if not self._voiced_after_output:
                 self._voiced_recently = False
-            if not self.speaking:
+            if not self.speaking and not self._begun_after_output:
                 self.unanswered = False
         self._output_in_turn = False
+        self._begun_after_output = False
+
+    def on_interrupted(self) -> None:
+        """The server cut the generation in progress off (``interrupted``, no ``turnComplete``):
+        it answered nothing, and the next output begins a new turn."""
+        self._output_in_turn = False
+        self._begun_after_output = False
 
     def _begin(self) -> None:
         if not self.speaking:
             self.utterances += 1
+            if self._output_in_turn:
+                self._begun_after_output = True
         self.unanswered = True

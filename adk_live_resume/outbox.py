@@ -273,6 +273,7 @@ class Outbox:
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
+        self.activity.on_interrupted()
         self.turns.on_generation_end()
         self._items.append(_Fact("interrupted"))
 

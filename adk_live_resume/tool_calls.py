@@ -24,7 +24,8 @@ And:
   - otherwise the tool runs for the repeat: ADK 1.28+ holds calls until ``turnComplete`` and
     may never have run it, or it was cut off. ADK runs blocking tools inside its receive
     step, so a blocking call that ran to the end always has its result before the loop can
-    reconnect;
+    reconnect. The repeat takes the earlier call's place for good: the earlier call is never
+    repeatable again, so a later repeat (after another drop) pairs with the one that runs;
 * everything else is a new call and runs its tool, even with the same name and arguments
   as an earlier one (a balance looked up again must be looked up again).
 
@@ -103,6 +104,9 @@ class ToolCallBook:
     #: Calls a fresh session's history lacks (no response yet) and the model did not issue
     #: anew: their response goes to it as a turn (:meth:`goes_as_turn`).
     _as_turn: set[str] = field(default_factory=set)
+    #: Calls another took the place of, never repeatable again: an earlier call whose repeat
+    #: ran its tool (it never ran, or was cut off), and a held repeat whose session is gone.
+    _superseded: set[str] = field(default_factory=set)
 
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
@@ -148,6 +152,9 @@ class ToolCallBook:
             ):
                 origin = earlier
             if origin is None:
+                # The earlier call never ran (ADK 1.28+ lost it with its connection) or was
+                # cut off: this call runs in its place, and a later repeat pairs with it.
+                self._superseded.add(earlier)
                 run.append(call_id)
                 continue
             # The newest repeat is the one the current session knows: it takes the result.
@@ -213,13 +220,13 @@ class ToolCallBook:
         in_history = set(answered_in_history)
         # A held repeat belongs to a session that is gone: the call it repeats is what the
         # history holds (with its response) or lacks (then that call is the one missed).
-        repeats = set(self._held)
+        self._superseded.update(self._held)
         self._held.clear()
         self._waiting.clear()
         missed = [
             i
             for i in self._keys
-            if i not in self._results and i not in in_history and i not in repeats
+            if i not in self._results and i not in in_history and i not in self._superseded
         ]
         self._unknown.update(self._keys)
         self._repeatable = {i: self._keys[i] for i in missed}

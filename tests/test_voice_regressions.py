@@ -605,3 +605,84 @@ def _server_vad_ending_after(silence_ms: int) -> Any:
             )
         ),
     )
+
+
+async def test_speech_begun_during_an_answer_is_not_answered_by_it(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak class C (seed 507): the user spoke while the model's answer to an earlier
+    turn streamed and went quiet before that answer's turn completed. Its completion was
+    taken as the answer to the speech too, so the speech's audio left the outbox at the next
+    handle and a drop lost it: the model never answered it. A turn answers only utterances
+    begun before its output. (``NO_INTERRUPTION``: the answer goes on over the user.)"""
+    from google.adk.agents.run_config import RunConfig
+
+    config = RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
+            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
+        ),
+    )
+    long_turn = "a long typed question that takes the model a while to echo back"
+    async with FakeLiveServer(chunk_delay=0.15) as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("one") == "echo: one"
+            typed = live.send_text(long_turn)
+            await live.wait_for_event(lambda event: event.partial, after=typed)
+            spoken = len(live.events)
+            await stream_pcm(live, speech_pcm("said over it", seconds=0.6), pace=4.0)
+            await stream_pcm(live, silence_pcm(0.6), pace=4.0)
+            assert not any(getattr(e, "turn_complete", False) for e in live.events[spoken:]), (
+                "the answer still streams after the user went quiet"
+            )
+            assert await live.answer_after(typed, timeout=15) == f"echo: {long_turn}"
+            issued = await server.issue_handles_now()
+            assert issued.get(1) is not None, "a handle after the answer"
+            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
+            await server.close_open(1011)
+            await server.wait_for_connections(2)
+            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
+            answer = await live.answer_after(
+                spoken, timeout=15, skip=lambda text: text != "echo: said over it"
+            )
+            assert answer == "echo: said over it"
+            await live.close()
+        assert server.connections[1].resumed
+        assert server.user_turns_answered() == ["one", long_turn, "said over it"]
+
+
+async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
+    make_agent: AgentFactory,
+) -> None:
+    """The other side of the rule above: the user cut an answer off (``interrupted``, which
+    ends no turn) and the model answered the barge-in. That answer's turn answers it, though
+    the cut answer's output began first: after a handle and a drop, it is not heard again."""
+    long_turn = "a long typed question that takes the model a while to echo back"
+    async with FakeLiveServer(chunk_delay=0.15) as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            typed = live.send_text(long_turn)
+            await live.wait_for_event(lambda event: event.partial, after=typed)
+            await stream_pcm(live, speech_pcm("cutting in", seconds=0.6), pace=4.0)
+            await stream_pcm(live, silence_pcm(1.2), pace=4.0)
+            # (ADK 1.x passes no ``interrupted`` event on: the cut answer's text and this one
+            # join in the client's events, so the fake's record says what was answered)
+            await server.wait_for(
+                lambda: "echo: cutting in" in server.connections[0].answers, 15, what="answer"
+            )
+            await asyncio.sleep(0.1)  # its turnComplete reaches the client
+            issued = await server.issue_handles_now()
+            assert issued.get(1) is not None, "a handle after the answer"
+            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
+            await server.close_open(1011)
+            await server.wait_for_connections(2)
+            await stream_pcm(live, silence_pcm(1.0), pace=4.0)
+            assert await live.say("recall") == f"you said: one | {long_turn} | cutting in"
+            await live.close()
+        assert server.connections[0].interrupted >= 1
+        assert server.connections[1].resumed
+        assert server.user_turns_answered().count("cutting in") == 1

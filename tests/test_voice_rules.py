@@ -74,6 +74,34 @@ def test_model_output_while_the_user_speaks_does_not_answer_the_utterance() -> N
     assert activity.unanswered and activity.speaking
 
 
+def test_speech_begun_during_an_answer_is_not_answered_by_that_turn() -> None:
+    """Voice soak class C: the user spoke over an answer to something else (no interruption)
+    and went quiet before that answer's turn completed; only the next turn answers it."""
+    activity = UserActivity(hangover_ms=40)
+    activity.on_model_output()  # an answer to an earlier turn streams
+    activity.on_audio(SPEECH, 20)
+    for _ in range(3):
+        activity.on_audio(QUIET, 20)
+    assert not activity.speaking and activity.unanswered
+    activity.on_turn_complete()
+    assert activity.unanswered, "the turn's output began before the speech"
+    activity.on_model_output()
+    activity.on_turn_complete()
+    assert not activity.unanswered
+
+
+def test_after_an_interruption_the_next_turn_answers_the_barge_in() -> None:
+    activity = UserActivity(hangover_ms=40)
+    activity.on_model_output()
+    activity.on_audio(SPEECH, 20)  # barge-in
+    activity.on_interrupted()  # the fake and the service send no turnComplete for it
+    for _ in range(3):
+        activity.on_audio(QUIET, 20)
+    activity.on_model_output()  # the answer to the barge-in
+    activity.on_turn_complete()
+    assert not activity.unanswered
+
+
 def test_manual_activity_signals_win_over_the_audio() -> None:
     activity = UserActivity(hangover_ms=20)
     activity.on_activity_start()
@@ -251,6 +279,27 @@ def test_a_repeat_held_when_a_fresh_session_starts_is_void_there() -> None:
     assert book.take_repeat("c2") is None
     assert not book.goes_as_turn("r2")
     assert book.goes_as_turn("c2"), "the call the history lacks gets its response once"
+
+
+def test_a_call_a_repeat_ran_in_place_of_is_never_repeated_again() -> None:
+    """Voice soak seed 1013 (google-adk 2.13): ADK lost c1 with its connection (it holds calls
+    until ``turnComplete``), so the fresh session's repeat c2 ran the tool. After the next
+    fresh start, the model's repeat c3 paired with c1 again, found it not running and ran the
+    job a second time: it must wait for c2, which runs."""
+    book = ToolCallBook()
+    key = ("job", {"name": "j"})
+    book.on_calls([("c1", *key)])
+    book.on_fresh_session()
+    assert book.on_calls([("c2", *key)]).run == ("c2",), "c1 never ran: c2 runs in its place"
+    book.on_fresh_session()
+    running = {"c2"}
+    decision = book.on_calls([("c3", *key)], running=lambda i, _: i in running)
+    assert decision.hold == (("c3", "c2"),), "the repeat waits for the call that runs"
+    book.on_fresh_session()  # c3's session is gone: c3 is void, c2 still runs
+    decision = book.on_calls([("c4", *key)], running=lambda i, _: i in running)
+    assert decision.hold == (("c4", "c2"),)
+    book.on_result("c2", {"done": "yes"})
+    assert book.take_repeat("c2") == ("c4", "job")
 
 
 def test_calls_covered_by_a_handle_are_not_repeatable() -> None:
