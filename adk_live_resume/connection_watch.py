@@ -299,6 +299,14 @@ class ConnectionWatch:
         as_turn = {i for i in unknown if book.goes_as_turn(i)}
         turn = self._responses_as_turn(responses, as_turn) if as_turn else None
         if turn is not None and without_responses(method, kwargs, as_turn) is None:
+            if self._user_busy():
+                # Sent now it would split the utterance: it goes once the user is quiet.
+                logger.debug(
+                    "holding %d background result(s) until the user is quiet", len(as_turn)
+                )
+                run.waiting_turns.hold(turn, asyncio.get_running_loop().time())
+                self._sent(replay)
+                return None
             method, kwargs = turn
         elif unknown:
             # The resumed session never saw these calls: a response would confuse it. The
@@ -318,6 +326,21 @@ class ConnectionWatch:
             # Kept in the outbox for the next connection; this socket gets nothing more.
             return None
         return method, kwargs
+
+    def _user_busy(self) -> bool:
+        """The user speaks, or has an utterance the model has not answered yet."""
+        activity = self.run.outbox.activity
+        return activity.speaking or activity.unanswered
+
+    def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
+        if not self.run.waiting_turns or self.holds_sends or self.sending_history:
+            return []
+        now = asyncio.get_running_loop().time()
+        due = self.run.waiting_turns.due(user_busy=self._user_busy(), now=now)
+        for method, kwargs in due:
+            logger.debug("giving held background result(s) to the session now")
+            self.run.outbox.record(method, kwargs)
+        return due
 
     def _responses_as_turn(
         self, responses: Sequence[types.FunctionResponse], ids: set[str]

@@ -83,6 +83,7 @@ from .policy import OutageBudget, ReconnectRate, ResumePolicy
 from .queue_guard import QueueGuard
 from .tap import ConnectionRetired, SessionTap
 from .tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
+from .waiting_turns import WaitingTurns
 from .withheld import without_withheld
 
 logger = logging.getLogger("adk_live_resume.loop")
@@ -147,6 +148,7 @@ class LiveRun:
         self.queue_guard: QueueGuard | None = None
         self.transparent = False
         self.tool_calls = ToolCallBook()
+        self.waiting_turns = WaitingTurns()
         self.tool_calls.earlier_sessions(
             _earlier_calls.pop(str(getattr(ctx, "invocation_id", "")), ())
         )
@@ -728,9 +730,9 @@ class LiveRun:
                     replay = with_catch_up(self.keeper.catch_up, replay)  # (once: sent below)
                     self.keeper.catch_up = None
                 else:
-                    self.tool_calls.on_fresh_session(
-                        answered_in_history=response_ids(self.request.contents or [])
-                    )
+                    in_history_responses = response_ids(self.request.contents or [])
+                    self.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
+                    self.waiting_turns.on_fresh_session(in_history_responses)
                     history, in_history = fresh_history(
                         without_withheld(
                             self.request.contents or [], withheld.texts(self.session_id)

@@ -20,7 +20,9 @@ send, and gives ADK one behaviour on all releases:
   after a resume, whose result is already known) or hold them (a repeat of a call whose tool
   still runs, answered with its result later) and those are removed.
 * every client send goes through :meth:`TapListener.before_send`, which records it (for
-  replay) and may rewrite or drop it (a function response for a call the session never saw).
+  replay) and may rewrite or drop it (a function response for a call the session never saw);
+  after it, the sends the listener held and that are due now (:meth:`TapListener.due_sends`)
+  go, in order.
   With an ``encoder``, a microphone chunk then goes on the websocket as the text the SDK
   would send for it (:mod:`adk_live_resume.chunk_encoding`), without the SDK's per-call work.
 * with ``end_tool_turns`` (a native-audio model, whose turn goes on after a ``toolCall``, under
@@ -83,6 +85,10 @@ class TapListener(Protocol):
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
         """A client send is about to happen; return the call to make, or ``None`` to skip."""
+
+    def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
+        """Sends the listener held and that are due now (after a send went): made as given,
+        without :meth:`before_send`."""
 
     def on_receive_error(self, error: BaseException) -> None:
         """Reading the socket failed (the connection is probably gone)."""
@@ -242,9 +248,12 @@ class SessionTap:
     async def _send(self, method: str, kwargs: dict[str, Any], *, replay: bool) -> None:
         """``kwargs`` is the listener's to keep: a fresh dict for every send."""
         decided = self._listener.before_send(method, kwargs, replay=replay)
-        if decided is None:
-            return
-        name, arguments = decided
+        if decided is not None:
+            await self._send_now(*decided)
+        for name, arguments in self._listener.due_sends():
+            await getattr(self._tapped_session, name)(**arguments)
+
+    async def _send_now(self, name: str, arguments: dict[str, Any]) -> None:
         if self._encoder is not None:
             text = self._encoder.encode(self._tapped_session, name, arguments)
             if text is not None:  # a microphone chunk, as the SDK would send it

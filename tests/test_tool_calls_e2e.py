@@ -16,12 +16,12 @@ import pytest
 from google.adk.tools.function_tool import FunctionTool
 
 from adk_live_resume import adk_compat
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver, answer_text
 from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
 
-from .conftest import AgentFactory, non_blocking
+from .conftest import AgentFactory, non_blocking, stream_pcm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -63,12 +63,14 @@ class SlowJob:
         self.seconds = seconds
         self.runs: list[str] = []
         self.started = asyncio.Event()
+        self.ended = asyncio.Event()
 
     async def __call__(self, job: str) -> dict[str, Any]:
         """Run a slow job (sends an email, places an order...)."""
         self.runs.append(job)
         self.started.set()
         await asyncio.sleep(self.seconds)
+        self.ended.set()
         return {"job": job, "run": len(self.runs)}
 
 
@@ -314,5 +316,47 @@ async def test_a_call_lost_with_its_connection_runs_once_across_two_fresh_starts
             # where it keeps the call (1.37-1.39, 2.5-2.9): the tool runs once either way.
             assert sum(asked) in (2, 3), f"the model asked twice or three times: {asked}"
             assert not any(record.resumed for record in server.connections), "fresh starts"
+            for record in server.connections:
+                assert not record.unknown_tool_response_ids and not record.errors
+
+
+@needs_background_tools
+async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
+    make_agent: AgentFactory,
+) -> None:
+    # Voice soak seed 1000. As above, but the job ends while the user speaks to the fresh
+    # session: the turn carrying its result, sent then, would end the utterance there and the
+    # model would answer its two halves apart. It waits until the utterance is answered.
+    job = SlowJob(2.5)
+    async with asyncio.timeout(40):
+        async with FakeLiveServer() as server:
+            server.script(Fault.refuse_resume(), connection=2)
+            agent = make_agent(server, tools=[slow_job_tool(job)])
+            async with await LiveDriver.start(agent) as live:
+                mark = live.send_text('call slow_job {"job_name": "mail"}')
+                await asyncio.wait_for(job.started.wait(), 10)
+                assert await answer_like(live, mark, "slow_job started")
+                assert await live.say("meanwhile") == "echo: meanwhile"
+                await server.close_open(1011)
+                await server.wait_for_connections(3)
+                await server.wait_for(lambda: server.connections[2].setup is not None)
+                spoken = len(live.events)
+                assert not job.ended.is_set()
+                # 3 s of speech in real time: the job ends in the middle of it
+                await stream_pcm(live, speech_pcm("spoken over the result", seconds=3.0))
+                assert job.ended.is_set(), "the job ended while the user spoke"
+                await stream_pcm(live, silence_pcm(1.0), pace=4.0)
+                answer = await answer_like(live, spoken, "echo: ", timeout=15)
+                assert answer == "echo: spoken over the result", "heard whole"
+                result = await answer_like(live, mark, "slow_job returned")
+                assert result == 'slow_job returned {"job":"mail","run":1}'
+                await asyncio.sleep(0.3)  # nothing more may arrive
+                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+                assert told == [result], "told once"
+                await live.close()
+            fresh = server.connections[2]
+            assert fresh.resume_handle is None, "a fresh session"
+            assert "spoken over the result" in fresh.user_turns
+            assert job.runs == ["mail"], "the tool ran once"
             for record in server.connections:
                 assert not record.unknown_tool_response_ids and not record.errors
