@@ -21,8 +21,8 @@ send, and gives ADK one behaviour on all releases:
   still runs, answered with its result later) and those are removed.
 * every client send goes through :meth:`TapListener.before_send`, which records it (for
   replay) and may rewrite or drop it (a function response for a call the session never saw);
-  after it, the sends the listener held and that are due now (:meth:`TapListener.due_sends`)
-  go, in order.
+  after it, and after each server message, the sends the listener held and that are due
+  now (:meth:`TapListener.due_sends`) go, in order.
   With an ``encoder``, a microphone chunk then goes on the websocket as the text the SDK
   would send for it (:mod:`adk_live_resume.chunk_encoding`), without the SDK's per-call work.
 * with ``end_tool_turns`` (a native-audio model, whose turn goes on after a ``toolCall``, under
@@ -175,6 +175,7 @@ class SessionTap:
                 if self._retired:
                     raise self._retirement()
                 passed = await self._filter(message)
+                await self._send_due()  # (a turn's end may make a held send due)
                 if passed is not None:
                     yield passed
                     if self._end_tool_turns and passed.tool_call is not None:
@@ -250,6 +251,9 @@ class SessionTap:
         decided = self._listener.before_send(method, kwargs, replay=replay)
         if decided is not None:
             await self._send_now(*decided)
+        await self._send_due()
+
+    async def _send_due(self) -> None:
         for name, arguments in self._listener.due_sends():
             await getattr(self._tapped_session, name)(**arguments)
 

@@ -360,3 +360,48 @@ async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
             assert job.runs == ["mail"], "the tool ran once"
             for record in server.connections:
                 assert not record.unknown_tool_response_ids and not record.errors
+
+
+@needs_background_tools
+async def test_a_held_result_goes_when_the_answer_ends_even_with_the_microphone_off(
+    make_agent: AgentFactory,
+) -> None:
+    # As above with manual activity: the client sends nothing after activityEnd, so the held
+    # result must go when the model's answer to the utterance completes, not at a next send.
+    from google.adk.agents.run_config import RunConfig
+    from google.genai import types
+
+    config = RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+        ),
+    )
+    job = SlowJob(2.0)
+    async with asyncio.timeout(40):
+        async with FakeLiveServer() as server:
+            server.script(Fault.refuse_resume(), connection=2)
+            agent = make_agent(server, tools=[slow_job_tool(job)])
+            async with await LiveDriver.start(agent, run_config=config) as live:
+                mark = live.send_text('call slow_job {"job_name": "mail"}')
+                await asyncio.wait_for(job.started.wait(), 10)
+                assert await answer_like(live, mark, "slow_job started")
+                assert await live.say("meanwhile") == "echo: meanwhile"
+                await server.close_open(1011)
+                await server.wait_for_connections(3)
+                await server.wait_for(lambda: server.connections[2].setup is not None)
+                spoken = len(live.events)
+                assert not job.ended.is_set()
+                live.queue.send_activity_start()
+                await stream_pcm(live, speech_pcm("said with the button", seconds=2.5))
+                assert job.ended.is_set(), "the job ended while the user spoke"
+                live.queue.send_activity_end()
+                answer = await answer_like(live, spoken, "echo: ", timeout=15)
+                assert answer == "echo: said with the button", "heard whole"
+                result = await answer_like(live, mark, "slow_job returned")
+                assert result == 'slow_job returned {"job":"mail","run":1}'
+                await live.close()
+            assert job.runs == ["mail"], "the tool ran once"
+            for record in server.connections:
+                assert not record.unknown_tool_response_ids and not record.errors
