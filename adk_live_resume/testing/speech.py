@@ -235,4 +235,3 @@ class PcmStream:
     def reset(self) -> None:
         """Forget a kept odd byte."""
         self._odd = b""
-
