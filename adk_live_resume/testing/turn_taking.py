@@ -33,7 +33,7 @@ from . import protocol as wire
 from .generation import Generation
 from .model import Turn, turns_overlap
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
-from .records import HeardHow, HeardTurn
+from .records import HeardTurn
 from .settings import INVALID_ARGUMENT_REASON
 from .speech import pcm_duration_ms
 from .vad import SpeechEvent, SpeechStarted, Transcribed, Utterance
@@ -133,7 +133,7 @@ class TurnTaking(Generation):
         held = initial or (self._gemini3 and not self._family.client_content_mid_session)
         is_history = is_history or initial
         if not is_history:
-            await self._user_turn(turns[0].text, "typed", index, index)
+            await self._user_turn(self._typed(turns[0].text, index))
             return
         self.record.history_sends += 1
         if turns_overlap(self._memory, turns):
@@ -148,7 +148,7 @@ class TurnTaking(Generation):
         self._memory.extend(t for t in turns if t.text)
         for t in turns:
             if t.role == "user" and t.text:
-                self._heard(t.text, "history", index, index)
+                self._heard(HeardTurn(t.text, "history", self.record.index, index, index))
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
         if answer and held:
             # Gemini 3.x Live answers history only at the next realtime input (ADK sends "."),
@@ -181,7 +181,7 @@ class TurnTaking(Generation):
                 self._start_generation(asked, tool_results=results)
             else:
                 self._awaiting_trigger = False
-                await self._user_turn(text, "typed", index, index)
+                await self._user_turn(self._typed(text, index))
         blobs = [
             pick_dict(body, "audio"),
             pick_dict(body, "media"),
@@ -234,14 +234,16 @@ class TurnTaking(Generation):
                     ending["finished"] = True
                 if ending:
                     await self._send(wire.server_content(input_transcription=ending))
-                await self._user_turn(
+                spoken = HeardTurn(
                     event.text,
                     "spoken",
+                    self.record.index,
                     event.first_message,
                     event.last_message,
-                    ended_by=event.ended_by,
-                    cut_start=event.cut_start,
+                    event.ended_by,
+                    event.cut_start,
                 )
+                await self._user_turn(spoken)
 
     async def _end_utterance(self) -> None:
         """Other input arrived: the audio held so far becomes a turn first."""
@@ -276,33 +278,17 @@ class TurnTaking(Generation):
                     call_id,
                 )
 
-    def _heard(
-        self,
-        text: str,
-        how: HeardHow,
-        first: int,
-        last: int,
-        *,
-        ended_by: str | None = None,
-        cut_start: bool = False,
-    ) -> None:
-        self.record.user_turns.append(text)
-        self.record.heard.append(
-            HeardTurn(text, how, self.record.index, first, last, ended_by, cut_start)
-        )
+    def _typed(self, text: str, index: int) -> HeardTurn:
+        """A typed turn: carried by client message ``index`` alone."""
+        return HeardTurn(text, "typed", self.record.index, index, index)
 
-    async def _user_turn(
-        self,
-        text: str,
-        how: HeardHow,
-        first: int,
-        last: int,
-        *,
-        ended_by: str | None = None,
-        cut_start: bool = False,
-    ) -> None:
+    def _heard(self, turn: HeardTurn) -> None:
+        self.record.user_turns.append(turn.text)
+        self.record.heard.append(turn)
+
+    async def _user_turn(self, turn: HeardTurn) -> None:
         await self._interrupt()
         self._unanswered_user = False
-        self._memory.append(Turn("user", text))
-        self._heard(text, how, first, last, ended_by=ended_by, cut_start=cut_start)
-        self._start_generation(text)
+        self._memory.append(Turn("user", turn.text))
+        self._heard(turn)
+        self._start_generation(turn.text)
