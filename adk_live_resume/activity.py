@@ -1,4 +1,4 @@
-"""Is the user speaking? One answer from the microphone audio we send and the server's signals.
+"""Whether the user is speaking: one answer from the microphone audio sent and the server's signals.
 
 The live loop must not move a session to a new connection while the user is in the middle
 of an utterance (the new connection would hear a fragment), and must keep the audio of an

@@ -43,7 +43,7 @@ from typing import Any
 from google.genai import types
 
 from . import adk_compat
-from .outbox import plain_blob
+from .client_sends import plain_blob
 
 logger = logging.getLogger(__name__)
 

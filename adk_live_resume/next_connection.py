@@ -1,5 +1,4 @@
-"""Make-before-break: a connection opened while the old one still serves, and old connections
-closed in the background.
+"""Make-before-break: the next connection opens while the old one serves, the old one closes apart.
 
 On ``goAway`` the live loop opens the next connection (connect and setup with the handle) in a
 task of its own while the old connection is still open, switches over once it is ready, and

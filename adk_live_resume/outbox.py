@@ -29,15 +29,15 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
 * after it, the messages are returned as they were sent, to be replayed in order (the model
   answers them once), except function responses for calls the resumed session never saw.
 
+What a send call carries is read in :mod:`~adk_live_resume.client_sends`; the history a fresh
+session starts with is built in :mod:`~adk_live_resume.fresh_history`.
+
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,13 +45,22 @@ from google.genai import types
 
 from .activity import UserActivity
 from .answers import PendingTurns
+from .client_sends import (
+    audio_pcm,
+    describe,
+    plain_audio,
+    readdressed,
+    responses_of,
+    signals,
+    without_responses,
+)
+from .fresh_history import fresh_history, response_ids
 from .transcript_echo import TranscriptEcho
-from .transcript_echo import squeeze as _squeeze
 
-Method = Literal["send", "send_client_content", "send_realtime_input", "send_tool_response"]
-Signal = Literal["activity_start", "activity_end", "audio_stream_end"]
-
-_RATE_DEFAULT = 16000
+__all__ = ["MAX_FRAGMENTS", "ClientMessage", "Outbox", "Replay"]
+# loop.py and connection_watch.py import these from here until they import them from their
+# own modules (the loop split, issue 25).
+__all__ += ["fresh_history", "readdressed", "response_ids", "responses_of", "without_responses"]
 
 
 @dataclass(slots=True)
@@ -145,7 +154,8 @@ class Outbox:
         self._replayed_start = 0
         #: Transcriptions of utterance starts that a connection heard before it died and that
         #: were replayed whole: ADK keeps their pieces, so its history reads "start" + "whole
-        #: utterance" (see :func:`fresh_history`). The newest :data:`MAX_FRAGMENTS` are kept.
+        #: utterance" (see :func:`~adk_live_resume.fresh_history.fresh_history`). The newest
+        #: :data:`MAX_FRAGMENTS` are kept.
         self.transcript_fragments: list[str] = []
         #: What the user was shown of the unanswered utterance's transcription, and what of
         #: a replay's new transcription repeats it.
@@ -185,7 +195,7 @@ class Outbox:
         ids: tuple[str, ...] = ()
         spoken = True  # audio or an activity signal: part of the utterance, if one is open
         begins = False  # sound that can begin an utterance: voice, activityStart
-        chunk = _plain_audio(method, kwargs)
+        chunk = plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
             voiced = begins = activity.on_audio(pcm, audio_ms)
@@ -479,91 +489,6 @@ class Outbox:
         return replay
 
 
-def fresh_history(
-    contents: Sequence[Any],
-    transcript: str,
-    *,
-    speaking: bool,
-    fragments: Sequence[str] = (),
-) -> tuple[list[Any], bool]:
-    """The history for a fresh session, and whether it holds the unanswered utterance.
-
-    ``contents`` is the conversation ADK rebuilt from its session, ``transcript`` what the
-    server transcribed of the unanswered utterance (:meth:`Outbox.utterance_transcript`).
-    When the user has finished speaking and the history holds that transcription, the
-    history answers it and its audio is not replayed. While the user is still speaking, the
-    transcription ADK stored is only the start of the utterance: it is left out of the
-    history (as the last user turn) so that the utterance reaches the new session once,
-    whole, as its replayed audio followed by the rest of the speech.
-
-    ``fragments`` (:attr:`Outbox.transcript_fragments`) are starts of utterances that were
-    replayed whole: ADK joined their transcription pieces with the whole utterance's, so a
-    user turn reads "fhtfhtgv" for "fhtgv"; each is taken out once where it is followed by
-    itself. The contents are copied, never changed in place (they are ADK's session).
-    """
-    heard = _squeeze(transcript)
-    history = _without_fragments(contents, fragments)
-    at = _unanswered_user_turn(history, heard) if heard else None
-    if at is None:
-        return history, False
-    if not speaking:
-        return history, True
-    del history[at]
-    return history, False
-
-
-def _unanswered_user_turn(history: Sequence[Any], heard: str) -> int | None:
-    """Position of the user turn that is exactly ``heard`` among the user turns after the
-    model's last turn (ADK stores a transcription as a user turn of its own), or None.
-
-    Only those count: the same words typed earlier, or inside a longer turn ("story nulvs"
-    for the spoken "nulvs"), are another turn, not this utterance."""
-    for position in range(len(history) - 1, -1, -1):
-        content = history[position]
-        if content.role != "user":
-            return None
-        if _squeeze(_user_text([content])) == heard:
-            return position
-    return None
-
-
-def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:
-    history = list(contents)
-    for fragment in fragments:
-        if fragment.strip():
-            _take_out_once(history, fragment)
-    return history
-
-
-def _take_out_once(history: list[Any], fragment: str) -> None:
-    """Take ``fragment`` out of the first user part where it is followed by itself (a copy
-    of that content replaces it in ``history``)."""
-    doubled = fragment + fragment
-    for position, content in enumerate(history):
-        if content.role != "user":
-            continue
-        parts = list(content.parts or [])
-        for number, part in enumerate(parts):
-            text = part.text or ""
-            at = text.find(doubled)
-            if at >= 0:
-                parts[number] = types.Part(text=text[:at] + text[at + len(fragment) :])
-                history[position] = types.Content(role=content.role, parts=parts)
-                return
-
-
-def _user_text(contents: Sequence[Any]) -> str:
-    """The user text of ``contents``, for "does the history hold this?" checks."""
-    return " ".join(
-        part.text
-        for content in contents
-        if content.role == "user"
-        for part in content.parts or []
-        if part.text
-    )
-
-
-#: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).
 MAX_FRAGMENTS = 64
 
 
@@ -592,258 +517,3 @@ def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:
         elif item.kind == "model_text":
             add("model", item.text, "model_text")
     return [(role, text.strip()) for role, text in turns if text.strip()]
-
-
-# -- reading google-genai send calls ------------------------------------------------------
-
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-@functools.lru_cache(maxsize=64)
-def _audio_rate(mime: str) -> int | None:
-    """The sample rate of an ``audio/...`` MIME type (16 kHz unless it says), else None."""
-    if not mime.startswith("audio/"):
-        return None
-    rate = _RATE_DEFAULT
-    for piece in mime.split(";"):
-        key, _, value = piece.strip().partition("=")
-        if key == "rate" and value.isdigit():
-            rate = int(value)
-    return rate
-
-
-def _blob_ms(blob: Any) -> float:
-    data = _get(blob, "data")
-    rate = _audio_rate(str(_get(blob, "mime_type") or _get(blob, "mimeType") or ""))
-    if not data or rate is None:
-        return 0.0
-    size = len(data) if isinstance(data, (bytes, bytearray)) else len(str(data)) * 3 // 4
-    return size / 2 / rate * 1000.0
-
-
-def plain_blob(method: str, kwargs: Mapping[str, Any]) -> tuple[str, types.Blob] | None:
-    """``(argument, blob)`` of a send that carries one ``Blob`` of non-empty bytes (as
-    ``media`` or ``audio``) and nothing else, which is what ADK sends for every microphone
-    chunk; None for any other send. Checked first on every chunk: by the outbox's record and
-    by :class:`~adk_live_resume.chunk_encoding.ChunkEncoder`."""
-    if method != "send_realtime_input" or len(kwargs) != 1:
-        return None
-    ((key, blob),) = kwargs.items()
-    if (
-        key not in ("media", "audio")
-        or type(blob) is not types.Blob
-        or type(blob.data) is not bytes
-        or not blob.data
-    ):
-        return None
-    return key, blob
-
-
-def _plain_audio(method: str, kwargs: Mapping[str, Any]) -> tuple[bytes, float] | None:
-    """``(pcm, ms)`` of a :func:`plain_blob` send of audio; None for any other send. The same
-    figures as :func:`describe` and :func:`audio_pcm` give, without their general walk."""
-    plain = plain_blob(method, kwargs)
-    if plain is None:
-        return None
-    blob = plain[1]
-    rate = _audio_rate(blob.mime_type or "")
-    if rate is None:
-        return None
-    data: bytes = blob.data  # type: ignore[assignment]  # bytes, checked by plain_blob
-    return data, len(data) / 2 / rate * 1000.0
-
-
-def _content_text(turns: Any, turn_complete: Any) -> str | None:
-    if not turn_complete or turns is None:
-        return None
-    if not isinstance(turns, (list, tuple)):
-        turns = [turns]
-    texts = []
-    for turn in turns:
-        if isinstance(turn, str):
-            texts.append(turn)
-            continue
-        if (_get(turn, "role") or "user") != "user":
-            continue
-        for part in _get(turn, "parts") or []:
-            text = _get(part, "text")
-            if text:
-                texts.append(text)
-    return " ".join(texts) or None
-
-
-def _blob_pcm(blob: Any) -> bytes:
-    data = _get(blob, "data")
-    mime = str(_get(blob, "mime_type") or _get(blob, "mimeType") or "")
-    if not data or not mime.startswith("audio/"):
-        return b""
-    if isinstance(data, (bytes, bytearray)):
-        return bytes(data)
-    text = str(data).replace("-", "+").replace("_", "/")
-    try:
-        return base64.b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return b""
-
-
-def audio_pcm(method: str, kwargs: Mapping[str, Any]) -> bytes:
-    """The user audio (raw PCM bytes) one send call carries, ``b""`` if none."""
-    if method == "send":
-        value = kwargs.get("input")
-        if isinstance(value, types.LiveClientRealtimeInput):
-            chunks = _responses(value.media_chunks) + _responses(value.audio)
-            return b"".join(_blob_pcm(c) for c in chunks)
-        return _blob_pcm(value) if isinstance(value, (types.Blob, Mapping)) else b""
-    if method == "send_realtime_input":
-        return b"".join(_blob_pcm(kwargs.get(key)) for key in ("media", "audio") if kwargs.get(key))
-    return b""
-
-
-def signals(method: str, kwargs: Mapping[str, Any]) -> list[Signal]:
-    """The activity signals (``activityStart``/``End``, ``audioStreamEnd``) of one send call."""
-    found: list[Signal] = []
-    if method == "send_realtime_input":
-        source: Any = kwargs
-    elif method == "send":
-        value = kwargs.get("input")
-        if isinstance(value, types.ActivityStart):
-            return ["activity_start"]
-        if isinstance(value, types.ActivityEnd):
-            return ["activity_end"]
-        source = value if isinstance(value, (types.LiveClientRealtimeInput, Mapping)) else None
-    else:
-        return found
-    if source is None:
-        return found
-    if _get(source, "activity_start") is not None:
-        found.append("activity_start")
-    if _get(source, "activity_end") is not None:
-        found.append("activity_end")
-    if _get(source, "audio_stream_end"):
-        found.append("audio_stream_end")
-    return found
-
-
-def _responses(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
-
-
-def describe(method: str, kwargs: Mapping[str, Any]) -> tuple[float, str | None, tuple[str, ...]]:
-    """``(audio ms, user text, function response ids)`` of one send call."""
-    if method == "send":
-        value = kwargs.get("input")
-        if isinstance(value, types.LiveClientToolResponse):
-            return 0.0, None, _ids(value.function_responses)
-        if isinstance(value, types.FunctionResponse) or (
-            isinstance(value, list) and value and isinstance(value[0], types.FunctionResponse)
-        ):
-            return 0.0, None, _ids(_responses(value))
-        if isinstance(value, types.LiveClientContent):
-            return 0.0, _content_text(value.turns, value.turn_complete), ()
-        if isinstance(value, types.LiveClientRealtimeInput):
-            chunks = _responses(value.media_chunks) + _responses(value.audio)
-            return sum(_blob_ms(c) for c in chunks), value.text or None, ()
-        if isinstance(value, (types.Content, str)):
-            return 0.0, _content_text(value, kwargs.get("end_of_turn")), ()
-        return 0.0, None, ()
-    if method == "send_client_content":
-        return 0.0, _content_text(kwargs.get("turns"), kwargs.get("turn_complete", True)), ()
-    if method == "send_realtime_input":
-        ms = sum(_blob_ms(kwargs.get(key)) for key in ("media", "audio") if kwargs.get(key))
-        return ms, kwargs.get("text") or None, ()
-    if method == "send_tool_response":
-        return 0.0, None, _ids(_responses(kwargs.get("function_responses")))
-    return 0.0, None, ()
-
-
-def _ids(responses: Iterable[Any] | None) -> tuple[str, ...]:
-    return tuple(str(i) for r in responses or [] if (i := _get(r, "id")))
-
-
-def _map_responses(
-    method: str, kwargs: Mapping[str, Any], change: Callable[[Any], Any]
-) -> dict[str, Any] | None:
-    """``kwargs`` with each function response replaced by ``change(response)`` (dropped when
-    it returns ``None``); ``None`` if no response is left."""
-
-    def mapped(responses: Iterable[Any]) -> list[Any]:
-        return [c for c in (change(r) for r in responses) if c is not None]
-
-    if method == "send_tool_response":
-        kept = mapped(_responses(kwargs.get("function_responses")))
-        return {**kwargs, "function_responses": kept} if kept else None
-    if method == "send":
-        value = kwargs.get("input")
-        if isinstance(value, types.LiveClientToolResponse):
-            kept = mapped(value.function_responses or [])
-            if not kept:
-                return None
-            return {**kwargs, "input": value.model_copy(update={"function_responses": kept})}
-        if isinstance(value, (list, types.FunctionResponse)):
-            kept = mapped(_responses(value))
-            return {**kwargs, "input": kept} if kept else None
-    return dict(kwargs)
-
-
-def without_responses(
-    method: str, kwargs: Mapping[str, Any], ids: set[str]
-) -> dict[str, Any] | None:
-    """``kwargs`` minus the function responses with ``ids``; ``None`` if nothing is left."""
-    return _map_responses(method, kwargs, lambda r: None if str(_get(r, "id")) in ids else r)
-
-
-def readdressed(
-    method: str, kwargs: Mapping[str, Any], to: Mapping[str, tuple[str, str | None]]
-) -> dict[str, Any]:
-    """``kwargs`` with the function response of each id in ``to`` sent as the answer to
-    another call: ``to[id]`` is that call's ``(id, name)``. Nothing else changes."""
-
-    def change(response: Any) -> Any:
-        target = to.get(str(_get(response, "id")))
-        if target is None:
-            return response
-        update = {"id": target[0], "name": target[1]}
-        if isinstance(response, types.FunctionResponse):
-            return response.model_copy(update=update)
-        return {**response, **update}
-
-    return _map_responses(method, kwargs, change) or dict(kwargs)
-
-
-def response_ids(contents: Iterable[Any]) -> set[str]:
-    """The ids of the function responses in ``contents`` (a history)."""
-    return {
-        str(part.function_response.id)
-        for content in contents
-        for part in getattr(content, "parts", None) or []
-        if getattr(part, "function_response", None) is not None and part.function_response.id
-    }
-
-
-def responses_of(method: str, kwargs: Mapping[str, Any]) -> list[types.FunctionResponse]:
-    """The function responses one send call carries."""
-    if method == "send_tool_response":
-        values = _responses(kwargs.get("function_responses"))
-    elif method == "send":
-        value = kwargs.get("input")
-        if isinstance(value, types.LiveClientToolResponse):
-            values = list(value.function_responses or [])
-        elif isinstance(value, (list, types.FunctionResponse)):
-            values = _responses(value)
-        else:
-            values = []
-    else:
-        values = []
-    return [
-        v if isinstance(v, types.FunctionResponse) else types.FunctionResponse.model_validate(v)
-        for v in values
-        if isinstance(v, (types.FunctionResponse, Mapping))
-    ]

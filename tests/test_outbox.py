@@ -6,7 +6,8 @@ import asyncio
 
 from google.genai import types
 
-from adk_live_resume.outbox import Outbox, describe, without_responses
+from adk_live_resume.client_sends import describe, without_responses
+from adk_live_resume.outbox import Outbox
 from adk_live_resume.queue_guard import QueueGuard
 from adk_live_resume.tool_calls import call_key
 

@@ -8,7 +8,8 @@ import pytest
 from google.genai import types
 
 from adk_live_resume.activity import is_voiced
-from adk_live_resume.outbox import Outbox, _plain_audio, audio_pcm, describe
+from adk_live_resume.client_sends import audio_pcm, describe, plain_audio
+from adk_live_resume.outbox import Outbox
 from adk_live_resume.testing import silence_pcm, speech_pcm
 
 PCM = speech_pcm("hi", seconds=0.02)
@@ -35,7 +36,7 @@ PCM = speech_pcm("hi", seconds=0.02)
 def test_plain_chunks_are_described_as_the_general_walk_describes_them(
     kwargs: dict[str, Any],
 ) -> None:
-    chunk = _plain_audio("send_realtime_input", kwargs)
+    chunk = plain_audio("send_realtime_input", kwargs)
     ms, text, ids = describe("send_realtime_input", kwargs)
     pcm = audio_pcm("send_realtime_input", kwargs)
     if chunk is not None:
@@ -48,4 +49,4 @@ def test_plain_chunks_are_described_as_the_general_walk_describes_them(
 @pytest.mark.parametrize("key", ["media", "audio"])
 def test_what_adk_sends_for_a_microphone_chunk_takes_the_short_way(key: str) -> None:
     blob = types.Blob(data=PCM, mime_type="audio/pcm;rate=16000")
-    assert _plain_audio("send_realtime_input", {key: blob}) == (PCM, 20.0)
+    assert plain_audio("send_realtime_input", {key: blob}) == (PCM, 20.0)

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from google.genai import types
 
 from adk_live_resume.activity import UserActivity, is_voiced, pcm_rms
-from adk_live_resume.outbox import Outbox, audio_pcm, fresh_history, signals
+from adk_live_resume.client_sends import audio_pcm, signals
+from adk_live_resume.fresh_history import fresh_history
+from adk_live_resume.outbox import Outbox
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
 
 RATE = 16000

@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
     from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
-    from .speech import decode_speech, silence_pcm, speech_pcm, tone_pcm
-    from .vad import VadConfig
+    from .speech import silence_pcm, speech_pcm, tone_pcm
+    from .vad import VadConfig, decode_speech
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports.attach(
         __name__,
@@ -84,7 +84,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "FakeLiveServer": ".server",
             "AUDIO_SESSION_LIMIT": ".settings",
             "DEFAULT_DEADLINE_REASON": ".settings",
-            "decode_speech": ".speech",
+            "decode_speech": ".vad",
             "silence_pcm": ".speech",
             "speech_pcm": ".speech",
             "tone_pcm": ".speech",

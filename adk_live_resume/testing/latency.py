@@ -1,6 +1,7 @@
-"""Network latency in front of the fake server: a TCP relay on 127.0.0.1 that delays every
-byte by a fixed one-way latency, so that a test or a benchmark pays the round trips a remote
-server costs (the TCP, TLS and websocket handshakes, the setup, a close handshake).
+"""Network latency in front of the fake server: a TCP relay on 127.0.0.1 that delays every byte.
+
+Every byte is delayed by a fixed one-way latency, so that a test or a benchmark pays the round
+trips a remote server costs (the TCP, TLS and websocket handshakes, the setup, a close handshake).
 
 ::
 

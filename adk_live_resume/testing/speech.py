@@ -25,7 +25,7 @@ Guarantees the fake server relies on:
 * clips concatenated without silence decode to their texts joined, with nothing lost.
 
 The server answers in the same format at 24 kHz, so tests read the model's audio back with
-:func:`decode_speech`.
+:func:`~adk_live_resume.testing.vad.decode_speech` (which finds utterances as the server does).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ __all__ = [
     "SPEECH_THRESHOLD_RMS",
     "PcmStream",
     "SpeechDecoder",
-    "decode_speech",
     "has_loud",
     "is_loud",
     "pcm_duration_ms",
@@ -236,18 +235,3 @@ class PcmStream:
     def reset(self) -> None:
         """Forget a kept odd byte."""
         self._odd = b""
-
-
-def decode_speech(pcm: bytes, *, sample_rate: int = 16000) -> list[str]:
-    """Return the text of every utterance in ``pcm``, in order, as the server's VAD finds them.
-
-    Utterances are separated by silence of at least 500 ms (the default ``silenceDurationMs``);
-    utterances without text (tone) are left out. Answers from the server come back as one
-    utterance, so ``"".join(decode_speech(audio))`` is the answer's text.
-    """
-    from .vad import SpeechTracker, Utterance, VadConfig
-
-    tracker = SpeechTracker(VadConfig())
-    events = tracker.audio(pcm, message=1, sample_rate=sample_rate)
-    events += tracker.stream_end(message=1)
-    return [e.text for e in events if isinstance(e, Utterance) and e.has_text]

@@ -25,6 +25,9 @@ Which client messages an utterance holds (for ``lastConsumedClientMessageIndex``
 a loud sample); None when nothing is held. Precisely, the utterance starts at the message that
 carried the first loud sample (``abs(sample) >= threshold``) of its first voiced frame, so
 silence that merely shares a frame with the start of speech does not hold its message.
+
+:func:`decode_speech` runs the same detection over a whole clip (tests read the model's audio
+answers back with it).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "Transcribed",
     "Utterance",
     "VadConfig",
+    "decode_speech",
 ]
 
 EndedBy = Literal["silence", "activity_end", "stream_end", "cut"]
@@ -343,3 +347,16 @@ def _merge_pieces(events: list[SpeechEvent]) -> list[SpeechEvent]:
         else:
             merged.append(event)
     return merged
+
+
+def decode_speech(pcm: bytes, *, sample_rate: int = 16000) -> list[str]:
+    """Return the text of every utterance in ``pcm``, in order, as the server's VAD finds them.
+
+    Utterances are separated by silence of at least 500 ms (the default ``silenceDurationMs``);
+    utterances without text (tone) are left out. Answers from the server come back as one
+    utterance, so ``"".join(decode_speech(audio))`` is the answer's text.
+    """
+    tracker = SpeechTracker(VadConfig())
+    events = tracker.audio(pcm, message=1, sample_rate=sample_rate)
+    events += tracker.stream_end(message=1)
+    return [e.text for e in events if isinstance(e, Utterance) and e.has_text]

@@ -1,0 +1,116 @@
+"""The history a fresh session starts with, from the conversation ADK rebuilt from its session.
+
+A fresh session (no handle left to resume) gets ADK's history instead of a replay. What the
+user was saying when the connection died must reach it once: as the history's last user turn
+when the user had finished speaking, else as replayed audio (see :func:`fresh_history`).
+:func:`response_ids` says which function responses a history holds already.
+
+Pure: no I/O. The contents are copied, never changed in place (they are ADK's session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from google.genai import types
+
+from .transcript_echo import squeeze as _squeeze
+
+
+def fresh_history(
+    contents: Sequence[Any],
+    transcript: str,
+    *,
+    speaking: bool,
+    fragments: Sequence[str] = (),
+) -> tuple[list[Any], bool]:
+    """The history for a fresh session, and whether it holds the unanswered utterance.
+
+    ``contents`` is the conversation ADK rebuilt from its session, ``transcript`` what the
+    server transcribed of the unanswered utterance
+    (:meth:`~adk_live_resume.outbox.Outbox.utterance_transcript`).
+    When the user has finished speaking and the history holds that transcription, the
+    history answers it and its audio is not replayed. While the user is still speaking, the
+    transcription ADK stored is only the start of the utterance: it is left out of the
+    history (as the last user turn) so that the utterance reaches the new session once,
+    whole, as its replayed audio followed by the rest of the speech.
+
+    ``fragments`` (:attr:`~adk_live_resume.outbox.Outbox.transcript_fragments`) are starts of
+    utterances that were replayed whole: ADK joined their transcription pieces with the whole
+    utterance's, so a user turn reads "fhtfhtgv" for "fhtgv"; each is taken out once where it
+    is followed by itself. The contents are copied, never changed in place (they are ADK's session).
+    """
+    heard = _squeeze(transcript)
+    history = _without_fragments(contents, fragments)
+    at = _unanswered_user_turn(history, heard) if heard else None
+    if at is None:
+        return history, False
+    if not speaking:
+        return history, True
+    del history[at]
+    return history, False
+
+
+def _unanswered_user_turn(history: Sequence[Any], heard: str) -> int | None:
+    """Position of the user turn that is exactly ``heard`` among the user turns after the
+    model's last turn (ADK stores a transcription as a user turn of its own), or None.
+
+    Only those count: the same words typed earlier, or inside a longer turn ("story nulvs"
+    for the spoken "nulvs"), are another turn, not this utterance."""
+    for position in range(len(history) - 1, -1, -1):
+        content = history[position]
+        if content.role != "user":
+            return None
+        if _squeeze(_user_text([content])) == heard:
+            return position
+    return None
+
+
+def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:
+    history = list(contents)
+    for fragment in fragments:
+        if fragment.strip():
+            _take_out_once(history, fragment)
+    return history
+
+
+def _take_out_once(history: list[Any], fragment: str) -> None:
+    """Take ``fragment`` out of the first user part where it is followed by itself (a copy
+    of that content replaces it in ``history``)."""
+    doubled = fragment + fragment
+    for position, content in enumerate(history):
+        if content.role != "user":
+            continue
+        parts = list(content.parts or [])
+        for number, part in enumerate(parts):
+            text = part.text or ""
+            at = text.find(doubled)
+            if at >= 0:
+                parts[number] = types.Part(text=text[:at] + text[at + len(fragment) :])
+                history[position] = types.Content(role=content.role, parts=parts)
+                return
+
+
+def _user_text(contents: Sequence[Any]) -> str:
+    """The user text of ``contents``, for "does the history hold this?" checks."""
+    return " ".join(
+        part.text
+        for content in contents
+        if content.role == "user"
+        for part in content.parts or []
+        if part.text
+    )
+
+
+#: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).
+
+
+def response_ids(contents: Iterable[Any]) -> set[str]:
+    """The ids of the function responses in ``contents`` (a history)."""
+    return {
+        str(part.function_response.id)
+        for content in contents
+        for part in getattr(content, "parts", None) or []
+        if getattr(part, "function_response", None) is not None and part.function_response.id
+    }

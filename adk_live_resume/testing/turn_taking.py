@@ -1,0 +1,294 @@
+"""Turn-taking on one fake-server connection: which client input becomes a user turn, and when.
+
+* Text (``clientContent`` user turn, ``realtimeInput.text``) is a user turn at once; audio goes
+  through voice activity detection (:mod:`~adk_live_resume.testing.vad`): speech that starts
+  while the model answers cuts the answer (``interrupted``, and ``toolCallCancellation`` for
+  pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
+  pieces follow the speech as it is decoded, and the finished utterance is a user turn (on the
+  Vertex AI dialect, recognised by its websocket path, a transcription ends with
+  ``finished: true`` at the end of the utterance; the Gemini API sends no such end). Text,
+  ``clientContent`` or ``activityEnd`` arriving mid-utterance end the utterance there (it
+  becomes a turn first); ``audioStreamEnd`` too, with automatic detection;
+* ``clientContent`` holding several turns, or a model turn, is history: remembered, and
+  answered only when it ends with a complete user turn; the model family
+  (:mod:`~adk_live_resume.testing.families`) rules mid-session ``clientContent`` (else kept in
+  ``record.rejected_client_content`` and closed with 1007, unless ``lenient_client_content``);
+* Gemini 3.x Live (:mod:`~adk_live_resume.testing.dialect`): initial history (before the first
+  realtime input of a fresh session whose setup set ``historyConfig.
+  initialHistoryInClientContent``) ending with a user turn is answered at the next realtime
+  input (ADK sends ``"."``);
+* function responses answer pending calls (the model goes on), or open NON_BLOCKING ones;
+  responses for calls of an earlier connection are recorded as stale, others as unknown;
+* every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
+* a second ``setup`` on a connection closes it with 1007.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from . import protocol as wire
+from .generation import Generation
+from .model import Turn, turns_overlap
+from .protocol import JsonDict, has, pick, pick_dict, pick_list
+from .records import HeardTurn
+from .settings import INVALID_ARGUMENT_REASON
+from .speech import pcm_duration_ms
+from .vad import SpeechEvent, SpeechStarted, Transcribed, Utterance
+
+__all__ = ["TurnTaking"]
+
+logger = logging.getLogger("adk_live_resume.testing")
+
+
+class TurnTaking(Generation):
+    """Client messages of one connection, handled in order (a layer of ``LiveConnection``)."""
+
+    async def _handle(self, message: JsonDict) -> None:
+        if has(message, "clientContent"):
+            body = pick_dict(message, "clientContent") or {}
+            if not self._accepts_client_content(body):
+                return
+            await self._end_utterance()
+            await self._client_content(body)
+        elif has(message, "realtimeInput"):
+            await self._realtime_input(pick_dict(message, "realtimeInput") or {})
+            self._realtime_seen = True
+        elif has(message, "toolResponse"):
+            self._tool_response(pick_dict(message, "toolResponse") or {})
+            self._realtime_seen = True
+        elif has(message, "setup"):  # one setup per connection, as the service says
+            self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
+        else:
+            logger.warning(
+                "fake live server: connection %d: ignoring client message with keys %s",
+                self.record.index,
+                sorted(message),
+            )
+
+    def _accepts_client_content(self, body: JsonDict) -> bool:
+        """A family that takes no mid-session context (3.1): only initial history; False
+        (and closed) when strict."""
+        if self._family.client_content_mid_session:
+            return True
+        if self._initial_history_open():
+            return True
+        self.record.rejected_client_content.append(body)
+        if self._settings.lenient_client_content:
+            logger.info(
+                "fake live server: connection %d: clientContent a Gemini 3.x Live model "
+                "rejects, accepted (lenient)",
+                self.record.index,
+            )
+            return True
+        self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
+        return False
+
+    def _initial_history_open(self) -> bool:
+        """Gemini 3.x: the setup asked for initial history and no realtime input came yet."""
+        initial = self._history_in_client_content and not self.record.resumed
+        return initial and not self._realtime_seen
+
+    async def _client_content(self, body: JsonDict) -> None:
+        turn_complete = bool(pick(body, "turnComplete", False))
+        turns: list[Turn] = []
+        tool_results: list[tuple[str, Any]] = []  # function responses ending the history
+        for raw_turn in pick_list(body, "turns"):
+            role: Literal["user", "model"] = (
+                "model" if pick(raw_turn, "role") == "model" else "user"
+            )
+            parts = pick_list(raw_turn, "parts")
+            texts = [pick(part, "text") for part in parts]
+            turns.append(Turn(role, "".join(t for t in texts if isinstance(t, str))))
+            responses = [
+                r for part in parts if isinstance(r := pick(part, "functionResponse"), dict)
+            ]
+            tool_results = [(str(pick(r, "name")), pick(r, "response", {})) for r in responses]
+        index = self._message_index
+        if not turns:
+            if turn_complete and self._unanswered_user and self._memory:
+                self._unanswered_user = False
+                await self._interrupt()
+                self._start_generation(self._memory[-1].text)
+            return
+        only_results = len(turns) == 1 and turns[0].role == "user" and not turns[0].text
+        if turn_complete and only_results and responses:
+            # Only function results, for calls the session knows from earlier (no open
+            # call): the model tells them as it tells a NON_BLOCKING call's result.
+            for response in responses:
+                self.record.tool_responses.append(response)
+                self._background_result(str(pick(response, "name")), response)
+            return
+        is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
+        is_history = is_history or any(turn.role == "model" for turn in turns)
+        # Gemini 3.x Live takes clientContent as the initial history (see dialect): there even
+        # a single user turn is history, answered at the next realtime input.
+        # A family that takes clientContent all session long (3.8) takes only the first one as
+        # that history; later ones are turns as on Gemini 2.x.
+        initial = self._gemini3 and self._initial_history_open()
+        if self._family.client_content_mid_session and self.record.history_sends:
+            initial = False
+        held = initial or (self._gemini3 and not self._family.client_content_mid_session)
+        is_history = is_history or initial
+        if not is_history:
+            await self._user_turn(self._typed(turns[0].text, index))
+            return
+        self.record.history_sends += 1
+        if turns_overlap(self._memory, turns):
+            self.record.duplicate_history_sends += 1
+            logger.info(
+                "fake live server: connection %d: history delivered again", self.record.index
+            )
+        answer = turn_complete and turns[-1].role == "user"
+        if answer and not held:
+            await self._interrupt()
+        # Turns that carried only function calls or responses have no text to remember.
+        self._memory.extend(t for t in turns if t.text)
+        for t in turns:
+            if t.role == "user" and t.text:
+                self._heard(HeardTurn(t.text, "history", self.record.index, index, index))
+        self._unanswered_user = turns[-1].role == "user" and not turn_complete
+        if answer and held:
+            # Gemini 3.x Live answers history only at the next realtime input (ADK sends "."),
+            # with the tool results the history ends with, if any.
+            self._awaiting_trigger = True
+            self._trigger_tool_results = tool_results
+        elif answer and tool_results:
+            # History ending with a tool's result: answer with it, as after a toolResponse,
+            # for the user turn that asked for the tool.
+            asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
+            self._start_generation(asked, tool_results=tool_results)
+        elif answer:
+            self._start_generation(turns[-1].text)
+
+    async def _realtime_input(self, body: JsonDict) -> None:
+        index = self._message_index
+        if has(body, "activityStart"):
+            if self._tracker.config.disabled:
+                await self._speech(self._tracker.activity_start(message=index))
+            else:
+                await self._interrupt()
+        text = pick(body, "text")
+        if isinstance(text, str) and text:
+            await self._end_utterance()
+            if self._awaiting_trigger and not text.strip(" .?!"):
+                self._awaiting_trigger = False
+                await self._interrupt()
+                asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
+                results, self._trigger_tool_results = self._trigger_tool_results, []
+                self._start_generation(asked, tool_results=results)
+            else:
+                self._awaiting_trigger = False
+                await self._user_turn(self._typed(text, index))
+        blobs = [
+            pick_dict(body, "audio"),
+            pick_dict(body, "media"),
+            *pick_list(body, "mediaChunks"),
+        ]
+        for blob in blobs:
+            if isinstance(blob, dict):
+                await self._audio(blob)
+        if has(body, "activityEnd"):
+            await self._speech(self._tracker.activity_end(message=index))
+        if pick(body, "audioStreamEnd"):
+            await self._speech(self._tracker.stream_end(message=index))
+
+    async def _audio(self, blob: JsonDict) -> None:
+        mime = str(pick(blob, "mimeType") or "audio/pcm")
+        if not mime.startswith("audio/"):
+            return
+        for param in mime.split(";")[1:]:
+            key, _, value = param.strip().partition("=")
+            if key == "rate" and value.isdigit():
+                self._audio_rate = int(value)
+        data = pick(blob, "data")
+        if not isinstance(data, str) or not data:
+            return
+        pcm = wire.b64decode_any(data)
+        self._session_audio = True
+        self._enforce_session_limit()
+        idle = self._resumable()
+        events = self._tracker.audio(pcm, message=self._message_index, sample_rate=self._audio_rate)
+        self.record.ignored_audio_ms = self._tracker.ignored_audio_ms
+        await self._speech(events)
+        every = self._settings.handle_schedule.every_audio_ms
+        if every is not None and idle:
+            self._audio_since_handle_ms += pcm_duration_ms(pcm, self._audio_rate)
+            if self._audio_since_handle_ms >= every and self._resumable():
+                # this message's audio is in the state already: it counts as handled
+                await self._issue_handle(self._idle_point(), handled=self._message_index)
+
+    async def _speech(self, events: Sequence[SpeechEvent]) -> None:
+        """Act on what the voice activity detection found."""
+        for event in events:
+            if isinstance(event, SpeechStarted):
+                if self._tracker.config.interrupts:
+                    await self._interrupt()
+            elif isinstance(event, Transcribed):
+                await self._send(wire.server_content(input_transcription={"text": event.text}))
+            elif isinstance(event, Utterance):
+                ending: JsonDict = {} if event.has_text else {"text": event.text}
+                if self._vertex:  # Vertex AI marks the end of a transcription
+                    ending["finished"] = True
+                if ending:
+                    await self._send(wire.server_content(input_transcription=ending))
+                spoken = HeardTurn(
+                    event.text,
+                    "spoken",
+                    self.record.index,
+                    event.first_message,
+                    event.last_message,
+                    event.ended_by,
+                    event.cut_start,
+                )
+                await self._user_turn(spoken)
+
+    async def _end_utterance(self) -> None:
+        """Other input arrived: the audio held so far becomes a turn first."""
+        if self._tracker.held_since is not None:
+            await self._speech(self._tracker.cut(message=self._message_index))
+
+    def _tool_response(self, body: JsonDict) -> None:
+        for response in pick_list(body, "functionResponses"):
+            if not isinstance(response, dict):
+                continue
+            self.record.tool_responses.append(response)
+            call_id = pick(response, "id")
+            known = self._shared.tool_calls.get(call_id) if isinstance(call_id, str) else None
+            if known is not None:
+                known.responses.append(pick(response, "response", {}))
+            pending = self._pending_tools.pop(call_id, None) if isinstance(call_id, str) else None
+            background = self._background.pop(call_id, None) if isinstance(call_id, str) else None
+            if pending is not None:
+                self.record.accepted_tool_response_ids.append(str(call_id))
+                if not pending[1].done():
+                    pending[1].set_result(pick(response, "response", {}))
+            elif background is not None:
+                self.record.accepted_tool_response_ids.append(str(call_id))
+                self._background_result(background, response)
+            elif isinstance(call_id, str) and call_id in self._shared.issued_tool_ids:
+                self.record.stale_tool_response_ids.append(call_id)
+            else:
+                self.record.unknown_tool_response_ids.append(str(call_id))
+                logger.warning(
+                    "fake live server: connection %d: tool response for unknown id %r",
+                    self.record.index,
+                    call_id,
+                )
+
+    def _typed(self, text: str, index: int) -> HeardTurn:
+        """A typed turn: carried by client message ``index`` alone."""
+        return HeardTurn(text, "typed", self.record.index, index, index)
+
+    def _heard(self, turn: HeardTurn) -> None:
+        self.record.user_turns.append(turn.text)
+        self.record.heard.append(turn)
+
+    async def _user_turn(self, turn: HeardTurn) -> None:
+        await self._interrupt()
+        self._unanswered_user = False
+        self._memory.append(Turn("user", turn.text))
+        self._heard(turn)
+        self._start_generation(turn.text)
