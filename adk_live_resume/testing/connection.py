@@ -32,7 +32,7 @@ import logging
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
-from .connection_core import Ended
+from .connection_core import _Ended
 from .dialect import history_in_client_content, is_gemini_3_live, model_name
 from .families import family_for
 from .faults import Fault
@@ -64,7 +64,7 @@ class LiveConnection(TurnTaking):
             self._hold_pongs(pong_delay)
         try:
             await self._serve()
-        except (ConnectionClosed, Ended):
+        except (ConnectionClosed, _Ended):
             pass
         except Exception as exc:  # a bug in the fake: keep it visible in the record
             logger.exception("fake live server: connection %d failed", self.record.index)
@@ -143,7 +143,7 @@ class LiveConnection(TurnTaking):
                 try:
                     await self._send_late_handle()
                     await self._handle(message)
-                except Ended:
+                except _Ended:
                     continue
             self._handled_index = self.record.handled_messages = self._message_index
             self._faults.fire(self._is_due_after_messages)

@@ -43,14 +43,14 @@ from .records import ConnectionRecord, EndedBy
 from .settings import ServerSettings, SharedState
 from .vad import SpeechTracker, VadConfig
 
-__all__ = ["ConnectionCore", "Ended"]
+__all__ = ["ConnectionCore", "_Ended"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
 _UNSENDABLE_CODES = frozenset({1005, 1006, 1015})
 
 
-class Ended(Exception):
+class _Ended(Exception):
     """Raised inside a connection task once the connection is ending."""
 
 
@@ -217,7 +217,7 @@ class ConnectionCore:
     async def _guard(self, coro: Coroutine[Any, Any, None]) -> None:
         try:
             await coro
-        except (Ended, ConnectionClosed):
+        except (_Ended, ConnectionClosed):
             pass
         except asyncio.CancelledError:
             raise
@@ -236,18 +236,18 @@ class ConnectionCore:
     async def _send(self, *messages: JsonDict) -> None:
         """Send ``messages`` back to back (nothing of this connection goes in between)."""
         if self.ending:
-            raise Ended
+            raise _Ended
         async with self._send_lock:
             for message in messages:
                 if self.ending:
-                    raise Ended
+                    raise _Ended
                 self.record.server_messages.append(message)
                 handed_at = self._loop.time()
                 try:
                     await self.ws.send(wire.dumps(message))
                 except ConnectionClosed:
                     self.record.server_messages.pop()
-                    raise Ended from None
+                    raise _Ended from None
                 if self.record.first_sent_at is None:
                     self.record.first_sent_at = handed_at
                 self.record.last_sent_at = handed_at

@@ -16,7 +16,7 @@ import collections
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
-from .connection_core import ConnectionCore, Ended
+from .connection_core import ConnectionCore, _Ended
 from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot
 from .protocol import JsonDict
 
@@ -118,7 +118,7 @@ class HandleIssuing(ConnectionCore):
                 await self._not_resumable()
                 return None
             return await self._issue_handle(self._idle_point())
-        except (Ended, ConnectionClosed):
+        except (_Ended, ConnectionClosed):
             return None
 
     async def _not_resumable(self) -> None:
