@@ -82,6 +82,21 @@ def slow_job_tool(job: SlowJob) -> FunctionTool:
     return non_blocking(slow_job)
 
 
+async def start_the_job_then_start_fresh(
+    live: LiveDriver, server: FakeLiveServer, job: SlowJob
+) -> int:
+    """Start the mail job, speak on (so the fresh history ends with a later turn), and drop
+    the socket while it runs: the server refuses connection 2's handle (scripted by the
+    caller), so connection 3 is a fresh session. Return the event mark of the job's call."""
+    mark = live.send_text('call slow_job {"job_name": "mail"}')
+    await asyncio.wait_for(job.started.wait(), 10)
+    assert await answer_like(live, mark, "slow_job started")
+    assert await live.say("meanwhile") == "echo: meanwhile"
+    await server.close_open(1011)
+    await server.wait_for_connections(3)
+    return mark
+
+
 @needs_background_tools
 async def test_a_running_non_blocking_tool_runs_once_and_its_result_goes_to_the_repeat(
     make_agent: AgentFactory,
@@ -263,12 +278,7 @@ async def test_a_late_result_reaches_a_fresh_session_that_does_not_ask_again(
             server.script(Fault.refuse_resume(), connection=2)
             agent = make_agent(server, tools=[slow_job_tool(job)])
             async with await LiveDriver.start(agent) as live:
-                mark = live.send_text('call slow_job {"job_name": "mail"}')
-                await asyncio.wait_for(job.started.wait(), 10)
-                assert await answer_like(live, mark, "slow_job started")
-                assert await live.say("meanwhile") == "echo: meanwhile"
-                await server.close_open(1011)
-                await server.wait_for_connections(3)
+                mark = await start_the_job_then_start_fresh(live, server, job)
                 answer = await answer_like(live, mark, "slow_job returned")
                 assert answer == 'slow_job returned {"job":"mail","run":1}'
                 await asyncio.sleep(0.3)  # nothing more may arrive
@@ -333,12 +343,7 @@ async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
             server.script(Fault.refuse_resume(), connection=2)
             agent = make_agent(server, tools=[slow_job_tool(job)])
             async with await LiveDriver.start(agent) as live:
-                mark = live.send_text('call slow_job {"job_name": "mail"}')
-                await asyncio.wait_for(job.started.wait(), 10)
-                assert await answer_like(live, mark, "slow_job started")
-                assert await live.say("meanwhile") == "echo: meanwhile"
-                await server.close_open(1011)
-                await server.wait_for_connections(3)
+                mark = await start_the_job_then_start_fresh(live, server, job)
                 await server.wait_for(lambda: server.connections[2].setup is not None)
                 spoken = len(live.events)
                 assert not job.ended.is_set()
@@ -384,12 +389,7 @@ async def test_a_held_result_goes_when_the_answer_ends_even_with_the_microphone_
             server.script(Fault.refuse_resume(), connection=2)
             agent = make_agent(server, tools=[slow_job_tool(job)])
             async with await LiveDriver.start(agent, run_config=config) as live:
-                mark = live.send_text('call slow_job {"job_name": "mail"}')
-                await asyncio.wait_for(job.started.wait(), 10)
-                assert await answer_like(live, mark, "slow_job started")
-                assert await live.say("meanwhile") == "echo: meanwhile"
-                await server.close_open(1011)
-                await server.wait_for_connections(3)
+                mark = await start_the_job_then_start_fresh(live, server, job)
                 await server.wait_for(lambda: server.connections[2].setup is not None)
                 spoken = len(live.events)
                 assert not job.ended.is_set()

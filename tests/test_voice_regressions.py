@@ -607,6 +607,18 @@ def _server_vad_ending_after(silence_ms: int) -> Any:
     )
 
 
+LONG_TURN = "a long typed question that takes the model a while to echo back"
+
+
+async def _answer_streaming(live: LiveDriver, text: str) -> int:
+    """After a first exchange, send ``text`` and return its event mark once its answer (to
+    be streamed slowly: ``chunk_delay``) began."""
+    assert await live.say("one") == "echo: one"
+    typed = live.send_text(text)
+    await live.wait_for_event(lambda event: event.partial, after=typed)
+    return typed
+
+
 async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     make_agent: AgentFactory,
 ) -> None:
@@ -625,20 +637,17 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
             activity_handling=types.ActivityHandling.NO_INTERRUPTION,
         ),
     )
-    long_turn = "a long typed question that takes the model a while to echo back"
     async with FakeLiveServer(chunk_delay=0.15) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent, run_config=config) as live:
-            assert await live.say("one") == "echo: one"
-            typed = live.send_text(long_turn)
-            await live.wait_for_event(lambda event: event.partial, after=typed)
+            typed = await _answer_streaming(live, LONG_TURN)
             spoken = len(live.events)
             await stream_pcm(live, speech_pcm("said over it", seconds=0.6), pace=4.0)
             await stream_pcm(live, silence_pcm(0.6), pace=4.0)
             assert not any(getattr(e, "turn_complete", False) for e in live.events[spoken:]), (
                 "the answer still streams after the user went quiet"
             )
-            assert await live.answer_after(typed, timeout=15) == f"echo: {long_turn}"
+            assert await live.answer_after(typed, timeout=15) == f"echo: {LONG_TURN}"
             issued = await server.issue_handles_now()
             assert issued.get(1) is not None, "a handle after the answer"
             await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
@@ -651,7 +660,7 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
             assert answer == "echo: said over it"
             await live.close()
         assert server.connections[1].resumed
-        assert server.user_turns_answered() == ["one", long_turn, "said over it"]
+        assert server.user_turns_answered() == ["one", LONG_TURN, "said over it"]
 
 
 async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
@@ -660,13 +669,10 @@ async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
     """The other side of the rule above: the user cut an answer off (``interrupted``, which
     ends no turn) and the model answered the barge-in. That answer's turn answers it, though
     the cut answer's output began first: after a handle and a drop, it is not heard again."""
-    long_turn = "a long typed question that takes the model a while to echo back"
     async with FakeLiveServer(chunk_delay=0.15) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
-            assert await live.say("one") == "echo: one"
-            typed = live.send_text(long_turn)
-            await live.wait_for_event(lambda event: event.partial, after=typed)
+            await _answer_streaming(live, LONG_TURN)
             await stream_pcm(live, speech_pcm("cutting in", seconds=0.6), pace=4.0)
             await stream_pcm(live, silence_pcm(1.2), pace=4.0)
             # (ADK 1.x passes no ``interrupted`` event on: the cut answer's text and this one
@@ -681,7 +687,7 @@ async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
             await server.close_open(1011)
             await server.wait_for_connections(2)
             await stream_pcm(live, silence_pcm(1.0), pace=4.0)
-            assert await live.say("recall") == f"you said: one | {long_turn} | cutting in"
+            assert await live.say("recall") == f"you said: one | {LONG_TURN} | cutting in"
             await live.close()
         assert server.connections[0].interrupted >= 1
         assert server.connections[1].resumed
