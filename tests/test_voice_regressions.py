@@ -619,6 +619,15 @@ async def _answer_streaming(live: LiveDriver, text: str) -> int:
     return typed
 
 
+async def _drop_after_a_handle(server: FakeLiveServer) -> None:
+    """Issue a handle on connection 1, then drop it; return once connection 2 is open."""
+    issued = await server.issue_handles_now()
+    assert issued.get(1) is not None, "a handle after the answer"
+    await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
+    await server.close_open(1011)
+    await server.wait_for_connections(2)
+
+
 async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     make_agent: AgentFactory,
 ) -> None:
@@ -648,11 +657,7 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
                 "the answer still streams after the user went quiet"
             )
             assert await live.answer_after(typed, timeout=15) == f"echo: {LONG_TURN}"
-            issued = await server.issue_handles_now()
-            assert issued.get(1) is not None, "a handle after the answer"
-            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
-            await server.close_open(1011)
-            await server.wait_for_connections(2)
+            await _drop_after_a_handle(server)
             await stream_pcm(live, silence_pcm(4.0), pace=4.0)
             answer = await live.answer_after(
                 spoken, timeout=15, skip=lambda text: text != "echo: said over it"
@@ -681,11 +686,7 @@ async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
                 lambda: "echo: cutting in" in server.connections[0].answers, 15, what="answer"
             )
             await asyncio.sleep(0.1)  # its turnComplete reaches the client
-            issued = await server.issue_handles_now()
-            assert issued.get(1) is not None, "a handle after the answer"
-            await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
-            await server.close_open(1011)
-            await server.wait_for_connections(2)
+            await _drop_after_a_handle(server)
             await stream_pcm(live, silence_pcm(1.0), pace=4.0)
             assert await live.say("recall") == f"you said: one | {LONG_TURN} | cutting in"
             await live.close()
