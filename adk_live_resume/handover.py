@@ -1,5 +1,4 @@
-"""Opening a run's next connection: ahead of time, after its turn at the pacer, on a socket
-dialed early when one is ready.
+"""Opening a run's next connection: ahead of time, paced, on a socket dialed early.
 
 :class:`Handover` holds what one run has on the way to its next connection: the connection
 being opened ahead (:class:`~adk_live_resume.next_connection.NextConnection`), the socket
