@@ -1,11 +1,12 @@
-"""One connection of a live run, as the loop sees it: what the tap reports, fed into the run's
-rules (outbox, handles, tool calls, user activity), and the socket's end.
+"""Per-connection state of a live run, fed by the tap and the send task.
 
-:class:`ConnectionWatch` is the :class:`~adk_live_resume.tap.TapListener` of one connection.
-It holds per-connection state only (healthy, dead, rotating, retired, the goAway deadline);
-what outlives a connection (handles, the outbox, tool-call bookkeeping, pacing) belongs to the
-run (:mod:`adk_live_resume.loop`), which creates one watch per connection and decides from
-its state how the connection ended.
+:class:`ConnectionWatch` is the :class:`~adk_live_resume.tap.TapListener` of one connection:
+what the tap reports is fed into the run's rules (outbox, handles, tool calls, user
+activity), and the socket's end is noted. It holds per-connection state only (healthy, dead,
+rotating, retired, the goAway deadline); what outlives a connection (handles, the outbox,
+tool-call bookkeeping, pacing) belongs to the run, which creates one watch per connection
+and decides from its state how the connection ended. What the watch needs of its run is
+:class:`WatchedRun` (the loop's ``LiveRun`` is one): this module does not import the loop.
 
 Guarantees: nothing here blocks the receive or the send path (a close runs in a task of its
 own, bounded by ``close_timeout``, then aborted); :meth:`ConnectionWatch.finish` never raises
@@ -18,26 +19,76 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from google.genai import types
 
 from . import adk_compat
+from .client_sends import readdressed, responses_of, without_responses
+from .early_dial import EarlyDialer
 from .errors import classify
-from .handles import redact
-from .outbox import readdressed, responses_of, without_responses
+from .handle_store import HandleKeeper
+from .handles import ResumptionState, redact
+from .handover import abort_transport
+from .next_connection import BackgroundCloser
+from .outbox import Outbox
+from .policy import ResumePolicy
+from .queue_guard import QueueGuard
 from .tap import SessionTap, parse_time_left
-
-if TYPE_CHECKING:
-    from .loop import LiveRun
+from .tool_calls import ToolCallBook
+from .waiting_turns import WaitingTurns
 
 logger = logging.getLogger("adk_live_resume.loop")
+
+
+class WatchedRun(Protocol):
+    """What a connection's watch reads of its run, and the run's answers to its events."""
+
+    ctx: Any
+    request: Any
+    policy: ResumePolicy
+    handles: ResumptionState
+    outbox: Outbox
+    tool_calls: ToolCallBook
+    waiting_turns: WaitingTurns
+    keeper: HandleKeeper
+    queue_guard: QueueGuard | None
+    transparent: bool
+    go_aways: int
+    audio_sent: bool
+    make_before_break: bool
+    close_frame_dial: bool
+    go_away_frame: bool
+
+    @property
+    def dialer(self) -> EarlyDialer | None: ...
+
+    @property
+    def closer(self) -> BackgroundCloser: ...
+
+    def connection_proved_healthy(self) -> None: ...
+
+    def takes_mid_session_content(self) -> bool: ...
+
+    def warn_session_limit(self) -> None: ...
+
+    def tool_running(self, call_id: str, name: str | None) -> bool: ...
+
+    def watch_running_call(self, call_id: str) -> None: ...
+
+    def dial_early(self, *, latest: float | None) -> None: ...
+
+    def open_ahead(self, watch: ConnectionWatch) -> bool: ...
+
+    def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None: ...
+
+    def dial_after_close(self, watch: ConnectionWatch, code: int) -> None: ...
 
 
 class ConnectionWatch:
     """Per-connection state fed by the :class:`SessionTap` and the send task."""
 
-    def __init__(self, run: LiveRun, number: int) -> None:
+    def __init__(self, run: WatchedRun, number: int) -> None:
         self.run = run
         self.number = number
         self.session: Any = None  # the real google-genai AsyncSession
@@ -506,14 +557,3 @@ class ConnectionWatch:
             abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
-
-
-def abort_connection(connection: Any) -> None:
-    abort_transport(adk_compat.genai_session(connection))
-
-
-def abort_transport(session: Any) -> None:
-    websocket = adk_compat.websocket_of(session)
-    transport = getattr(websocket, "transport", None)
-    if transport is not None:
-        transport.abort()

@@ -261,7 +261,7 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):
-        cause = str(getattr(run, "pending_cause", "") or "")
+        cause = str(getattr(getattr(run, "reconnects", None), "cause", "") or "")
         logger.warning(
             "live session %s of agent %s gave up after %d connection(s): %s",
             stats.session_id,

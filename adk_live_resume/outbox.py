@@ -49,18 +49,12 @@ from .client_sends import (
     audio_pcm,
     describe,
     plain_audio,
-    readdressed,
-    responses_of,
     signals,
     without_responses,
 )
-from .fresh_history import fresh_history, response_ids
 from .transcript_echo import TranscriptEcho
 
 __all__ = ["MAX_FRAGMENTS", "ClientMessage", "Outbox", "Replay"]
-# loop.py and connection_watch.py import these from here until they import them from their
-# own modules (the loop split, issue 25).
-__all__ += ["fresh_history", "readdressed", "response_ids", "responses_of", "without_responses"]
 
 
 @dataclass(slots=True)

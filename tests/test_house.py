@@ -16,16 +16,12 @@ import ast
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "adk_live_resume"
 MAX_LINES = 800
 MAX_LOOP_LINES = 450
-#: The circle the loop split removes (issue 25); the only one tolerated until it lands.
-LOOP_CIRCLE = frozenset({"adk_live_resume.connection_watch", "adk_live_resume.loop"})
-LOOP_SPLIT = pytest.mark.xfail(strict=True, reason="loop split, issue 25")
 
 Graph = Mapping[str, frozenset[str]]
 
@@ -126,41 +122,26 @@ def _line_count(path: Path) -> int:
     return len(path.read_text().splitlines())
 
 
-def _each_module(*, until_the_loop_split: str) -> list[Any]:
-    """Every module, as test parameters; the one the loop split fixes is expected to fail."""
-    return [
-        pytest.param(name, marks=LOOP_SPLIT) if name == until_the_loop_split else name
-        for name in MODULES
-    ]
-
-
 # -- the rules ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", _each_module(until_the_loop_split="adk_live_resume.loop"))
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_module_is_over_800_lines(name: str) -> None:
     lines = _line_count(MODULES[name])
     assert lines <= MAX_LINES, f"{name} has {lines} lines: split it along its seams"
 
 
-@LOOP_SPLIT
-def test_loop_is_at_most_450_lines() -> None:
-    assert _line_count(PACKAGE / "loop.py") <= MAX_LOOP_LINES
+def test_the_loop_only_wires() -> None:
+    lines = _line_count(PACKAGE / "loop.py")
+    assert lines <= MAX_LOOP_LINES, f"loop.py has {lines} lines: move a rule into its own module"
 
 
-def test_no_import_circle_besides_the_loop_split() -> None:
-    circles = [c for c in import_circles(import_graph()) if c != LOOP_CIRCLE]
-    assert circles == [], "move the piece both modules need below both of them"
+def test_no_import_circle() -> None:
+    circles = import_circles(import_graph())
+    assert circles == [], f"move the piece both modules need below both of them: {circles}"
 
 
-@LOOP_SPLIT
-def test_connection_watch_and_loop_import_no_circle() -> None:
-    assert LOOP_CIRCLE not in import_circles(import_graph())
-
-
-@pytest.mark.parametrize(
-    "name", _each_module(until_the_loop_split="adk_live_resume.connection_watch")
-)
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_docstring_first_line_is_one_sentence(name: str) -> None:
     docstring = ast.get_docstring(ast.parse(MODULES[name].read_text()), clean=False)
     first = None if docstring is None else docstring.split("\n", 1)[0]

@@ -1,0 +1,88 @@
+"""How one connection of a live run ended, decided from what its watch saw.
+
+Pure: no I/O. :func:`classify_end` fills an :class:`Outcome` from the error the receive step
+raised (if any) and three facts the connection's watch holds: the send step's error, whether
+the client closed the queue, and whether we closed the socket on purpose (a goAway move).
+
+Guarantees: an error :func:`~adk_live_resume.errors.classify` does not know (a bug, not a
+lost connection) always ends as ``DROPPED`` with no ``drop``, so the loop re-raises it instead
+of reconnecting; a receive step that ended on its own without an error is a drop with
+close code 1000 (:data:`ENDED`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol
+
+from .errors import Drop, classify
+from .tap import ConnectionRetired
+
+#: A receive step that ended without an error: the server closed normally.
+ENDED = Drop("closed", 1000, "connection ended without an error")
+
+
+class End(enum.Enum):
+    """How one connection ended, as far as the loop is concerned."""
+
+    CLIENT_CLOSED = "client closed"
+    TASK_COMPLETED = "task completed"
+    TRANSFER = "transfer"
+    RESTART = "restart"
+    ROTATE = "go_away"
+    DROPPED = "dropped"
+
+
+@dataclass
+class Outcome:
+    end: End
+    drop: Drop | None = None
+    error: BaseException | None = None
+    transfer_to: str | None = None
+    #: The connection failed before it was established (connect or setup).
+    at_connect: bool = True
+
+
+class EndSigns(Protocol):
+    """What the connection's watch saw that tells how it ended."""
+
+    @property
+    def send_error(self) -> BaseException | None: ...
+
+    @property
+    def client_closed(self) -> bool: ...
+
+    @property
+    def rotating(self) -> str | None: ...
+
+
+def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None) -> None:
+    """Fill ``outcome`` from how the connection ended (``error`` is what receive raised)."""
+    if isinstance(error, ConnectionRetired):
+        outcome.end = End.ROTATE  # the next connection, opened ahead, took over
+        return
+    if error is None and outcome.end is not End.DROPPED:
+        return  # restart, transfer, task_completed: decided while receiving
+    send_error = watch.send_error
+    if send_error is not None and classify(send_error) is None:
+        outcome.end, outcome.error, outcome.drop = End.DROPPED, send_error, None
+        return
+    if watch.client_closed:
+        outcome.end = End.CLIENT_CLOSED
+        if error is not None and classify(error) is None:
+            outcome.end, outcome.error, outcome.drop = End.DROPPED, error, None
+        return
+    if error is not None:
+        drop = classify(error)
+        outcome.error = error
+        if drop is None:
+            outcome.end, outcome.drop = End.DROPPED, None
+            return
+        outcome.drop = drop
+    if watch.rotating:
+        outcome.end = End.ROTATE
+        return
+    outcome.end = End.DROPPED
+    if outcome.drop is None:
+        outcome.drop = ENDED

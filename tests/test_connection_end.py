@@ -1,0 +1,72 @@
+"""How one connection ended (connection_end.classify_end): pure, no sockets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from websockets.exceptions import ConnectionClosedError
+from websockets.frames import Close
+
+from adk_live_resume.connection_end import ENDED, End, Outcome, classify_end
+from adk_live_resume.tap import ConnectionRetired
+
+
+@dataclass
+class Signs:
+    send_error: BaseException | None = None
+    client_closed: bool = False
+    rotating: str | None = None
+
+
+def _closed(code: int) -> ConnectionClosedError:
+    return ConnectionClosedError(Close(code, "bye"), None)
+
+
+def _ended(signs: Signs, error: BaseException | None, start: End = End.DROPPED) -> Outcome:
+    outcome = Outcome(start)
+    classify_end(signs, outcome, error)
+    return outcome
+
+
+def test_a_retired_connection_was_rotated_whatever_else_happened() -> None:
+    outcome = _ended(Signs(send_error=RuntimeError("bug")), ConnectionRetired())
+    assert outcome.end is End.ROTATE and outcome.drop is None
+
+
+def test_an_end_decided_while_receiving_stays() -> None:
+    for decided in (End.TRANSFER, End.RESTART, End.TASK_COMPLETED):
+        assert _ended(Signs(rotating="goAway"), None, start=decided).end is decided
+
+
+def test_a_receive_step_that_just_ends_is_a_normal_close() -> None:
+    outcome = _ended(Signs(), None)
+    assert outcome.end is End.DROPPED and outcome.drop is ENDED and outcome.error is None
+
+
+def test_a_close_is_a_drop_with_its_code_and_a_move_of_ours_a_rotation() -> None:
+    dropped = _ended(Signs(), _closed(1011))
+    assert dropped.end is End.DROPPED
+    assert dropped.drop is not None and dropped.drop.code == 1011
+    moved = _ended(Signs(rotating="goAway deadline"), _closed(1000))
+    assert moved.end is End.ROTATE and moved.drop is not None and moved.drop.code == 1000
+
+
+def test_an_unknown_error_is_raised_not_reconnected_after() -> None:
+    """A bug (receive or send) ends as a drop without ``drop``: the loop re-raises it."""
+    bug = ValueError("bug")
+    for outcome in (
+        _ended(Signs(), bug),
+        _ended(Signs(send_error=bug), _closed(1006)),
+        _ended(Signs(client_closed=True), bug),
+        _ended(Signs(rotating="goAway"), bug),
+    ):
+        assert outcome.end is End.DROPPED and outcome.drop is None and outcome.error is bug
+
+
+def test_the_clients_close_ends_the_run_even_if_the_socket_dropped_too() -> None:
+    assert _ended(Signs(client_closed=True), _closed(1006)).end is End.CLIENT_CLOSED
+    assert _ended(Signs(client_closed=True), None).end is End.CLIENT_CLOSED
+    # a lost connection on the send side is no bug: the close decides
+    assert _ended(Signs(send_error=_closed(1006), client_closed=True), None).end is (
+        End.CLIENT_CLOSED
+    )
