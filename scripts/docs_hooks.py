@@ -7,6 +7,8 @@ them. They guarantee:
   :class:`adk_live_resume.ResumePolicy` itself: every field, its type, its default, its
   ``ADK_LIVE_RESUME_<FIELD>`` variable, its docstring and what construction refuses (the
   messages come from ``ResumePolicy``'s own validation, by probing it), never copied by hand;
+- the map of the package (``<!-- package-modules -->`` in a page) is generated from each
+  module's docstring: its name and the first line, the one idea it holds;
 - the benchmark plots (``benchmarks/plots/*.png``, where the benchmarks write them) are served
   under ``plots/`` without a copy in ``docs/``;
 - the build fails, naming each one, if a public name (``adk_live_resume.__all__``,
@@ -29,6 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PLOTS = ROOT / "benchmarks" / "plots"
 POLICY_MARKER = "<!-- resume-policy-fields -->"
+MODULES_MARKER = "<!-- package-modules -->"
+PACKAGE = ROOT / "adk_live_resume"
 #: The pages of the API reference, relative to the site directory.
 REFERENCE_DIR = "reference"
 #: Values tried on each field to show what construction refuses (only refusals that name
@@ -112,10 +116,25 @@ def policy_fields_table() -> str:
     return "\n".join(rows)
 
 
+def package_modules_table() -> str:
+    """A Markdown table of the package's modules, each with its docstring's first line."""
+    rows = ["| module | the one idea it holds |", "|---|---|"]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        first = docstring.split("\n", 1)[0]
+        rows.append(f"| `{'.'.join(parts)}` | {_markdown_cell(first)} |")
+    return "\n".join(rows)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Put the generated ResumePolicy table where a page asks for it."""
+    """Put the generated tables where a page asks for them."""
     if POLICY_MARKER in markdown:
-        return markdown.replace(POLICY_MARKER, policy_fields_table())
+        markdown = markdown.replace(POLICY_MARKER, policy_fields_table())
+    if MODULES_MARKER in markdown:
+        markdown = markdown.replace(MODULES_MARKER, package_modules_table())
     return markdown
 
 
