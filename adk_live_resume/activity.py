@@ -202,9 +202,10 @@ class UserActivity:
         self._output_in_turn = False
         self._begun_after_output = False
 
-    def on_interrupted(self) -> None:
-        """The server cut the generation in progress off (``interrupted``, no ``turnComplete``):
-        it answered nothing, and the next output begins a new turn."""
+    def on_generation_cut(self) -> None:
+        """The generation in progress was cut off, by the server (``interrupted``, without a
+        ``turnComplete``) or with its connection: it answered nothing, and the next output
+        begins a new turn."""
         self._output_in_turn = False
         self._begun_after_output = False
 
