@@ -11,7 +11,8 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
 * the server: ``inputTranscription`` means it hears speech; a model turn that completes
   after the user went quiet means the utterance was answered (an answer cut off by a drop
-  did not answer it, nor did a turn whose output began before the utterance); a model turn
+  did not answer it, nor did a turn whose output began before the utterance or in a pause
+  of it); a model turn
   that completes without the user making a sound since its output began means the server's
   own voice activity detection ended the utterance (a client may stop sending audio
   without ``activityEnd``).
@@ -148,7 +149,8 @@ class UserActivity:
     #: Model output began in the current turn, and whether voiced audio followed it.
     _output_in_turn: bool = False
     _voiced_after_output: bool = False
-    #: An utterance began after the current turn's output began: that turn does not answer it.
+    #: An utterance began after the current turn's output began, or was still going on (a
+    #: pause, the microphone streaming) when it began: that turn does not answer it.
     _begun_after_output: bool = False
 
     @property
@@ -191,6 +193,11 @@ class UserActivity:
         if not self._output_in_turn:
             self._output_in_turn = True
             self._voiced_after_output = False
+            if self._voiced_recently and self._quiet_ms > 0:
+                # The user paused mid-utterance, the microphone still streaming: the server
+                # has not ended the utterance yet, so this turn (a background result told
+                # meanwhile) is not its answer.
+                self._begun_after_output = True
 
     def on_turn_complete(self) -> None:
         """The model finished a turn: with no voice since its output began, the user is quiet."""
@@ -202,9 +209,10 @@ class UserActivity:
         self._output_in_turn = False
         self._begun_after_output = False
 
-    def on_interrupted(self) -> None:
-        """The server cut the generation in progress off (``interrupted``, no ``turnComplete``):
-        it answered nothing, and the next output begins a new turn."""
+    def on_generation_cut(self) -> None:
+        """The generation in progress was cut off, by the server (``interrupted``, without a
+        ``turnComplete``) or with its connection: it answered nothing, and the next output
+        begins a new turn."""
         self._output_in_turn = False
         self._begun_after_output = False
 

@@ -166,8 +166,10 @@ class Outbox:
     # -- recording ------------------------------------------------------------------------
 
     def begin_connection(self) -> None:
-        """Client message numbering restarts on every connection."""
+        """Client message numbering restarts on every connection; a generation in progress
+        on the last one was cut off with it."""
         self._index = 0
+        self.activity.on_generation_cut()
         self.turns.on_new_connection()
         self.echo.new_connection()
 
@@ -277,7 +279,7 @@ class Outbox:
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
-        self.activity.on_interrupted()
+        self.activity.on_generation_cut()
         self.turns.on_generation_end()
         self._items.append(_Fact("interrupted"))
 

@@ -619,13 +619,14 @@ async def _answer_streaming(live: LiveDriver, text: str) -> int:
     return typed
 
 
-async def _drop_after_a_handle(server: FakeLiveServer) -> None:
-    """Issue a handle on connection 1, then drop it; return once connection 2 is open."""
+async def _drop_after_a_handle(server: FakeLiveServer, connection: int = 1) -> None:
+    """Issue a handle on ``connection`` (the open one), then drop it; return once the next
+    connection is open."""
     issued = await server.issue_handles_now()
-    assert issued.get(1) is not None, "a handle after the answer"
+    assert issued.get(connection) is not None, "a handle after the answer"
     await asyncio.sleep(0.1)  # the handle reaches the client before the close frame
     await server.close_open(1011)
-    await server.wait_for_connections(2)
+    await server.wait_for_connections(connection + 1)
 
 
 async def test_speech_begun_during_an_answer_is_not_answered_by_it(
@@ -693,3 +694,28 @@ async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
         assert server.connections[0].interrupted >= 1
         assert server.connections[1].resumed
         assert server.user_turns_answered().count("cutting in") == 1
+
+
+async def test_an_utterance_whose_answer_was_cut_by_a_drop_is_replayed_once(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak seed 543: the answer to an utterance was cut off with its connection. The
+    utterance, replayed on the next one, counted as begun during that dead answer, so its
+    answer there did not count as answering it: the connection after that heard it again."""
+    async with FakeLiveServer(chunk_delay=0.1) as server:
+        server.script(Fault.abort(mid_turn=True), connection=1)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            mark = len(live.events)
+            await stream_pcm(live, speech_pcm("cut once", seconds=0.6), pace=4.0)
+            await stream_pcm(live, silence_pcm(1.2), pace=4.0)
+            await server.wait_for_connections(2)
+            await stream_pcm(live, silence_pcm(1.2), pace=4.0)
+            answer = await live.answer_after(mark, timeout=15, skip=lambda t: t == "echo")
+            assert answer == "echo: cut once"
+            await _drop_after_a_handle(server, connection=2)
+            await stream_pcm(live, silence_pcm(1.2), pace=4.0)
+            assert await live.say("recall") == "you said: cut once"
+            await live.close()
+        assert server.connections[0].answers == [], "the first answer was cut"
+        assert server.connections[2].resumed
