@@ -170,3 +170,39 @@ async def test_after_a_drop_the_next_connection_opens_before_the_old_one_is_take
             await live.close()
         assert old_sender.done() and server.connections[1].resumed
         assert server.user_turns_answered()[:2] == ["one", "two"]
+
+
+async def test_where_the_server_refuses_a_resume_beside_the_open_socket_goaway_closes_first(
+    make_agent: AgentFactory,
+) -> None:
+    # A service that refuses to resume a session whose old socket is still open (1011): the
+    # connection opened ahead fails, and from then on a goAway move closes the old socket
+    # first. Such a move is still a planned move (reason "go_away"), not a drop.
+    reconnects: list[ReconnectInfo] = []
+    remove = adk_live_resume.on_reconnect(reconnects.append)
+    try:
+        async with FakeLiveServer(
+            time_scale=0.01, connection_lifetime=150, go_away_lead=60, refuse_resume_while_open=True
+        ) as server:
+            agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                await server.wait_for(
+                    lambda: any(c.ended_by == "refused" for c in server.connections),
+                    10,
+                    what="a refused connection opened ahead",
+                )
+                await server.wait_for(
+                    lambda: any(info.reason == "go_away" for info in reconnects),
+                    10,
+                    what="a move that closed the old socket first",
+                )
+                assert await live.say("recall") == "you said: one"
+                await live.close()
+            assert server.user_turns_answered()[:2] == ["one", "recall"]
+    finally:
+        remove()
+    move = next(info for info in reconnects if info.reason == "go_away")
+    old, new = server.connections[0], server.connections[move.connection_number - 1]
+    assert old.ended_at is not None and new.first_sent_at is not None
+    assert old.ended_at <= new.first_sent_at, "the old socket closed first"
