@@ -291,3 +291,26 @@ async def test_a_failing_close_frame_callback_is_logged_and_the_close_still_repo
     assert raised.value.rcvd is not None and raised.value.rcvd.code == 1011
     assert "acting on a frame as it arrived failed" in caplog.text
     assert "a bug in the callback" in caplog.text
+
+
+async def test_a_socket_dialed_early_takes_the_only_pacer_turn_of_its_reconnect(
+    make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The early socket took its turn at the process's reconnect pacer when it was dialed; the
+    # reconnect it serves must not queue for a second one (under a herd, that would double
+    # every run's share of the pacer's rate and delay it for nothing).
+    from adk_live_resume import pacing
+
+    turns: list[float | None] = []
+    original = pacing.take_turn
+
+    async def counted(*args: Any, **kwargs: Any) -> bool:
+        turns.append(kwargs.get("latest"))
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(pacing, "take_turn", counted)
+    async with FakeLiveServer() as server:
+        stats = await _through_close(server, server, make_agent, ResumePolicy(), 1011)
+        assert (stats.sockets_dialed_early, stats.early_sockets_used) == (1, 1)
+        _resumed_once(server)
+    assert len(turns) == 1, f"one pacer turn for one reconnect, not {len(turns)}"
