@@ -37,7 +37,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -470,17 +470,30 @@ class Outbox:
         number, text = self._heard
         return text.strip() if number and number == self._current_utterance() else ""
 
-    def take_audio(self, *, utterance_in_history: bool) -> Replay:
-        """For a fresh session, whose rebuilt history holds every finished exchange: only the
-        audio of the utterance the model has not answered, unless the history has it too."""
+    def take_audio(
+        self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()
+    ) -> Replay:
+        """For a fresh session, whose rebuilt history holds every finished exchange: the
+        audio of the utterance the model has not answered, unless the history has it too,
+        and the typed turns no model output followed that the history lacks
+        (``waiting_in_history``: the user texts the history still waits on, see
+        :func:`~adk_live_resume.fresh_history.unanswered_user_texts`), each once."""
         current = self._current_utterance()
         replay = self._take_replay()
         replay.context = []
-        replay.messages = [
-            m
-            for m in replay.messages
-            if m.audio_ms > 0 and current and m.utterance == current and not utterance_in_history
-        ]
+        waiting = list(waiting_in_history)
+
+        def kept(m: ClientMessage) -> bool:
+            if m.audio_ms > 0:
+                return bool(current and m.utterance == current and not utterance_in_history)
+            if not m.user_text:
+                return False
+            if m.user_text in waiting:
+                waiting.remove(m.user_text)
+                return False
+            return True
+
+        replay.messages = [m for m in replay.messages if kept(m)]
         self._note_replayed_start(replay)
         return replay
 

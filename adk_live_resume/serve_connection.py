@@ -30,7 +30,7 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import ENDED, End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
-from .fresh_history import fresh_history, response_ids
+from .fresh_history import fresh_history, response_ids, unanswered_user_texts
 from .handle_coverage import with_catch_up
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
@@ -135,7 +135,10 @@ async def serve(
                     speaking=run.outbox.activity.speaking,
                     fragments=run.outbox.transcript_fragments,
                 )
-                replay = run.outbox.take_audio(utterance_in_history=in_history)
+                replay = run.outbox.take_audio(
+                    utterance_in_history=in_history,
+                    waiting_in_history=unanswered_user_texts(history),
+                )
             if history:
                 run.history_sends += 1
             await send_restoration(watch, run.outbox, replay, history=(connection, history))
