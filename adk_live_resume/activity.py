@@ -11,8 +11,7 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
 * the server: ``inputTranscription`` means it hears speech; a model turn that completes
   after the user went quiet means the utterance was answered (an answer cut off by a drop
-  did not answer it, nor did a turn whose output began before the utterance or in a pause
-  of it); a model turn
+  did not answer it, nor did a turn whose output began before the utterance); a model turn
   that completes without the user making a sound since its output began means the server's
   own voice activity detection ended the utterance (a client may stop sending audio
   without ``activityEnd``).
@@ -149,8 +148,7 @@ class UserActivity:
     #: Model output began in the current turn, and whether voiced audio followed it.
     _output_in_turn: bool = False
     _voiced_after_output: bool = False
-    #: An utterance began after the current turn's output began, or was still going on (a
-    #: pause, the microphone streaming) when it began: that turn does not answer it.
+    #: An utterance began after the current turn's output began: that turn does not answer it.
     _begun_after_output: bool = False
 
     @property
@@ -193,11 +191,6 @@ class UserActivity:
         if not self._output_in_turn:
             self._output_in_turn = True
             self._voiced_after_output = False
-            if self._voiced_recently and self._quiet_ms > 0:
-                # The user paused mid-utterance, the microphone still streaming: the server
-                # has not ended the utterance yet, so this turn (a background result told
-                # meanwhile) is not its answer.
-                self._begun_after_output = True
 
     def on_turn_complete(self) -> None:
         """The model finished a turn: with no voice since its output began, the user is quiet."""

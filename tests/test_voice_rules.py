@@ -110,23 +110,6 @@ def test_speech_replayed_after_a_cut_answer_is_answered_by_the_next_turn() -> No
     assert not activity.unanswered
 
 
-def test_a_turn_begun_in_a_pause_of_the_utterance_does_not_answer_it() -> None:
-    """Voice soak seed 507: a background result was told while the user paused (the
-    microphone streaming, the hangover not over) and its short turn completed before any
-    more voice: taken as the answer, the utterance left the replay and a drop lost it."""
-    activity = UserActivity(hangover_ms=400)
-    activity.on_audio(SPEECH, 20)
-    activity.on_audio(QUIET, 20)  # a pause: the server has not ended the utterance
-    activity.on_model_output()  # "job returned ..."
-    activity.on_turn_complete()
-    assert activity.unanswered
-    for _ in range(20):
-        activity.on_audio(QUIET, 20)
-    activity.on_model_output()  # the answer
-    activity.on_turn_complete()
-    assert not activity.unanswered
-
-
 def test_after_an_interruption_the_next_turn_answers_the_barge_in() -> None:
     activity = UserActivity(hangover_ms=40)
     activity.on_model_output()

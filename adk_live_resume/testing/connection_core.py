@@ -96,6 +96,10 @@ class ConnectionCore:
         self._memory: list[Turn] = []
         #: Open NON_BLOCKING calls of the session, by id (name): kept across resumption.
         self._background: dict[str, str] = {}
+        #: NON_BLOCKING calls whose result arrived and waits to be told (``WHEN_IDLE``): still
+        #: open in the handles issued meanwhile, as an answer in flight is never continued
+        #: after a resume (the client sends the result again).
+        self._telling: dict[str, str] = {}
         self._counted_open = False  # counted in shared.open_sessions
         self._over_limit = False
         # The answer in progress (generation.py).

@@ -78,25 +78,38 @@ class Generation(ConnectionClocks):
         self._generation = self._loop.create_task(self._guard(coro))
         self._generation.add_done_callback(lambda _: coro.close())  # cancelled before it ran
 
-    def _background_result(self, name: str, response: JsonDict) -> None:
-        """The response of an open NON_BLOCKING call: react per its ``scheduling``."""
+    def _background_result(
+        self, name: str, response: JsonDict, *, call_id: str | None = None
+    ) -> None:
+        """The response of an open NON_BLOCKING call (``call_id``): react per its
+        ``scheduling``."""
         scheduling = str(pick(response, "scheduling") or "WHEN_IDLE").upper()
         result = pick(response, "response", {})
         if scheduling == "SILENT":
             return
-        self._spawn(self._answer_result(name, result, interrupt=scheduling == "INTERRUPT"))
+        if call_id is not None:
+            self._telling[call_id] = name
+        self._spawn(
+            self._answer_result(name, result, interrupt=scheduling == "INTERRUPT", call_id=call_id)
+        )
 
-    async def _answer_result(self, name: str, result: Any, *, interrupt: bool) -> None:
+    async def _answer_result(
+        self, name: str, result: Any, *, interrupt: bool, call_id: str | None = None
+    ) -> None:
         if interrupt:
             await self._interrupt()
-        while True:  # WHEN_IDLE: the answer in progress first, and the input cutting it off
+        # WHEN_IDLE: the answer in progress first, the input cutting it off, and the
+        # utterance the user is speaking (idle means neither the model nor the user talks)
+        while True:
             generation = self._generation
             if generation is not None and not generation.done():
                 await asyncio.wait([generation])
-            elif self._interrupting:
+            elif self._interrupting or (not interrupt and self._tracker.speaking):
                 await asyncio.sleep(0.005)  # its caller starts the next answer at once
             else:
                 break
+        if call_id is not None:
+            self._telling.pop(call_id, None)
         self._start_generation("", tool_results=[(name, result)], answers_user=False)
 
     async def _call_tools(self, plan: CallTools) -> list[tuple[str, Any]] | None:

@@ -66,7 +66,7 @@ class HandleIssuing(ConnectionCore):
             session,
             sent_index,
             consumed,
-            tuple(self._background.items()),
+            tuple({**self._background, **self._telling}.items()),
         )
         handle = self._shared.handles.issue(snapshot)
         issue = HandleIssue(handle, self.record.index, point, sent_index, len(self._memory), now)

@@ -32,8 +32,9 @@ user turn                        answer
                                  in progress (``interrupted``) and answers
                                  ``<tool> returned <json>`` at once; ``WHEN_IDLE`` (the
                                  default) gives the same answer once the answer in progress
-                                 is complete; ``SILENT`` answers nothing (the result is
-                                 recorded only). These answers answer no user turn.
+                                 is complete and no utterance is in progress (until then the
+                                 call stays open in handles); ``SILENT`` answers nothing (the
+                                 result is recorded only). These answers answer no user turn.
 a ``clientContent`` user turn     told as the result of a NON_BLOCKING call is, per its
 with only function responses     ``scheduling``: ``<tool> returned <json>``.
 ``what did I say first?``        ``you first said: <first user turn in memory>``

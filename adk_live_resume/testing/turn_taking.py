@@ -267,7 +267,7 @@ class TurnTaking(Generation):
                     pending[1].set_result(pick(response, "response", {}))
             elif background is not None:
                 self.record.accepted_tool_response_ids.append(str(call_id))
-                self._background_result(background, response)
+                self._background_result(background, response, call_id=str(call_id))
             elif isinstance(call_id, str) and call_id in self._shared.issued_tool_ids:
                 self.record.stale_tool_response_ids.append(call_id)
             else:
