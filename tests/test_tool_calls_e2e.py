@@ -9,7 +9,9 @@ real TLS websockets, the fake server. Both entry points.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -82,19 +84,40 @@ def slow_job_tool(job: SlowJob) -> FunctionTool:
     return non_blocking(slow_job)
 
 
-async def start_the_job_then_start_fresh(
-    live: LiveDriver, server: FakeLiveServer, job: SlowJob
-) -> int:
+@contextlib.asynccontextmanager
+async def job_then_fresh_start(
+    make_agent: AgentFactory, job: SlowJob, run_config: Any = None
+) -> AsyncIterator[tuple[FakeLiveServer, LiveDriver, int]]:
     """Start the mail job, speak on (so the fresh history ends with a later turn), and drop
-    the socket while it runs: the server refuses connection 2's handle (scripted by the
-    caller), so connection 3 is a fresh session. Return the event mark of the job's call."""
-    mark = live.send_text('call slow_job {"job_name": "mail"}')
-    await asyncio.wait_for(job.started.wait(), 10)
-    assert await answer_like(live, mark, "slow_job started")
-    assert await live.say("meanwhile") == "echo: meanwhile"
-    await server.close_open(1011)
-    await server.wait_for_connections(3)
-    return mark
+    the socket while it runs; the server refuses connection 2's handle, so connection 3 is a
+    fresh session. Yield the server, the driver and the event mark of the job's call; on
+    exit, check the job ran once and no connection got a response it did not know."""
+    async with FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        agent = make_agent(server, tools=[slow_job_tool(job)])
+        async with await LiveDriver.start(agent, run_config=run_config) as live:
+            mark = live.send_text('call slow_job {"job_name": "mail"}')
+            await asyncio.wait_for(job.started.wait(), 10)
+            assert await answer_like(live, mark, "slow_job started")
+            assert await live.say("meanwhile") == "echo: meanwhile"
+            await server.close_open(1011)
+            await server.wait_for_connections(3)
+            yield server, live, mark
+            await live.close()
+        assert server.connections[2].resume_handle is None, "a fresh session"
+        assert job.runs == ["mail"], "the tool ran once"
+        for record in server.connections:
+            assert not record.unknown_tool_response_ids and not record.errors
+
+
+async def told_once(live: LiveDriver, mark: int) -> str:
+    """The job's result, once told; nothing more arrives."""
+    answer = await answer_like(live, mark, "slow_job returned", timeout=15)
+    assert answer == 'slow_job returned {"job":"mail","run":1}'
+    await asyncio.sleep(0.3)  # nothing more may arrive
+    told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+    assert told == [answer], "told once"
+    return answer
 
 
 @needs_background_tools
@@ -274,24 +297,11 @@ async def test_a_late_result_reaches_a_fresh_session_that_does_not_ask_again(
     # the tool ends, goes to it once as a turn that carries it, and is told once.
     job = SlowJob(1.0)
     async with asyncio.timeout(30):
-        async with FakeLiveServer() as server:
-            server.script(Fault.refuse_resume(), connection=2)
-            agent = make_agent(server, tools=[slow_job_tool(job)])
-            async with await LiveDriver.start(agent) as live:
-                mark = await start_the_job_then_start_fresh(live, server, job)
-                answer = await answer_like(live, mark, "slow_job returned")
-                assert answer == 'slow_job returned {"job":"mail","run":1}'
-                await asyncio.sleep(0.3)  # nothing more may arrive
-                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-                assert told == [answer], "told once"
-                await live.close()
-            fresh = server.connections[2]
-            assert fresh.resume_handle is None, "a fresh session"
-            assert fresh.tool_calls == [], "the fresh session did not ask again"
-            assert [r.get("name") for r in fresh.tool_responses] == ["slow_job"]
-            assert job.runs == ["mail"], "the tool ran once"
-            for record in server.connections:
-                assert not record.unknown_tool_response_ids and not record.errors
+        async with job_then_fresh_start(make_agent, job) as (server, live, mark):
+            await told_once(live, mark)
+        fresh = server.connections[2]
+        assert fresh.tool_calls == [], "the fresh session did not ask again"
+        assert [r.get("name") for r in fresh.tool_responses] == ["slow_job"]
 
 
 @needs_background_tools
@@ -339,32 +349,23 @@ async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
     # model would answer its two halves apart. It waits until the utterance is answered.
     job = SlowJob(2.5)
     async with asyncio.timeout(40):
-        async with FakeLiveServer() as server:
-            server.script(Fault.refuse_resume(), connection=2)
-            agent = make_agent(server, tools=[slow_job_tool(job)])
-            async with await LiveDriver.start(agent) as live:
-                mark = await start_the_job_then_start_fresh(live, server, job)
-                await server.wait_for(lambda: server.connections[2].setup is not None)
-                spoken = len(live.events)
-                assert not job.ended.is_set()
-                # 3 s of speech in real time: the job ends in the middle of it
-                await stream_pcm(live, speech_pcm("spoken over the result", seconds=3.0))
-                assert job.ended.is_set(), "the job ended while the user spoke"
-                await stream_pcm(live, silence_pcm(1.0), pace=4.0)
-                answer = await answer_like(live, spoken, "echo: ", timeout=15)
-                assert answer == "echo: spoken over the result", "heard whole"
-                result = await answer_like(live, mark, "slow_job returned")
-                assert result == 'slow_job returned {"job":"mail","run":1}'
-                await asyncio.sleep(0.3)  # nothing more may arrive
-                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-                assert told == [result], "told once"
-                await live.close()
-            fresh = server.connections[2]
-            assert fresh.resume_handle is None, "a fresh session"
-            assert "spoken over the result" in fresh.user_turns
-            assert job.runs == ["mail"], "the tool ran once"
-            for record in server.connections:
-                assert not record.unknown_tool_response_ids and not record.errors
+        async with job_then_fresh_start(make_agent, job) as (server, live, mark):
+            spoken = await _fresh_setup_done(server, live, job)
+            # 3 s of speech in real time: the job ends in the middle of it
+            await stream_pcm(live, speech_pcm("spoken over the result", seconds=3.0))
+            assert job.ended.is_set(), "the job ended while the user spoke"
+            await stream_pcm(live, silence_pcm(1.0), pace=4.0)
+            answer = await answer_like(live, spoken, "echo: ", timeout=15)
+            assert answer == "echo: spoken over the result", "heard whole"
+            await told_once(live, mark)
+        assert "spoken over the result" in server.connections[2].user_turns
+
+
+async def _fresh_setup_done(server: FakeLiveServer, live: LiveDriver, job: SlowJob) -> int:
+    """Wait for the fresh session's setup, the job still running; return the event mark."""
+    await server.wait_for(lambda: server.connections[2].setup is not None)
+    assert not job.ended.is_set()
+    return len(live.events)
 
 
 @needs_background_tools
@@ -385,26 +386,15 @@ async def test_a_held_result_goes_when_the_answer_ends_even_with_the_microphone_
     )
     job = SlowJob(2.0)
     async with asyncio.timeout(40):
-        async with FakeLiveServer() as server:
-            server.script(Fault.refuse_resume(), connection=2)
-            agent = make_agent(server, tools=[slow_job_tool(job)])
-            async with await LiveDriver.start(agent, run_config=config) as live:
-                mark = await start_the_job_then_start_fresh(live, server, job)
-                await server.wait_for(lambda: server.connections[2].setup is not None)
-                spoken = len(live.events)
-                assert not job.ended.is_set()
-                live.queue.send_activity_start()
-                await stream_pcm(live, speech_pcm("said with the button", seconds=2.5))
-                assert job.ended.is_set(), "the job ended while the user spoke"
-                live.queue.send_activity_end()
-                answer = await answer_like(live, spoken, "echo: ", timeout=15)
-                assert answer == "echo: said with the button", "heard whole"
-                result = await answer_like(live, mark, "slow_job returned")
-                assert result == 'slow_job returned {"job":"mail","run":1}'
-                await live.close()
-            assert job.runs == ["mail"], "the tool ran once"
-            for record in server.connections:
-                assert not record.unknown_tool_response_ids and not record.errors
+        async with job_then_fresh_start(make_agent, job, config) as (server, live, mark):
+            spoken = await _fresh_setup_done(server, live, job)
+            live.queue.send_activity_start()
+            await stream_pcm(live, speech_pcm("said with the button", seconds=2.5))
+            assert job.ended.is_set(), "the job ended while the user spoke"
+            live.queue.send_activity_end()
+            answer = await answer_like(live, spoken, "echo: ", timeout=15)
+            assert answer == "echo: said with the button", "heard whole"
+            await told_once(live, mark)
 
 
 @needs_background_tools
