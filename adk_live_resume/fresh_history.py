@@ -4,8 +4,8 @@ A fresh session (no handle left to resume) gets ADK's history instead of a repla
 user was saying when the connection died must reach it once: as the history's last user turn
 when the user had finished speaking, else as replayed audio (see :func:`fresh_history`).
 :func:`response_ids` says which function responses a history holds already, and
-:func:`unanswered_user_texts` which typed turns its tail holds (ADK leaves out of it the
-turns between a background call and a result that came after them).
+:func:`user_texts` which typed turns it holds (ADK leaves out of it the turns between a
+background call and a result that came after them).
 
 Pure: no I/O. The contents are copied, never changed in place (they are ADK's session).
 """
@@ -108,19 +108,18 @@ def _user_text(contents: Sequence[Any]) -> str:
 #: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).
 
 
-def unanswered_user_texts(contents: Sequence[Any]) -> list[str]:
-    """The user texts of ``contents`` after its last model turn with text: the typed turns
-    the history still waits for an answer to. A turn the send step recorded and the model
-    never answered is in the history only there: ADK moves a background call's late result
-    next to its call and leaves out what came between (a turn typed meanwhile among it)."""
-    tail: list[str] = []
-    for content in reversed(contents):
-        parts = getattr(content, "parts", None) or []
-        if content.role == "model" and any(getattr(part, "text", None) for part in parts):
-            break
-        if content.role == "user":
-            tail.extend(part.text for part in parts if getattr(part, "text", None))
-    return tail
+def user_texts(contents: Sequence[Any]) -> list[str]:
+    """The text of every user turn of ``contents``, in order. A typed turn the send step
+    recorded is in a fresh session's history only if it is among them: ADK moves a
+    background call's late result next to its call and leaves out what came between (a
+    turn typed meanwhile among it)."""
+    return [
+        part.text
+        for content in contents
+        if content.role == "user"
+        for part in getattr(content, "parts", None) or []
+        if getattr(part, "text", None)
+    ]
 
 
 def response_ids(contents: Iterable[Any]) -> set[str]:

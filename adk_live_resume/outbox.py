@@ -475,9 +475,9 @@ class Outbox:
     ) -> Replay:
         """For a fresh session, whose rebuilt history holds every finished exchange: the
         audio of the utterance the model has not answered, unless the history has it too,
-        and the typed turns no model output followed that the history lacks
-        (``waiting_in_history``: the user texts the history still waits on, see
-        :func:`~adk_live_resume.fresh_history.unanswered_user_texts`), each once."""
+        and the typed turns not answered yet that the history lacks (``waiting_in_history``:
+        the history's user texts, :func:`~adk_live_resume.fresh_history.user_texts`; each
+        one matches one typed turn), each once."""
         current = self._current_utterance()
         replay = self._take_replay()
         replay.context = []

@@ -30,7 +30,7 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import ENDED, End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
-from .fresh_history import fresh_history, response_ids, unanswered_user_texts
+from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
@@ -137,7 +137,7 @@ async def serve(
                 )
                 replay = run.outbox.take_audio(
                     utterance_in_history=in_history,
-                    waiting_in_history=unanswered_user_texts(history),
+                    waiting_in_history=user_texts(history),
                 )
             if history:
                 run.history_sends += 1

@@ -216,21 +216,27 @@ def test_a_replay_recorded_again_keeps_its_start_on_the_first_sound() -> None:
 def test_a_fresh_session_gets_the_unanswered_typed_turns_its_history_lacks_once() -> None:
     """Voice soak seed 9: ADK's rebuilt history left out a turn typed before a background
     call's late result; the fresh session gets it after the history. A turn the history
-    still waits on (its tail, after the last model text) is not sent again."""
-    from adk_live_resume.fresh_history import unanswered_user_texts
+    holds, answered or cut off (seed 1456), is not sent again."""
+    from adk_live_resume.fresh_history import user_texts
 
     def content(role: str, text: str) -> types.Content:
         return types.Content(role=role, parts=[types.Part(text=text)])
 
-    history = [content("user", "one"), content("model", "echo: one"), content("user", "two")]
-    assert unanswered_user_texts(history) == ["two"]
+    history = [
+        content("user", "one"),
+        content("model", "echo: one"),
+        content("user", "cut"),
+        content("model", "echo: c"),  # an answer cut off: ADK keeps what it stored of it
+        content("user", "two"),
+    ]
+    assert user_texts(history) == ["one", "cut", "two"]
     outbox = Outbox(1000.0)
     outbox.record("send_client_content", _text("one"))
     outbox.model_text("echo: one")
     outbox.turn_complete()
+    outbox.record("send_client_content", _text("cut"))
+    outbox.model_text("echo: c")
     outbox.record("send_client_content", _text("two"))
     outbox.record("send_client_content", _text("three"))
-    replay = outbox.take_audio(
-        utterance_in_history=False, waiting_in_history=unanswered_user_texts(history)
-    )
+    replay = outbox.take_audio(utterance_in_history=False, waiting_in_history=user_texts(history))
     assert [m.user_text for m in replay.messages] == ["three"]
