@@ -96,13 +96,7 @@ def _take_out_once(history: list[Any], fragment: str) -> None:
 
 def _user_text(contents: Sequence[Any]) -> str:
     """The user text of ``contents``, for "does the history hold this?" checks."""
-    return " ".join(
-        part.text
-        for content in contents
-        if content.role == "user"
-        for part in content.parts or []
-        if part.text
-    )
+    return " ".join(user_texts(contents))
 
 
 #: Transcript fragments an outbox remembers (one per utterance replayed whole mid-speech).

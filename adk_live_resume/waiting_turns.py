@@ -25,21 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fresh_history import response_ids
+
 #: The longest a held turn waits for the user to be quiet (seconds, event-loop time).
 MAX_WAIT_SECONDS = 15.0
 
 #: A client send: the session method's name and its keyword arguments.
 Send = tuple[str, dict[str, Any]]
-
-
-def _response_ids(send: Send) -> set[str]:
-    _, kwargs = send
-    return {
-        str(part.function_response.id)
-        for turn in kwargs.get("turns") or ()
-        for part in getattr(turn, "parts", None) or ()
-        if getattr(part, "function_response", None) is not None
-    }
 
 
 @dataclass
@@ -72,4 +64,8 @@ class WaitingTurns:
         """A fresh session started with a history holding ``responses_in_history``: drop the
         turns it holds already."""
         known = set(responses_in_history)
-        self._turns = [(turn, at) for turn, at in self._turns if not _response_ids(turn) <= known]
+        self._turns = [
+            (turn, at)
+            for turn, at in self._turns
+            if not response_ids(turn[1].get("turns") or ()) <= known
+        ]
