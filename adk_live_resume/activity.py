@@ -11,10 +11,12 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
 * the server: ``inputTranscription`` means it hears speech; a model turn that completes
   after the user went quiet means the utterance was answered (an answer cut off by a drop
-  did not answer it, nor did a turn whose output began before the utterance); a model turn
-  that completes without the user making a sound since its output began means the server's
-  own voice activity detection ended the utterance (a client may stop sending audio
-  without ``activityEnd``).
+  did not answer it, nor did a turn the user went on speaking over or began to speak
+  during: the server began it before it heard them); a model turn that completes without
+  the user making a sound since its output began means the server's own voice activity
+  detection ended the utterance (a client may stop sending audio without ``activityEnd``),
+  unless it came between two chunks of a stream still flowing while the user was in the
+  middle of a word.
 
 Guarantees:
 
@@ -24,9 +26,9 @@ Guarantees:
 * :attr:`UserActivity.unanswered` is true from the start of an utterance until a model turn
   with output completes while the user is not speaking: an utterance is never taken as
   answered while it is still going on (barge-in), nor by an answer that was cut off, nor by
-  a turn whose output began before it (the user spoke over an answer to something else).
+  a turn whose output the user spoke over (an answer to something else).
 
-Pure: no I/O, no clock.
+Pure: no I/O; the one clock reading (is a stream still flowing?) comes from an injected clock.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ import functools
 import math
 import operator
 import sys
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 #: RMS (16-bit full scale 32768) above which a chunk counts as speech: about -40 dBFS.
 #: Room noise and digital silence are far below; speech at a normal level is far above.
@@ -44,6 +48,10 @@ DEFAULT_THRESHOLD_RMS = 330.0
 #: Unvoiced audio (ms) after which an utterance is taken as over. Natural pauses between
 #: words are shorter; the Live API's own default end-of-speech silence is longer.
 DEFAULT_HANGOVER_MS = 400.0
+#: Unvoiced audio (ms) after the last voiced chunk below which the user is taken as still
+#: in the middle of saying something (a stop inside a word): no server ends an utterance on
+#: so short a silence, so a turn that arrives then was begun before it heard the speech.
+MID_SPEECH_QUIET_MS = 100.0
 
 
 #: Samples summed between two looks at the running energy in :func:`is_voiced`.
@@ -150,6 +158,12 @@ class UserActivity:
     _voiced_after_output: bool = False
     #: An utterance began after the current turn's output began: that turn does not answer it.
     _begun_after_output: bool = False
+    #: Audio of any kind was sent since the current turn's output began.
+    _audio_after_output: bool = False
+    #: When the last audio chunk was sent (``clock``), or None before the first.
+    _last_audio_at: float | None = None
+    #: Seconds, monotonic: only to tell a microphone that stopped from one still streaming.
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
 
     @property
     def speaking(self) -> bool:
@@ -159,6 +173,8 @@ class UserActivity:
     def on_audio(self, pcm: bytes, duration_ms: float) -> bool:
         """A chunk of user audio is being sent; return whether it is voiced."""
         voiced = is_voiced(pcm, self.threshold_rms)
+        self._audio_after_output = True
+        self._last_audio_at = self.clock()
         if voiced:
             self._voiced_after_output = True
             self._begin()
@@ -191,16 +207,39 @@ class UserActivity:
         if not self._output_in_turn:
             self._output_in_turn = True
             self._voiced_after_output = False
+            self._audio_after_output = False
 
     def on_turn_complete(self) -> None:
-        """The model finished a turn: with no voice since its output began, the user is quiet."""
-        if self._output_in_turn and not self.manual_activity:
-            if not self._voiced_after_output:
-                self._voiced_recently = False
-            if not self.speaking and not self._begun_after_output:
+        """The model finished a turn: with no voice since its output began, the user is quiet
+        and the turn answered them; voice after its output began (an utterance the user went
+        on with or began) is not answered by it: the server began the turn before it heard
+        that voice (an answer to something else), or the user spoke over the answer. A turn
+        that came and completed between two chunks of a stream still flowing, the user in
+        the middle of a word, answered nothing of it either."""
+        if (
+            self._output_in_turn
+            and not self.manual_activity
+            and not self._voiced_after_output
+            and not self._mid_speech_in_a_flowing_stream()
+        ):
+            self._voiced_recently = False
+            if not self._begun_after_output:
                 self.unanswered = False
         self._output_in_turn = False
         self._begun_after_output = False
+
+    def _mid_speech_in_a_flowing_stream(self) -> bool:
+        """No audio came since the turn's output began, the last chunk found the user in the
+        middle of saying something, and it was sent less than ``hangover_ms`` ago: the next
+        chunk is due, not a microphone that stopped (whose last sound the server may have
+        answered after its own silence timeout)."""
+        return (
+            not self._audio_after_output
+            and self._voiced_recently
+            and self._quiet_ms < MID_SPEECH_QUIET_MS
+            and self._last_audio_at is not None
+            and (self.clock() - self._last_audio_at) * 1000.0 < self.hangover_ms
+        )
 
     def on_generation_cut(self) -> None:
         """The generation in progress was cut off, by the server (``interrupted``, without a

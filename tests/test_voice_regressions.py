@@ -15,7 +15,14 @@ from google.genai import types
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
+from adk_live_resume.testing import (
+    FakeLiveServer,
+    Fault,
+    HandleSchedule,
+    LatencyRelay,
+    silence_pcm,
+    speech_pcm,
+)
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory, mic_chunks, stream_pcm
@@ -629,6 +636,18 @@ async def _drop_after_a_handle(server: FakeLiveServer, connection: int = 1) -> N
     await server.wait_for_connections(connection + 1)
 
 
+def _output_began(live: LiveDriver, mark: int) -> int:
+    """Index of the first event after ``mark`` that carries the model's output."""
+    return next(
+        i
+        for i, event in enumerate(live.events)
+        if i >= mark
+        and event.author != "user"
+        and event.content is not None
+        and any(part.text for part in event.content.parts or ())
+    )
+
+
 async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     make_agent: AgentFactory,
 ) -> None:
@@ -667,6 +686,103 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
             await live.close()
         assert server.connections[1].resumed
         assert server.user_turns_answered() == ["one", LONG_TURN, "said over it"]
+
+
+async def test_speech_begun_just_before_an_answer_to_something_else_is_not_answered_by_it(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak seed 1013 (under load): the user began to speak as the model began a turn it
+    had started before hearing them (a background result, here a typed turn's answer), and
+    went quiet before that turn completed. The utterance began before the output reached the
+    client, so that turn was taken as its answer, and its first sounds left the outbox at the
+    next handle: after a drop the model heard "mly" for "jfmly". A turn the user went on
+    speaking over (voice sent after its output began) answers nothing of what they said.
+    (100 ms each way: the answer's output reaches the client after the speech began.)"""
+    from google.adk.agents.run_config import RunConfig
+
+    config = RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
+            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
+        ),
+    )
+    async with (
+        FakeLiveServer(chunk_delay=0.15) as server,
+        LatencyRelay(server, one_way=0.1) as relay,
+    ):
+        agent = make_agent(relay)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("one") == "echo: one"
+            typed = live.send_text(LONG_TURN)
+            spoken = len(live.events)
+            speech = speech_pcm("begun first", seconds=2.0)
+            await stream_pcm(live, speech[:3200], pace=4.0)  # its first 100 ms
+            speaking = len(live.events)
+            await stream_pcm(live, speech[3200:], pace=4.0)
+            await stream_pcm(live, silence_pcm(0.6), pace=4.0)
+            assert _output_began(live, typed) >= speaking, "its output came after the speech began"
+            assert await live.answer_after(typed, timeout=15) == f"echo: {LONG_TURN}"
+            await _drop_after_a_handle(server)
+            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
+            answer = await live.answer_after(
+                spoken, timeout=15, skip=lambda text: text != "echo: begun first"
+            )
+            assert answer == "echo: begun first"
+            await live.close()
+        assert server.connections[1].resumed
+        assert server.user_turns_answered() == ["one", LONG_TURN, "begun first"]
+
+
+async def test_a_short_turn_between_two_chunks_of_speech_answers_nothing_of_it(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak seed 1013, the short form: the other turn's output and its ``turnComplete``
+    came together between two chunks of the user's speech. With no audio since its output
+    began, the turn was taken for the end of a stream that stopped: the utterance over and
+    answered, the rest of the word a new one. A handle then covered its first sounds, and a
+    drop lost them. A turn that comes between two chunks of a flowing stream, the user in
+    the middle of a word, answers nothing of it."""
+    from google.adk.agents.run_config import RunConfig
+
+    config = RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
+            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
+        ),
+    )
+    async with (
+        FakeLiveServer(chunk_delay=0.0) as server,
+        LatencyRelay(server, one_way=0.1) as relay,
+    ):
+        agent = make_agent(relay)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("one") == "echo: one"
+            typed = live.send_text("hi")
+            spoken = len(live.events)
+            speech = speech_pcm("in a word", seconds=2.0)
+            # In real time, 100 ms chunks: the answer's burst comes between two of them.
+            speaking = len(live.events)
+            for start in range(0, len(speech), 3200):
+                live.send_audio(speech[start : start + 3200])
+                await asyncio.sleep(0.1)
+            await stream_pcm(live, silence_pcm(0.6), pace=4.0)
+            assert await live.answer_after(typed, timeout=15) == "echo: hi"
+            assert _output_began(live, typed) >= speaking, "the answer came while the user spoke"
+            await _drop_after_a_handle(server)
+            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
+            answer = await live.answer_after(
+                spoken,
+                timeout=15,
+                skip=lambda text: not text.startswith("echo: ") or text == "echo: hi",
+            )
+            assert answer == "echo: in a word"
+            await live.close()
+        assert server.connections[1].resumed
+        assert server.user_turns_answered() == ["one", "hi", "in a word"]
 
 
 async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(

@@ -92,6 +92,23 @@ def test_speech_begun_during_an_answer_is_not_answered_by_that_turn() -> None:
     assert not activity.unanswered
 
 
+def test_speech_the_user_went_on_with_over_a_turn_is_not_answered_by_it() -> None:
+    """Voice soak seed 1013: the user began to speak just before a turn's output arrived (the
+    server began it before it heard them) and went on speaking over it; that turn completed
+    once they were quiet. It answered something else: only the next turn answers them."""
+    activity = UserActivity(hangover_ms=40)
+    activity.on_audio(SPEECH, 20)  # the first sound, sent before the output arrived
+    activity.on_model_output()  # a background result's telling, begun before it was heard
+    activity.on_audio(SPEECH, 20)  # the rest of the word
+    for _ in range(3):
+        activity.on_audio(QUIET, 20)
+    activity.on_turn_complete()
+    assert activity.unanswered, "the user went on speaking over that turn's output"
+    activity.on_model_output()  # the answer
+    activity.on_turn_complete()
+    assert not activity.unanswered
+
+
 def test_speech_replayed_after_a_cut_answer_is_answered_by_the_next_turn() -> None:
     """Voice soak seed 543: the answer to an utterance was cut off with its connection; the
     utterance, replayed on the next one, began "after" that dead turn's output, so its answer
@@ -131,13 +148,46 @@ def test_manual_activity_signals_win_over_the_audio() -> None:
     assert not activity.speaking and activity.unanswered
 
 
+class _Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_a_turn_completed_without_voice_since_its_output_ends_a_silent_stream() -> None:
     """A client that stops sending audio (no activityEnd) is not 'speaking' forever."""
-    activity = UserActivity()
+    clock = _Clock()
+    activity = UserActivity(clock=clock)
     activity.on_audio(SPEECH, 20)  # the last chunk it sends
+    clock.now += 0.8  # the server's own silence timeout, then its answer
     activity.on_model_output()
     activity.on_turn_complete()
     assert not activity.speaking and not activity.unanswered
+
+
+def test_a_turn_between_two_chunks_of_a_word_answers_nothing_of_it() -> None:
+    """Voice soak seed 1013: a short turn the server began before it heard the user (a
+    background result) came and completed between two voiced chunks of a stream still
+    flowing. It was taken for the server's silence timeout: the utterance was over and
+    answered, and the rest of the word began a new one; a handle then covered its start."""
+    clock = _Clock()
+    activity = UserActivity(clock=clock)
+    activity.on_audio(SPEECH, 20)
+    clock.now += 0.01
+    activity.on_model_output()
+    activity.on_turn_complete()
+    assert activity.speaking and activity.unanswered, "the next chunk is due"
+    activity.on_audio(SPEECH, 20)
+    assert activity.utterances == 1, "the rest of the word is the same utterance"
+    for _ in range(25):
+        activity.on_audio(QUIET, 20)
+    activity.on_model_output()  # its answer
+    activity.on_turn_complete()
+    assert not activity.unanswered
 
 
 def test_reading_audio_and_signals_from_send_calls() -> None:
