@@ -24,9 +24,10 @@ Guarantees:
   unvoiced audio followed it (or an explicit end), and from ``activityStart`` to
   ``activityEnd``;
 * :attr:`UserActivity.unanswered` is true from the start of an utterance until a model turn
-  with output completes while the user is not speaking: an utterance is never taken as
-  answered while it is still going on (barge-in), nor by an answer that was cut off, nor by
-  a turn whose output the user spoke over (an answer to something else).
+  with output completes with no voice sent since its output began (and not between two
+  chunks of a word): an utterance is never taken as answered while it is still going on
+  (barge-in), nor by an answer that was cut off, nor by a turn whose output the user spoke
+  over (an answer to something else).
 
 Pure: no I/O; the one clock reading (is a stream still flowing?) comes from an injected clock.
 """
