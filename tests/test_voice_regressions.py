@@ -29,6 +29,8 @@ from .conftest import AgentFactory, mic_chunks, stream_pcm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
+RATE = 16000
+
 
 async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFactory) -> None:
     """Defect 1: a goAway 0.8 s into a 3 s utterance rotated at once, mid-utterance."""
@@ -636,6 +638,22 @@ async def _drop_after_a_handle(server: FakeLiveServer, connection: int = 1) -> N
     await server.wait_for_connections(connection + 1)
 
 
+def _talk_over_config() -> Any:
+    """Text answers that go on while the user speaks over them (``NO_INTERRUPTION``), and 3 s
+    of silence before the server takes an utterance as over (time for a drop before its
+    answer)."""
+    from google.adk.agents.run_config import RunConfig
+
+    return RunConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(),
+        realtime_input_config=types.RealtimeInputConfig(
+            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
+            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
+        ),
+    )
+
+
 def _output_began(live: LiveDriver, mark: int) -> int:
     """Index of the first event after ``mark`` that carries the model's output."""
     return next(
@@ -656,16 +674,7 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     taken as the answer to the speech too, so the speech's audio left the outbox at the next
     handle and a drop lost it: the model never answered it. A turn answers only utterances
     begun before its output. (``NO_INTERRUPTION``: the answer goes on over the user.)"""
-    from google.adk.agents.run_config import RunConfig
-
-    config = RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(),
-        realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
-            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
-        ),
-    )
+    config = _talk_over_config()
     async with FakeLiveServer(chunk_delay=0.15) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent, run_config=config) as live:
@@ -688,6 +697,51 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
         assert server.user_turns_answered() == ["one", LONG_TURN, "said over it"]
 
 
+async def _speech_begun_as_another_turn_arrives(
+    make_agent: AgentFactory,
+    *,
+    typed: str,
+    word: str,
+    chunk_delay: float,
+    chunk_ms: int,
+    pace: float,
+) -> None:
+    """Type ``typed``, then at once speak ``word`` (2 s, in ``chunk_ms`` chunks at ``pace``
+    x real time) through 100 ms of latency each way, so that the typed turn's answer reaches
+    the client after the speech began. Then a handle and a drop: the utterance must be
+    answered whole, once, on the next connection."""
+    config = _talk_over_config()
+    async with (
+        FakeLiveServer(chunk_delay=chunk_delay) as server,
+        LatencyRelay(server, one_way=0.1) as relay,
+    ):
+        agent = make_agent(relay)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            assert await live.say("one") == "echo: one"
+            mark = live.send_text(typed)
+            speech = speech_pcm(word, seconds=2.0)
+            size = RATE * 2 * chunk_ms // 1000
+            speaking = None
+            for start in range(0, len(speech), size):
+                live.send_audio(speech[start : start + size])
+                await asyncio.sleep(chunk_ms / 1000 / pace)
+                speaking = len(live.events) if speaking is None else speaking
+            await stream_pcm(live, silence_pcm(0.6), pace=4.0)
+            assert await live.answer_after(mark, timeout=15) == f"echo: {typed}"
+            assert speaking is not None and _output_began(live, mark) >= speaking, (
+                "the answer's output reached the client after the speech began"
+            )
+            await _drop_after_a_handle(server)
+            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
+            answer = await live.answer_after(
+                mark, timeout=15, skip=lambda text: text != f"echo: {word}"
+            )
+            assert answer == f"echo: {word}"
+            await live.close()
+        assert server.connections[1].resumed
+        assert server.user_turns_answered() == ["one", typed, word]
+
+
 async def test_speech_begun_just_before_an_answer_to_something_else_is_not_answered_by_it(
     make_agent: AgentFactory,
 ) -> None:
@@ -696,43 +750,10 @@ async def test_speech_begun_just_before_an_answer_to_something_else_is_not_answe
     went quiet before that turn completed. The utterance began before the output reached the
     client, so that turn was taken as its answer, and its first sounds left the outbox at the
     next handle: after a drop the model heard "mly" for "jfmly". A turn the user went on
-    speaking over (voice sent after its output began) answers nothing of what they said.
-    (100 ms each way: the answer's output reaches the client after the speech began.)"""
-    from google.adk.agents.run_config import RunConfig
-
-    config = RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(),
-        realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
-            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
-        ),
+    speaking over (voice sent after its output began) answers nothing of what they said."""
+    await _speech_begun_as_another_turn_arrives(
+        make_agent, typed=LONG_TURN, word="begun first", chunk_delay=0.15, chunk_ms=20, pace=4.0
     )
-    async with (
-        FakeLiveServer(chunk_delay=0.15) as server,
-        LatencyRelay(server, one_way=0.1) as relay,
-    ):
-        agent = make_agent(relay)
-        async with await LiveDriver.start(agent, run_config=config) as live:
-            assert await live.say("one") == "echo: one"
-            typed = live.send_text(LONG_TURN)
-            spoken = len(live.events)
-            speech = speech_pcm("begun first", seconds=2.0)
-            await stream_pcm(live, speech[:3200], pace=4.0)  # its first 100 ms
-            speaking = len(live.events)
-            await stream_pcm(live, speech[3200:], pace=4.0)
-            await stream_pcm(live, silence_pcm(0.6), pace=4.0)
-            assert _output_began(live, typed) >= speaking, "its output came after the speech began"
-            assert await live.answer_after(typed, timeout=15) == f"echo: {LONG_TURN}"
-            await _drop_after_a_handle(server)
-            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
-            answer = await live.answer_after(
-                spoken, timeout=15, skip=lambda text: text != "echo: begun first"
-            )
-            assert answer == "echo: begun first"
-            await live.close()
-        assert server.connections[1].resumed
-        assert server.user_turns_answered() == ["one", LONG_TURN, "begun first"]
 
 
 async def test_a_short_turn_between_two_chunks_of_speech_answers_nothing_of_it(
@@ -743,46 +764,11 @@ async def test_a_short_turn_between_two_chunks_of_speech_answers_nothing_of_it(
     began, the turn was taken for the end of a stream that stopped: the utterance over and
     answered, the rest of the word a new one. A handle then covered its first sounds, and a
     drop lost them. A turn that comes between two chunks of a flowing stream, the user in
-    the middle of a word, answers nothing of it."""
-    from google.adk.agents.run_config import RunConfig
-
-    config = RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(),
-        realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
-            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
-        ),
+    the middle of a word, answers nothing of it. (Real time, 100 ms chunks: the answer's
+    burst comes between two of them.)"""
+    await _speech_begun_as_another_turn_arrives(
+        make_agent, typed="hi", word="in a word", chunk_delay=0.0, chunk_ms=100, pace=1.0
     )
-    async with (
-        FakeLiveServer(chunk_delay=0.0) as server,
-        LatencyRelay(server, one_way=0.1) as relay,
-    ):
-        agent = make_agent(relay)
-        async with await LiveDriver.start(agent, run_config=config) as live:
-            assert await live.say("one") == "echo: one"
-            typed = live.send_text("hi")
-            spoken = len(live.events)
-            speech = speech_pcm("in a word", seconds=2.0)
-            # In real time, 100 ms chunks: the answer's burst comes between two of them.
-            speaking = len(live.events)
-            for start in range(0, len(speech), 3200):
-                live.send_audio(speech[start : start + 3200])
-                await asyncio.sleep(0.1)
-            await stream_pcm(live, silence_pcm(0.6), pace=4.0)
-            assert await live.answer_after(typed, timeout=15) == "echo: hi"
-            assert _output_began(live, typed) >= speaking, "the answer came while the user spoke"
-            await _drop_after_a_handle(server)
-            await stream_pcm(live, silence_pcm(4.0), pace=4.0)
-            answer = await live.answer_after(
-                spoken,
-                timeout=15,
-                skip=lambda text: not text.startswith("echo: ") or text == "echo: hi",
-            )
-            assert answer == "echo: in a word"
-            await live.close()
-        assert server.connections[1].resumed
-        assert server.user_turns_answered() == ["one", "hi", "in a word"]
 
 
 async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
