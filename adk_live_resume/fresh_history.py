@@ -26,6 +26,7 @@ def fresh_history(
     *,
     speaking: bool,
     fragments: Sequence[str] = (),
+    stored: str = "",
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -42,10 +43,18 @@ def fresh_history(
     utterances that were replayed whole: ADK joined their transcription pieces with the whole
     utterance's, so a user turn reads "fhtfhtgv" for "fhtgv"; each is taken out once where it
     is followed by itself. The contents are copied, never changed in place (they are ADK's session).
+
+    ``stored`` (:meth:`~adk_live_resume.outbox.Outbox.utterance_transcript_stored`) is every
+    connection's transcription of the utterance joined: the history holds that when a replay
+    from its start was cut before (or while) a connection heard it, so that no doubled
+    fragment could be taken out.
     """
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
     at = _unanswered_user_turn(history, heard) if heard else None
+    joined = _squeeze(stored)
+    if at is None and joined and joined != heard:
+        at = _unanswered_user_turn(history, joined)
     if at is None:
         return history, False
     if not speaking:

@@ -151,6 +151,14 @@ class Outbox:
         #: utterance" (see :func:`~adk_live_resume.fresh_history.fresh_history`). The newest
         #: :data:`MAX_FRAGMENTS` are kept.
         self.transcript_fragments: list[str] = []
+        #: ``(utterance number, text)``: what the connections before the newest replay of
+        #: the unanswered utterance from its start transcribed of it, joined as ADK joins
+        #: the pieces in its session.
+        self._heard_before_replay: tuple[int, str] = (0, "")
+        #: A replay from the utterance's start is on its way: the first message with sound
+        #: recorded next is that utterance's start, under the number it gets then (replayed
+        #: once the user has gone quiet, it begins a new utterance in :class:`UserActivity`).
+        self._carry_heard = False
         #: What the user was shown of the unanswered utterance's transcription, and what of
         #: a replay's new transcription repeats it.
         self.echo = TranscriptEcho()
@@ -218,6 +226,9 @@ class Outbox:
             self._last_utterance = utterance
         if begins and utterance and utterance == self._replayed_start:
             starts, self._replayed_start = True, 0
+        if begins and utterance and self._carry_heard:
+            self._carry_heard = False
+            self._heard_before_replay = (utterance, self._heard_before_replay[1])
         message = ClientMessage(
             self._index,
             method,
@@ -433,13 +444,19 @@ class Outbox:
             m.starts_utterance and m.utterance == current for m in replay.messages
         ):
             self._replayed_start = 0
+            self._carry_heard = False
             return
         self._replayed_start = current
         self.echo.replaying(current)
         number, heard = self._heard
+        earlier, before = self._heard_before_replay
+        before = before if earlier == current else ""
         if number == current and heard.strip():
             self.transcript_fragments = [*self.transcript_fragments, heard][-MAX_FRAGMENTS:]
             self._heard = (current, "")
+            before += heard
+        self._heard_before_replay = (current, before)
+        self._carry_heard = bool(before)
 
     def _take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         unknown = set(unknown_call_ids)
@@ -469,6 +486,17 @@ class Outbox:
         """What the server transcribed of the unanswered utterance so far ("" if nothing)."""
         number, text = self._heard
         return text.strip() if number and number == self._current_utterance() else ""
+
+    def utterance_transcript_stored(self) -> str:
+        """What ADK's session holds of the unanswered utterance's transcription: every
+        connection's pieces joined, those heard before a replay sent it again from its start
+        first ("" if nothing). It differs from :meth:`utterance_transcript` when a replay
+        restarted the utterance: a connection that died before it heard the replay leaves
+        ADK's session with the first transcription alone."""
+        current = self._current_utterance()
+        number, before = self._heard_before_replay
+        earlier = before if current and number == current else ""
+        return (earlier + (self._heard[1] if self._heard[0] == current else "")).strip()
 
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()

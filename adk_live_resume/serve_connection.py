@@ -134,6 +134,7 @@ async def serve(
                     run.outbox.utterance_transcript(),
                     speaking=run.outbox.activity.speaking,
                     fragments=run.outbox.transcript_fragments,
+                    stored=run.outbox.utterance_transcript_stored(),
                 )
                 replay = run.outbox.take_audio(
                     utterance_in_history=in_history,

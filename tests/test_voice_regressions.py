@@ -601,6 +601,39 @@ async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_n
         assert server.user_turns_answered() == ["one", "kept for later"]
 
 
+async def test_an_utterance_whose_replay_no_connection_heard_reaches_a_fresh_session_once(
+    make_agent: AgentFactory,
+) -> None:
+    """Voice soak seed 1794 (google-adk 2.13, Vertex AI: its finished transcription pieces are
+    stored in ADK's session at once): the answer to an utterance was cut off with its
+    connection; the next one, resumed, closed at its setup before it heard the replay, and
+    the handle after that was refused. ADK's session held the utterance's transcription
+    once (no second transcription joined it), so the fresh session's history held it; but
+    the outbox matched the history only against what the connection after the replay had
+    heard (nothing), and replayed the audio too: the model heard the utterance twice."""
+    schedule = HandleSchedule(every_audio_ms=200)
+    async with FakeLiveServer(chunk_delay=0.1, handle_schedule=schedule) as server:
+        server.script(Fault.abort(mid_turn=True), connection=1)
+        server.script(Fault.close(1011, after_setup=True), connection=2)
+        server.script(Fault.refuse_resume(), connection=3)
+        make_agent(server)  # installs the patch for the "install" entry point
+        agent = _vertex_agent(server, make_agent.entry)
+        async with await LiveDriver.start(agent) as live:
+            mark = len(live.events)
+            await stream_pcm(live, speech_pcm("heard once", seconds=0.6), pace=4.0)
+            await stream_pcm(live, silence_pcm(1.2), pace=4.0)
+            await server.wait_for_connections(4)
+            await stream_pcm(live, silence_pcm(2.0), pace=4.0)
+            answer = await live.answer_after(
+                mark, timeout=15, skip=lambda text: text != "echo: heard once"
+            )
+            assert answer == "echo: heard once"
+            assert await live.say("recall") == "you said: heard once"
+            await live.close()
+        assert server.connections[1].resumed and not server.connections[3].resumed
+        assert server.user_turns_answered() == ["heard once", "recall"]
+
+
 def _server_vad_ending_after(silence_ms: int) -> Any:
     """A text run whose server VAD ends an utterance after ``silence_ms`` of silence."""
     from google.adk.agents.run_config import RunConfig

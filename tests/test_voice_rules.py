@@ -500,6 +500,38 @@ def test_an_utterance_replayed_from_its_start_turns_its_transcription_into_a_fra
     assert joined[2].parts[0].text == "fhtfhtgv", "ADK's contents are not changed in place"
 
 
+def test_an_utterance_whose_replay_no_connection_heard_is_found_in_the_history() -> None:
+    """Voice soak seed 1794: the replay from the utterance's start went to a connection that
+    closed before it heard it; replayed after the user went quiet, the utterance took a new
+    number. ADK's session holds the first transcription alone ("fht"), which the fresh
+    history must find, or the audio goes too and the model hears it twice."""
+    outbox = Outbox(activity=UserActivity(hangover_ms=40))
+    for _ in range(10):
+        outbox.record("send_realtime_input", _audio(SPEECH))
+    for _ in range(5):
+        outbox.record("send_realtime_input", _audio(QUIET))
+    outbox.input_text("fh")
+    outbox.input_text("t")
+    outbox.begin_connection()
+    replay = outbox.take_replay()
+    assert replay.messages and replay.messages[0].starts_utterance
+    outbox.begin_connection()  # its connection closes at setup, before it sends the replay
+    for message in replay.messages:
+        outbox.record(message.method, message.kwargs)
+    assert outbox.activity.utterances == 2, "replayed after the user went quiet: a new number"
+    assert outbox.utterance_transcript() == ""
+    assert outbox.utterance_transcript_stored() == "fht"
+    contents = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "fht")]
+    history, in_history = fresh_history(
+        contents,
+        outbox.utterance_transcript(),
+        speaking=outbox.activity.speaking,
+        fragments=outbox.transcript_fragments,
+        stored=outbox.utterance_transcript_stored(),
+    )
+    assert history == contents and in_history
+
+
 def test_identical_calls_are_paired_with_their_repeats_in_issue_order() -> None:
     book = ToolCallBook()
     ids = [f"c{n}" for n in range(12)]
