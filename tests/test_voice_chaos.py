@@ -72,7 +72,7 @@ FIRST = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED", "0"))
 ONLY = os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_SEED")
 #: Seeds beyond the first 200 that once failed (the 2,000-seed soaks), run with them on every
 #: run: 273, 570 and 1456 on google-adk 1.27.2, the others on 2.13 (some only under load).
-REGRESSION_SEEDS = (273, 330, 379, 507, 543, 570, 1000, 1012, 1013, 1456, 1578)
+REGRESSION_SEEDS = (273, 330, 379, 507, 543, 570, 1000, 1012, 1013, 1456, 1578, 1794)
 SEEDS = (
     [int(ONLY)]
     if ONLY
