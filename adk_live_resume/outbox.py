@@ -140,8 +140,9 @@ class Outbox:
         self.peak_audio_ms = 0.0
         self.peak_messages = 0
         self._last_utterance = 0
-        #: The utterance whose start a replay sends again: its first message with sound (a
-        #: voiced chunk, ``activityStart``) recorded again is still the utterance's start (a
+        #: The utterance whose start a replay sends again (0 if none): its first message
+        #: with sound (a voiced chunk, ``activityStart``) recorded again, under whatever
+        #: number it gets then, is still the utterance's start (a
         #: connection that dies during the replay leaves a replay that still starts it; see
         #: :meth:`_note_replayed_start`). The silence replayed before it now carries the
         #: utterance's number too, as everything sent while it waits for its answer does.
@@ -153,12 +154,10 @@ class Outbox:
         self.transcript_fragments: list[str] = []
         #: ``(utterance number, text)``: what the connections before the newest replay of
         #: the unanswered utterance from its start transcribed of it, joined as ADK joins
-        #: the pieces in its session.
+        #: the pieces in its session. It moves to the number the replay's first sound gets
+        #: (replayed once the user has gone quiet, that begins a new utterance in
+        #: :class:`UserActivity`).
         self._heard_before_replay: tuple[int, str] = (0, "")
-        #: A replay from the utterance's start is on its way: the first message with sound
-        #: recorded next is that utterance's start, under the number it gets then (replayed
-        #: once the user has gone quiet, it begins a new utterance in :class:`UserActivity`).
-        self._carry_heard = False
         #: What the user was shown of the unanswered utterance's transcription, and what of
         #: a replay's new transcription repeats it.
         self.echo = TranscriptEcho()
@@ -224,10 +223,10 @@ class Outbox:
         starts = utterance > self._last_utterance
         if starts:
             self._last_utterance = utterance
-        if begins and utterance and utterance == self._replayed_start:
+        if begins and utterance and self._replayed_start:
+            # The replay's first sound: the utterance's start, under the number it has now
+            # (its own while the user still speaks, a new one once they went quiet).
             starts, self._replayed_start = True, 0
-        if begins and utterance and self._carry_heard:
-            self._carry_heard = False
             self._heard_before_replay = (utterance, self._heard_before_replay[1])
         message = ClientMessage(
             self._index,
@@ -444,7 +443,6 @@ class Outbox:
             m.starts_utterance and m.utterance == current for m in replay.messages
         ):
             self._replayed_start = 0
-            self._carry_heard = False
             return
         self._replayed_start = current
         self.echo.replaying(current)
@@ -456,7 +454,6 @@ class Outbox:
             self._heard = (current, "")
             before += heard
         self._heard_before_replay = (current, before)
-        self._carry_heard = bool(before)
 
     def _take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         unknown = set(unknown_call_ids)
@@ -496,7 +493,7 @@ class Outbox:
         current = self._current_utterance()
         number, before = self._heard_before_replay
         earlier = before if current and number == current else ""
-        return (earlier + (self._heard[1] if self._heard[0] == current else "")).strip()
+        return (earlier + self.utterance_transcript()).strip()
 
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()
