@@ -62,6 +62,7 @@ import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, chunk_encoding, early_dial
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
+from adk_live_resume.testing.protocol import pick, pick_list
 
 from .conftest import adk_screens_live_content, busy_processes, non_blocking, our_tasks
 from .faultplans import RETRYABLE, random_fault, restart_after, run_seed
@@ -622,15 +623,16 @@ def _job_result_sent(server: FakeLiveServer, name: str) -> bool:
 def _job_results(server: FakeLiveServer, name: str) -> list[Any]:
     """Every function response carrying the result of the background job ``name`` that the
     server received, in tool responses and in history sends."""
-    found = [r for record in server.connections for r in record.tool_responses]
-    for record in server.connections:
-        for message in record.client_messages:
-            content = message.get("client_content") or message.get("clientContent") or {}
-            for turn in content.get("turns") or ():
-                for part in turn.get("parts") or ():
-                    response = part.get("function_response") or part.get("functionResponse")
-                    if response is not None:
-                        found.append(response)
+    in_history = [
+        pick(part, "functionResponse")
+        for record in server.connections
+        for message in record.client_messages
+        for turn in pick_list(pick(message, "clientContent"), "turns")
+        for part in pick_list(turn, "parts")
+    ]
+    found = [r for record in server.connections for r in record.tool_responses] + [
+        r for r in in_history if r is not None
+    ]
     return [r for r in found if f"'{name}'" in str(r) or f'"{name}"' in str(r)]
 
 

@@ -634,8 +634,9 @@ async def test_an_utterance_whose_replay_no_connection_heard_reaches_a_fresh_ses
         assert server.user_turns_answered() == ["heard once", "recall"]
 
 
-def _server_vad_ending_after(silence_ms: int) -> Any:
-    """A text run whose server VAD ends an utterance after ``silence_ms`` of silence."""
+def _server_vad_ending_after(silence_ms: int, *, talked_over: bool = False) -> Any:
+    """A text run whose server VAD ends an utterance after ``silence_ms`` of silence; with
+    ``talked_over``, answers go on while the user speaks over them (``NO_INTERRUPTION``)."""
     from google.adk.agents.run_config import RunConfig
 
     return RunConfig(
@@ -644,7 +645,8 @@ def _server_vad_ending_after(silence_ms: int) -> Any:
         realtime_input_config=types.RealtimeInputConfig(
             automatic_activity_detection=types.AutomaticActivityDetection(
                 silence_duration_ms=silence_ms
-            )
+            ),
+            activity_handling=types.ActivityHandling.NO_INTERRUPTION if talked_over else None,
         ),
     )
 
@@ -671,22 +673,6 @@ async def _drop_after_a_handle(server: FakeLiveServer, connection: int = 1) -> N
     await server.wait_for_connections(connection + 1)
 
 
-def _talk_over_config() -> Any:
-    """Text answers that go on while the user speaks over them (``NO_INTERRUPTION``), and 3 s
-    of silence before the server takes an utterance as over (time for a drop before its
-    answer)."""
-    from google.adk.agents.run_config import RunConfig
-
-    return RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(),
-        realtime_input_config=types.RealtimeInputConfig(
-            automatic_activity_detection=types.AutomaticActivityDetection(silence_duration_ms=3000),
-            activity_handling=types.ActivityHandling.NO_INTERRUPTION,
-        ),
-    )
-
-
 def _output_began(live: LiveDriver, mark: int) -> int:
     """Index of the first event after ``mark`` that carries the model's output."""
     return next(
@@ -707,7 +693,7 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     taken as the answer to the speech too, so the speech's audio left the outbox at the next
     handle and a drop lost it: the model never answered it. A turn answers only utterances
     begun before its output. (``NO_INTERRUPTION``: the answer goes on over the user.)"""
-    config = _talk_over_config()
+    config = _server_vad_ending_after(3000, talked_over=True)
     async with FakeLiveServer(chunk_delay=0.15) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent, run_config=config) as live:
@@ -743,7 +729,7 @@ async def _speech_begun_as_another_turn_arrives(
     x real time) through 100 ms of latency each way, so that the typed turn's answer reaches
     the client after the speech began. Then a handle and a drop: the utterance must be
     answered whole, once, on the next connection."""
-    config = _talk_over_config()
+    config = _server_vad_ending_after(3000, talked_over=True)
     async with (
         FakeLiveServer(chunk_delay=chunk_delay) as server,
         LatencyRelay(server, one_way=0.1) as relay,
