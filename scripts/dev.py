@@ -5,17 +5,25 @@ Needs nothing but the standard library of Python 3.11+, so it works on a fresh c
 
     python3 scripts/dev.py demo            # the main job (see docs/quickstart.md)
     python3 scripts/dev.py demo --drop goaway --audio   # every reproduction flag passes through
-    python3 scripts/dev.py test            # the whole test suite
+    python3 scripts/dev.py test            # every test but the long soaks, in parallel
+    python3 scripts/dev.py test tests/test_outbox.py     # one file (other options go to pytest)
     python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
+    python3 scripts/dev.py test --python 3.13            # under another interpreter (pyenv's)
+    python3 scripts/dev.py soak            # the seeded soaks: 200 seeds each + the pinned ones
+    python3 scripts/dev.py soak --seeds 2000 --first-seed 200 --load 2   # a long soak, loaded
     python3 scripts/dev.py lint            # ruff + mypy
     python3 scripts/dev.py docs            # the documentation site, built strict into site/
     python3 scripts/dev.py conformance     # tests/service/: the fake; the real service with a key
     python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
     python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
 
-The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``). It is created
-when missing and re-installed only when ``pyproject.toml`` or the requested pins change, so
-repeat runs start in seconds.
+The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``, a ``-py3.X`` suffix
+with ``--python``). It is created when missing and re-installed only when ``pyproject.toml`` or
+the requested pins change, so repeat runs start in seconds.
+
+``test`` and ``soak`` run pytest-xdist with :data:`TEST_WORKERS` workers (``--workers N``; 0
+runs the tests in this process, one after another, as ``-p no:xdist`` or ``-n`` in the pytest
+options do too).
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -32,6 +42,46 @@ ROOT = Path(__file__).resolve().parent.parent
 STAMP_NAME = ".adk-live-resume-stamp"
 #: One set of extras for every job, so switching between them never re-installs.
 DEV_EXTRAS = "test,bench,lint,browser,docs"
+#: pytest-xdist workers for ``test`` and ``soak``. The tests mostly wait on the fake's clocks
+#: and the network (about 1 s of CPU in 5 of wall time), so more workers than cores pays; on 2
+#: cores the fast suite took 600 s with 1 worker, 150 s with 4, 125 s with 6 and 120 s with 8
+#: (docs/development.md); past 6 the gain is noise and the load on a shared machine is not.
+TEST_WORKERS = 6
+#: Where the soak's seeds come from (tests/test_chaos.py, tests/test_voice_chaos.py).
+SOAK_FILES = ("tests/test_chaos.py", "tests/test_voice_chaos.py")
+
+
+class MissingPython(RuntimeError):
+    """The interpreter asked for with ``--python`` is not installed here."""
+
+
+def find_python(version: str) -> Path:
+    """The interpreter for ``version`` ("3.12", or exactly "3.12.1"): pyenv's newest matching
+    installation, else ``python3.12`` on ``PATH``; raises :class:`MissingPython` saying where
+    it looked."""
+    if not re.fullmatch(r"3\.\d+(\.\d+)?", version):
+        raise MissingPython(f"--python wants a version such as 3.12 or 3.13.0, not {version!r}")
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        listed = subprocess.run(
+            [pyenv, "versions", "--bare"], capture_output=True, text=True, check=False
+        ).stdout.split()
+        matching = [v for v in listed if v == version or v.startswith(version + ".")]
+        matching = [v for v in matching if re.fullmatch(r"\d+\.\d+\.\d+", v)]
+        for candidate in sorted(matching, key=lambda v: [int(n) for n in v.split(".")])[::-1]:
+            root = subprocess.run(
+                [pyenv, "prefix", candidate], capture_output=True, text=True, check=False
+            ).stdout.strip()
+            if root and (Path(root) / "bin" / "python3").exists():
+                return Path(root) / "bin" / "python3"
+    short = ".".join(version.split(".")[:2])
+    found = shutil.which(f"python{short}")
+    if found:
+        return Path(found)
+    raise MissingPython(
+        f"Python {version} is not installed here (looked in pyenv's versions and for "
+        f"python{short} on PATH); install it (pyenv install {version}) or leave --python out"
+    )
 
 
 def _venv_python(env_dir: Path) -> Path:
@@ -48,19 +98,35 @@ def _stamp(extras: str, pins: list[str]) -> str:
     return digest.hexdigest()
 
 
+def env_name(adk: str | None, suffix: str = "", python_version: str | None = None) -> str:
+    """``.venv``, ``.venv-adk-<adk>``, then ``suffix``, then ``-py<version>`` if one is asked."""
+    name = (f".venv-adk-{adk}" if adk else ".venv") + suffix
+    return name + (f"-py{python_version}" if python_version else "")
+
+
 def ensure_env(
-    extras: str, adk: str | None, *, extra_pins: tuple[str, ...] = (), suffix: str = ""
+    extras: str,
+    adk: str | None,
+    *,
+    extra_pins: tuple[str, ...] = (),
+    suffix: str = "",
+    python_version: str | None = None,
 ) -> Path:
     """Create or reuse the venv and make sure the project and its extras are installed.
 
     ``extra_pins`` (requirements such as ``google-genai==1.56.0``) go into a venv of their own,
-    ``.venv-adk-<adk><suffix>``."""
-    env_dir = ROOT / ((f".venv-adk-{adk}" if adk else ".venv") + suffix)
+    ``.venv-adk-<adk><suffix>``; ``python_version`` builds it with that interpreter
+    (:func:`find_python`) instead of this one, in ``...-py<version>``."""
+    env_dir = ROOT / env_name(adk, suffix, python_version)
     pins = ([f"google-adk=={adk}"] if adk else []) + list(extra_pins)
     python = _venv_python(env_dir)
     if not python.exists():
         print(f"[dev] creating {env_dir.name}", flush=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+        if python_version:
+            base = find_python(python_version)
+            subprocess.run([str(base), "-m", "venv", "--clear", str(env_dir)], check=True)
+        else:
+            venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
     stamp_file = env_dir / STAMP_NAME
     wanted = _stamp(extras, pins)
     if stamp_file.exists() and stamp_file.read_text() == wanted:
@@ -98,9 +164,40 @@ def ensure_env(
     return python
 
 
-def _run(cmd: list[str]) -> int:
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> int:
     print("[dev] $ " + " ".join(cmd), flush=True)
-    return subprocess.call(cmd, cwd=ROOT)
+    return subprocess.call(cmd, cwd=ROOT, env=env)
+
+
+def parallel_args(rest: list[str], workers: int) -> list[str]:
+    """pytest-xdist options for ``workers`` (none for 0, or when ``rest`` chooses already:
+    ``-n``/``--numprocesses``/``-p no:xdist``)."""
+    chosen = any(
+        a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
+        for a in rest
+    )
+    if workers <= 0 or chosen:
+        return []
+    # worksteal: the slow tests (subprocesses, PostgreSQL) do not hold back the others' worker
+    return ["-n", str(workers), "--dist", "worksteal"]
+
+
+def soak_env(seeds: int | None, first_seed: int | None, load: int | None) -> dict[str, str]:
+    """The environment the soaks read (see tests/test_chaos.py and tests/test_voice_chaos.py)."""
+    env = dict(os.environ)
+    for prefix in ("ADK_LIVE_RESUME_CHAOS", "ADK_LIVE_RESUME_VOICE_CHAOS"):
+        if seeds is not None:
+            env[f"{prefix}_RUNS"] = str(seeds)
+        if first_seed is not None:
+            env[f"{prefix}_FIRST_SEED"] = str(first_seed)
+    if load is not None:
+        env["ADK_LIVE_RESUME_CHAOS_LOAD"] = str(load)
+    return env
+
+
+def _names_tests(rest: list[str]) -> bool:
+    """Whether the pytest options name test files or ids (else the soak names its own)."""
+    return any(not a.startswith("-") and (".py" in a or a.startswith("tests")) for a in rest)
 
 
 def benchmark_names() -> list[str]:
@@ -148,8 +245,34 @@ def main(argv: list[str] | None = None) -> int:
         allow_abbrev=False,
     )
     demo.add_argument("--adk", help="google-adk version to use (default: newest on the index)")
-    test = sub.add_parser("test", help="run the whole test suite (other options go to pytest)")
-    test.add_argument("--adk", help="google-adk version to test against (default: newest)")
+    test = sub.add_parser(
+        "test",
+        help="run every test but the long soaks, in parallel (other options go to pytest)",
+    )
+    soak = sub.add_parser(
+        "soak",
+        help="run the seeded soaks (tests/test_chaos.py, tests/test_voice_chaos.py): 200 seeds "
+        "each and the pinned ones (other options go to pytest)",
+    )
+    soak.add_argument("--seeds", type=int, help="seeds per soak (default 200)")
+    soak.add_argument("--first-seed", type=int, help="the first seed (default 0)")
+    soak.add_argument("--load", type=int, help="busy processes beside the voice soak (default 0)")
+    for job in (test, soak):
+        job.add_argument("--adk", help="google-adk version to test against (default: newest)")
+        job.add_argument(
+            "--python", help="run under this Python (3.12, 3.13.0; pyenv's or python3.X on PATH)"
+        )
+        job.add_argument(
+            "--if-python-present",
+            action="store_true",
+            help="with --python: say so and exit 0 where that interpreter is missing",
+        )
+        job.add_argument(
+            "--workers",
+            type=int,
+            default=TEST_WORKERS,
+            help="pytest-xdist workers (default %(default)s; 0: one process, in order)",
+        )
     bench = sub.add_parser(
         "bench",
         help="run benchmarks/<name>.py, or every benchmark with 'all' (other options, "
@@ -180,10 +303,18 @@ def main(argv: list[str] | None = None) -> int:
         if script.exists():
             return _run([str(python), str(script), *rest])
         return _run([str(python), "-m", "adk_live_resume.testing", *rest])
-    if args.job == "test":
-        python = ensure_env(DEV_EXTRAS, args.adk)
-        code = _run([str(python), "-m", "pytest", *rest])
-        return code
+    if args.job in ("test", "soak"):
+        try:
+            python = ensure_env(DEV_EXTRAS, args.adk, python_version=args.python)
+        except MissingPython as missing:
+            print(f"[dev] {missing}", flush=True)
+            return 0 if args.if_python_present else 2
+        parallel = parallel_args(rest, args.workers)
+        if args.job == "test":
+            return _run([str(python), "-m", "pytest", *parallel, "-m", "not soak", *rest])
+        files = [] if _names_tests(rest) else list(SOAK_FILES)
+        env = soak_env(args.seeds, args.first_seed, args.load)
+        return _run([str(python), "-m", "pytest", *parallel, "-m", "chaos", *files, *rest], env)
     if args.job == "conformance":
         python = ensure_env(DEV_EXTRAS, args.adk)
         return _run([str(python), "-m", "pytest", "-m", "service", "-rsx", "tests/service", *rest])

@@ -10,15 +10,18 @@ Needs only the standard library (environments are built by ``scripts/dev.py``'s
     python3 scripts/matrix.py --exclude 1.27.2,2.13.0   # what CI runs after dev.py test
     python3 scripts/matrix.py -- -k go_away          # extra pytest arguments after --
     python3 scripts/matrix.py --dependency-bounds --versions 1.27.2,2.13.0
+    python3 scripts/matrix.py --versions 2.13.0 --python 3.13   # under another interpreter
 
 By default each release runs the end-to-end resumption scenarios: the adapter tests, the
 install tests, stock ADK's behaviour and every test file marked ``e2e``. ``--full`` runs the
 whole suite. Environments are built first, ``--install-jobs`` at a time (40-120 s each
 with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on 2 cores),
-then the tests run, ``--jobs`` at a time (the end-to-end tests mostly wait on the fake
-server, so 2 at a time halves the time; measured without flakiness on 2 cores, but 1 is
-the default for machines that are busy otherwise). A test that fails is run once more on its
-own (``--rerun``); a pass on the rerun is reported as flaky, never hidden. Ends with a
+then the tests run, ``--jobs`` releases at a time, each with ``--workers`` pytest-xdist
+workers (the end-to-end tests mostly wait on the fake server; see ``dev.TEST_WORKERS``). A
+failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
+bug, and a pass there is reported as flaky but still fails the release (a flake is a bug to
+fix, never retried away). ``--python 3.13`` builds the environments with that interpreter
+(``dev.find_python``); a missing one fails unless ``--if-python-present``. Ends with a
 summary table; exits non-zero if any release failed.
 
 ``--dependency-bounds``: for each release, two more environments, with the oldest and with the
@@ -44,7 +47,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dev import ROOT  # environments: dev.ensure_env, run in a child process per release
+from dev import (  # environments: dev.ensure_env, run in a child process per release
+    ROOT,
+    TEST_WORKERS,
+    MissingPython,
+    env_name,
+    find_python,
+    parallel_args,
+)
 
 #: Releases tested by default: one or more per family of ADK's live loop (see
 #: docs/supported-releases.md). Keep the newest last; keep in step with pyproject.toml.
@@ -109,6 +119,8 @@ class Result:
     adk: str = ""
     pins: tuple[str, ...] = ()
     suffix: str = ""
+    #: the interpreter (``--python``), None for this one
+    python_version: str | None = None
     install_seconds: float = 0.0
     test_seconds: float = 0.0
     passed: int = 0
@@ -122,7 +134,13 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return not self.note and self.failed == 0 and self.errors == 0 and self.passed > 0
+        return (
+            not self.note
+            and self.failed == 0
+            and not self.flaky
+            and self.errors == 0
+            and self.passed > 0
+        )
 
 
 def e2e_selection() -> list[str]:
@@ -136,15 +154,22 @@ def e2e_selection() -> list[str]:
 
 
 def _install(
-    version: str, extras: str, log_dir: Path, pins: tuple[str, ...] = (), suffix: str = ""
+    version: str,
+    extras: str,
+    log_dir: Path,
+    pins: tuple[str, ...] = (),
+    suffix: str = "",
+    python_version: str | None = None,
 ) -> tuple[float, str]:
-    """Build (or reuse) ``.venv-adk-<version><suffix>``; return (seconds, error or "")."""
+    """Build (or reuse) ``.venv-adk-<version><suffix>[-py<python>]``; return (seconds, error
+    or "")."""
     started = time.monotonic()
-    log = log_dir / f"install-{version}{suffix}.log"
+    log = log_dir / f"install-{env_name(version, suffix, python_version).lstrip('.')}.log"
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); "
         f"from dev import ensure_env; "
-        f"ensure_env({extras!r}, {version!r}, extra_pins={pins!r}, suffix={suffix!r})"
+        f"ensure_env({extras!r}, {version!r}, extra_pins={pins!r}, suffix={suffix!r}, "
+        f"python_version={python_version!r})"
     )
     with log.open("w") as out:
         done = subprocess.run(
@@ -195,8 +220,10 @@ def _pytest(python: Path, args: list[str], junit: Path, log: Path) -> int:
         ).returncode
 
 
-def _run_tests(result: Result, selection: list[str], rerun: int, log_dir: Path) -> Result:
-    env_dir = ROOT / f".venv-adk-{result.adk or result.version}{result.suffix}"
+def _run_tests(
+    result: Result, selection: list[str], rerun: int, log_dir: Path, workers: int
+) -> Result:
+    env_dir = ROOT / env_name(result.adk or result.version, result.suffix, result.python_version)
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     label = result.version.replace(" ", "-")
     log = log_dir / f"test-{label}.log"
@@ -204,7 +231,7 @@ def _run_tests(result: Result, selection: list[str], rerun: int, log_dir: Path) 
     log.write_text("")
     started = time.monotonic()
     junit = log_dir / f"junit-{label}.xml"
-    code = _pytest(python, selection, junit, log)
+    code = _pytest(python, parallel_args(selection, workers) + selection, junit, log)
     failed = _count(junit, result)
     if code not in (0, 1) and not failed:  # usage error, collection error, crash
         result.note = f"pytest exited with {code} (see {log})"
@@ -252,7 +279,9 @@ def _table(results: list[Result], wall: float) -> str:
 def _install_all(results: dict[str, Result], jobs: int, log_dir: Path) -> None:
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         installs = {
-            pool.submit(_install, r.adk or v, "test", log_dir, r.pins, r.suffix): v
+            pool.submit(
+                _install, r.adk or v, "test", log_dir, r.pins, r.suffix, r.python_version
+            ): v
             for v, r in results.items()
         }
         for future in concurrent.futures.as_completed(installs):
@@ -287,10 +316,15 @@ def _report(r: Result) -> None:
 
 
 def _test_all(
-    runnable: list[Result], selection: list[str], jobs: int, rerun: int, log_dir: Path
+    runnable: list[Result],
+    selection: list[str],
+    jobs: int,
+    rerun: int,
+    log_dir: Path,
+    workers: int,
 ) -> None:
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(_run_tests, r, selection, rerun, log_dir) for r in runnable]
+        futures = [pool.submit(_run_tests, r, selection, rerun, log_dir, workers) for r in runnable]
         for future in concurrent.futures.as_completed(futures):
             _report(future.result())
 
@@ -345,7 +379,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=1, help="releases tested at once")
     parser.add_argument("--install-jobs", type=int, default=2, help="environments built at once")
-    parser.add_argument("--rerun", type=int, default=1, help="reruns of a failed test")
+    parser.add_argument(
+        "--rerun",
+        type=int,
+        default=0,
+        help="reruns of a failed test, to tell a flake (reported, still a failure) from a bug",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=TEST_WORKERS,
+        help="pytest-xdist workers per release (default %(default)s; 0: in order)",
+    )
+    parser.add_argument("--python", help="build the environments with this Python (3.12, 3.13)")
+    parser.add_argument(
+        "--if-python-present",
+        action="store_true",
+        help="with --python: say so and exit 0 where that interpreter is missing",
+    )
     parser.add_argument("--log-dir", type=Path, help="where logs go (default: a temp dir)")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
@@ -360,12 +411,21 @@ def main(argv: list[str] | None = None) -> int:
             versions.append(newest)
     if not versions:
         parser.error("no google-adk release left to test")
+    if args.python:
+        try:
+            find_python(args.python)
+        except MissingPython as missing:
+            print(f"[matrix] {missing}", flush=True)
+            return 0 if args.if_python_present else 2
     log_dir: Path = args.log_dir or Path(tempfile.mkdtemp(prefix="adk-matrix-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     selection = ([] if args.full else e2e_selection()) + list(args.pytest_args)
     what = "whole suite" if args.full else "end-to-end scenarios"
     started = time.monotonic()
-    results = {v: Result(v) for v in versions}
+    results = {
+        v: Result(f"{v} py{args.python}" if args.python else v, adk=v, python_version=args.python)
+        for v in versions
+    }
     if args.dependency_bounds:
         plain = dict(results)
         _install_all(plain, max(1, args.install_jobs), log_dir)  # to read each release's bounds
@@ -390,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _install_all(results, max(1, args.install_jobs), log_dir)
     runnable = [r for r in results.values() if not r.note]
-    _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir)
+    _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir, args.workers)
 
     ordered = list(results.values())
     print("\n" + _table(ordered, time.monotonic() - started), flush=True)

@@ -12,11 +12,11 @@ through the real ``Runner.run_live`` with the patch installed. For every run:
 * history was never delivered twice;
 * the run ends in bounded time, and no task of ours is left behind.
 
-The default run covers ``ADK_LIVE_RESUME_CHAOS_RUNS`` seeds (200) from
-``ADK_LIVE_RESUME_CHAOS_FIRST_SEED`` (0); a longer soak on new seeds:
-``ADK_LIVE_RESUME_CHAOS_FIRST_SEED=200 ADK_LIVE_RESUME_CHAOS_RUNS=2000 python3 scripts/dev.py
-test tests/test_chaos.py``.
-A failing seed says how to replay it alone.
+The soak (``python3 scripts/dev.py soak``, marked ``soak``) covers ``ADK_LIVE_RESUME_CHAOS_RUNS``
+seeds (200) from ``ADK_LIVE_RESUME_CHAOS_FIRST_SEED`` (0); a longer soak on new seeds:
+``python3 scripts/dev.py soak --seeds 2000 --first-seed 200 tests/test_chaos.py``. The seeds
+that once failed (:data:`PINNED`) run in the fast suite, their plans held by a golden record
+(``tests/pinned_plans.json``). A failing seed says how to replay it alone.
 """
 
 from __future__ import annotations
@@ -35,11 +35,14 @@ from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import our_tasks
 from .faultplans import random_fault, restart_after, run_seed
+from .pinned_seeds import PinnedSeed, pinned_params
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_RUNS", "200"))
 FIRST = int(os.environ.get("ADK_LIVE_RESUME_CHAOS_FIRST_SEED", "0"))
 ONLY = os.environ.get("ADK_LIVE_RESUME_CHAOS_SEED")
 SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
+#: Seeds that once failed, with the behaviour each guards; run in the fast suite.
+PINNED = (PinnedSeed(27, "tool_runs_once_across_back_to_back_resumes"),)
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(90)]
 
@@ -134,8 +137,7 @@ async def run_plan(plan: Plan) -> None:
     assert our_tasks() == []
 
 
-@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed_{s}" for s in SEEDS])
-async def test_chaos(seed: int) -> None:
+async def _play(seed: int) -> None:
     plan = make_plan(seed)
     await run_seed(
         "chaos",
@@ -143,5 +145,16 @@ async def test_chaos(seed: int) -> None:
         plan.describe(),
         run_plan(plan),
         timeout=60,
-        replay="ADK_LIVE_RESUME_CHAOS_SEED={seed} python3 scripts/dev.py test tests/test_chaos.py",
+        replay="ADK_LIVE_RESUME_CHAOS_SEED={seed} python3 scripts/dev.py soak tests/test_chaos.py",
     )
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed_{s}" for s in SEEDS])
+async def test_chaos(seed: int) -> None:
+    await _play(seed)
+
+
+@pytest.mark.parametrize("seed", pinned_params(PINNED))
+async def test_chaos_pinned(seed: int) -> None:
+    await _play(seed)

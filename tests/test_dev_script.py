@@ -133,3 +133,67 @@ def test_docs_builds_the_site_strict_into_site(monkeypatch: pytest.MonkeyPatch) 
         ["py", "-m", "mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site")]
     ]
     assert envs == [dev.DEV_EXTRAS] and "docs" in dev.DEV_EXTRAS.split(",")
+
+
+def _recording(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[list[str], dict[str, str] | None]]:
+    """Make ``dev`` record its commands (and their environment) instead of running them."""
+    commands: list[tuple[list[str], dict[str, str] | None]] = []
+    monkeypatch.setattr(dev, "ensure_env", lambda extras, adk, **_: Path("py"))
+    monkeypatch.setattr(dev, "_run", lambda cmd, env=None: commands.append((cmd, env)) or 0)
+    return commands
+
+
+def test_test_runs_every_test_but_the_soaks_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = _load()
+    commands = _recording(dev, monkeypatch)
+    assert dev.main(["test"]) == 0
+    assert dev.main(["test", "tests/test_outbox.py", "-x"]) == 0
+    assert dev.main(["test", "--workers", "0", "-k", "resume"]) == 0
+    assert dev.main(["test", "-p", "no:xdist"]) == 0
+    parallel = ["-n", str(dev.TEST_WORKERS), "--dist", "worksteal"]
+    assert [cmd for cmd, _ in commands] == [
+        ["py", "-m", "pytest", *parallel, "-m", "not soak"],
+        ["py", "-m", "pytest", *parallel, "-m", "not soak", "tests/test_outbox.py", "-x"],
+        ["py", "-m", "pytest", "-m", "not soak", "-k", "resume"],
+        ["py", "-m", "pytest", "-m", "not soak", "-p", "no:xdist"],
+    ]
+
+
+def test_soak_sets_its_seeds_and_load_and_runs_the_pinned_seeds_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dev = _load()
+    commands = _recording(dev, monkeypatch)
+    assert dev.main(["soak"]) == 0
+    assert dev.main(["soak", "--seeds", "2000", "--first-seed", "200", "--load", "2"]) == 0
+    assert dev.main(["soak", "--workers", "3", "tests/test_chaos.py"]) == 0
+    (plain, plain_env), (_, long_env), (one, _) = commands
+    assert plain[-4:] == ["-m", "chaos", "tests/test_chaos.py", "tests/test_voice_chaos.py"]
+    assert plain_env is not None and "ADK_LIVE_RESUME_VOICE_CHAOS_RUNS" not in {
+        k for k in plain_env if plain_env[k] != dev.os.environ.get(k)
+    }
+    assert long_env is not None
+    assert long_env["ADK_LIVE_RESUME_VOICE_CHAOS_RUNS"] == long_env["ADK_LIVE_RESUME_CHAOS_RUNS"]
+    assert long_env["ADK_LIVE_RESUME_CHAOS_RUNS"] == "2000"
+    assert long_env["ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED"] == "200"
+    assert long_env["ADK_LIVE_RESUME_CHAOS_LOAD"] == "2"
+    parallel = ["-n", "3", "--dist", "worksteal"]
+    assert one == ["py", "-m", "pytest", *parallel, "-m", "chaos", "tests/test_chaos.py"]
+
+
+def test_a_missing_interpreter_is_named_and_skipped_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dev = _load()
+    monkeypatch.setattr(dev.shutil, "which", lambda name: None)
+    with pytest.raises(dev.MissingPython, match=r"Python 3\.99 is not installed here"):
+        dev.find_python("3.99")
+    with pytest.raises(dev.MissingPython, match=r"such as 3\.12"):
+        dev.find_python("twelve")
+    monkeypatch.setattr(dev, "_run", lambda cmd, env=None: pytest.fail("ran without Python"))
+    assert dev.main(["test", "--python", "3.99"]) == 2
+    assert dev.main(["test", "--python", "3.99", "--if-python-present"]) == 0
+    assert "Python 3.99 is not installed here" in capsys.readouterr().out
+    assert dev.env_name("2.13.0", "", "3.13") == ".venv-adk-2.13.0-py3.13"
