@@ -29,6 +29,7 @@ class AgentFactory(Protocol):
         policy: ResumePolicy | None = ...,
         instruction: str = ...,
         model: str = ...,
+        **extra: Any,
     ) -> Any: ...
 
 
@@ -48,7 +49,8 @@ def _always_uninstall() -> Iterator[None]:
 
 @pytest.fixture(params=["install", "subclass"])
 def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
-    """Build a live agent bound to a fake server, resumable through the chosen entry point."""
+    """Build a live agent bound to a fake server, resumable through the chosen entry point;
+    ``extra`` keyword arguments go to the agent as they are (other ADK options)."""
     entry: str = request.param
 
     def factory(
@@ -60,6 +62,7 @@ def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
         policy: ResumePolicy | None = None,
         instruction: str = "You are a helpful assistant.",
         model: str = "gemini-live-fake",
+        **extra: Any,
     ) -> Any:
         kwargs: dict[str, Any] = dict(
             name=name,
@@ -67,6 +70,7 @@ def make_agent(request: pytest.FixtureRequest) -> AgentFactory:
             instruction=instruction,
             tools=list(tools),
             sub_agents=list(sub_agents),
+            **extra,
         )
         if entry == "install":
             adk_live_resume.install(policy)

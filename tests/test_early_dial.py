@@ -21,19 +21,11 @@ from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory, end_cleanly
+from .helpers import go_away_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 LONG = "a long answer please"
-
-
-def _go_away_server(**settings: Any) -> FakeLiveServer:
-    # A connection lives 1.0 s real, goAway 0.85 s before its end (0.15 s after the accept);
-    # answer chunks 0.2 s apart, so the long answer asked for at once streams for about
-    # 0.4 s and the goAway lands early in it.
-    return FakeLiveServer(
-        time_scale=0.01, connection_lifetime=100, go_away_lead=85, chunk_delay=0.2, **settings
-    )
 
 
 async def _long_answer_through_go_away(
@@ -70,7 +62,7 @@ def _whole_and_resumed(server: FakeLiveServer, new_index: int) -> None:
 async def test_go_away_mid_answer_opens_the_next_socket_while_the_answer_streams(
     make_agent: AgentFactory, on: bool
 ) -> None:
-    async with _go_away_server() as server:
+    async with go_away_server(lead=85, chunk_delay=0.2) as server:
         policy = ResumePolicy(go_away_margin=0.05, early_dial=on)
         stats, answered_at = await _long_answer_through_go_away(server, make_agent, policy)
         old, new = server.connections[:2]
@@ -93,7 +85,7 @@ async def test_an_early_socket_the_server_closed_while_it_waited_is_not_used(
 ) -> None:
     # The server closes a socket that sends no setup within 0.1 s: the early one, since the
     # answer streams on for longer. The SDK opens its own at the safe point.
-    async with _go_away_server(setup_timeout=10) as server:
+    async with go_away_server(lead=85, chunk_delay=0.2, setup_timeout=10) as server:
         policy = ResumePolicy(go_away_margin=0.05)
         stats, _ = await _long_answer_through_go_away(server, make_agent, policy)
         early, used = server.connections[1:3]
@@ -108,7 +100,7 @@ async def test_an_early_socket_older_than_max_age_is_closed_unused(
     make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(early_dial, "MAX_AGE", 0.05)  # the answer streams for longer
-    async with _go_away_server() as server:
+    async with go_away_server(lead=85, chunk_delay=0.2) as server:
         policy = ResumePolicy(go_away_margin=0.05)
         stats, _ = await _long_answer_through_go_away(server, make_agent, policy)
         await server.wait_for(
@@ -124,7 +116,7 @@ async def test_an_early_socket_older_than_max_age_is_closed_unused(
 async def test_ending_the_run_while_an_early_socket_waits_closes_it(
     make_agent: AgentFactory, ending: str
 ) -> None:
-    async with _go_away_server() as server:
+    async with go_away_server(lead=85, chunk_delay=0.2) as server:
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
         live = await LiveDriver.start(agent)
         live.send_text(LONG)

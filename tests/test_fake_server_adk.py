@@ -15,12 +15,9 @@ from google.genai import types
 
 from adk_live_resume.testing import FakeLiveServer
 
+from .helpers import get_weather
+
 pytestmark = [pytest.mark.timeout(30), pytest.mark.e2e]
-
-
-def get_weather(city: str) -> dict[str, Any]:
-    """Return the weather in a city."""
-    return {"city": city, "sky": "clear"}
 
 
 async def run_turn(

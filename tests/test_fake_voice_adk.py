@@ -13,12 +13,9 @@ from adk_live_resume import adk_compat
 from adk_live_resume.testing import FakeLiveServer, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
+from .helpers import get_weather
+
 pytestmark = [pytest.mark.timeout(30), pytest.mark.e2e]
-
-
-def get_weather(city: str) -> dict[str, Any]:
-    """Return the weather in a city."""
-    return {"city": city, "sky": "clear"}
 
 
 def get_time(zone: str) -> dict[str, Any]:

@@ -21,15 +21,9 @@ from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.records import ConnectionRecord
 
 from .conftest import AgentFactory, end_cleanly, our_tasks
+from .helpers import go_away_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
-
-
-def _go_away_server(*, lifetime: float = 100, chunk_delay: float = 0.0) -> FakeLiveServer:
-    # 100 service seconds at 0.01: a connection lives 1.0 s real, goAway 0.6 s before its end.
-    return FakeLiveServer(
-        time_scale=0.01, connection_lifetime=lifetime, go_away_lead=60, chunk_delay=chunk_delay
-    )
 
 
 def _made_before_broken(old: ConnectionRecord, new: ConnectionRecord) -> None:
@@ -44,7 +38,7 @@ async def test_go_away_between_turns_opens_the_next_connection_before_closing_th
     reconnects: list[ReconnectInfo] = []
     remove = adk_live_resume.on_reconnect(reconnects.append)
     try:
-        async with _go_away_server() as server:
+        async with go_away_server() as server:
             agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
             async with await LiveDriver.start(agent) as live:
                 assert await live.say("one") == "echo: one"
@@ -68,7 +62,7 @@ async def test_go_away_between_turns_opens_the_next_connection_before_closing_th
 async def test_go_away_mid_answer_finishes_the_answer_then_makes_before_it_breaks(
     make_agent: AgentFactory,
 ) -> None:
-    async with _go_away_server(chunk_delay=0.2) as server:
+    async with go_away_server(chunk_delay=0.2) as server:
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
         async with await LiveDriver.start(agent) as live:
             # the answer streams for ~0.8 s: the goAway (at 0.4 s) lands in it
@@ -90,7 +84,7 @@ async def test_a_resume_refused_while_the_old_socket_is_open_falls_back_to_close
 ) -> None:
     # Reported for the real service: a resume is refused with 1011 while the old socket of
     # the session is open. The run closes the old one, resumes, and closes first from then on.
-    async with _go_away_server() as server:
+    async with go_away_server() as server:
         server.script(Fault.refuse_resume(code=1011), connection=2)
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
         async with await LiveDriver.start(agent) as live:
@@ -112,7 +106,7 @@ async def test_a_next_connection_slower_than_the_margin_closes_the_old_one_at_th
 ) -> None:
     # goAway at 0.4 s, our deadline 0.3 s later (timeLeft 0.6 s - margin 0.3 s), the new
     # connection's setup takes 0.45 s: the old socket is closed at our deadline, not the server's.
-    async with _go_away_server() as server:
+    async with go_away_server() as server:
         server.script(Fault.setup_delay(45), connection=2)
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.3))
         async with await LiveDriver.start(agent) as live:
@@ -132,7 +126,7 @@ async def test_a_next_connection_slower_than_the_margin_closes_the_old_one_at_th
 async def test_closing_or_cancelling_while_the_next_connection_opens_ends_cleanly(
     make_agent: AgentFactory, ending: str
 ) -> None:
-    async with _go_away_server(lifetime=200) as server:
+    async with go_away_server(lifetime=200) as server:
         server.script(Fault.setup_delay(50), connection=2)  # 0.5 s real: the overlap lasts
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
         live = await LiveDriver.start(agent)

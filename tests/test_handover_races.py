@@ -56,16 +56,6 @@ class SlowUserEvents(InMemorySessionService):  # type: ignore[misc]
         return stored
 
 
-def _agent(
-    make_agent: AgentFactory, server: FakeLiveServer, policy: ResumePolicy, **extra: Any
-) -> Any:
-    """A live agent through the test's entry point, with ADK options ``make_agent`` lacks."""
-    make_agent(server, policy=policy)  # installs the patch for the "install" entry point
-    if make_agent.entry == "install":
-        return LlmAgent(name="assistant", model=server.gemini(), **extra)
-    return ResumableLlmAgent(name="assistant", model=server.gemini(), resume_policy=policy, **extra)
-
-
 def _interrupted(live: LiveDriver) -> list[Any]:
     return [e for e in live.events if getattr(e, "interrupted", False)]
 
@@ -189,7 +179,7 @@ async def test_a_turn_being_screened_at_a_drop_is_screened_once_and_blocked_cont
         return None
 
     async with FakeLiveServer() as server:
-        agent = _agent(make_agent, server, ResumePolicy(), before_model_callback=screen)
+        agent = make_agent(server, policy=ResumePolicy(), before_model_callback=screen)
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             mark = live.send_text("screen me please")

@@ -21,6 +21,7 @@ from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory, non_blocking
+from .helpers import get_weather
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -42,17 +43,14 @@ def reconnects() -> Iterator[list[ReconnectInfo]]:
         remove()
 
 
-def get_weather(city: str) -> dict[str, str]:
-    """The weather in ``city``."""
-    return {"city": city, "sky": "clear"}
-
-
 def _skip_unless_adk_speaks_3x() -> None:
     if not adk_compat.speaks_gemini_3_live(GEMINI_3_1):
         pytest.skip("this google-adk release sends clientContent turns, which 3.1 refuses")
 
 
-def _agent(make_agent: AgentFactory, server: FakeLiveServer, model: str, **kwargs: Any) -> Any:
+def _family_agent(
+    make_agent: AgentFactory, server: FakeLiveServer, model: str, **kwargs: Any
+) -> Any:
     if model == GEMINI_3_1:
         _skip_unless_adk_speaks_3x()
     return make_agent(server, model=model, **kwargs)
@@ -63,7 +61,7 @@ async def test_every_family_keeps_the_conversation_across_a_drop_and_a_go_away(
     make_agent: AgentFactory, model: str
 ) -> None:
     async with FakeLiveServer() as server:
-        agent = _agent(make_agent, server, model, policy=ResumePolicy(go_away_margin=0.05))
+        agent = _family_agent(make_agent, server, model, policy=ResumePolicy(go_away_margin=0.05))
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             await server.close_open(1011, "Internal error")
@@ -85,7 +83,7 @@ async def test_a_tool_turn_without_turn_complete_reaches_the_tool_and_survives_a
     # Native audio (and 3.x) send no turnComplete after a toolCall; ADK 1.28+ holds the calls
     # of every non-3.x model until one comes: without the tap's help the tool never runs.
     async with FakeLiveServer() as server:
-        agent = _agent(make_agent, server, model, tools=[get_weather])
+        agent = _family_agent(make_agent, server, model, tools=[get_weather])
         async with await LiveDriver.start(agent) as live:
             assert await live.say('call get_weather {"city": "Oslo"}', timeout=15) == WEATHER
             await server.close_open(1011)

@@ -11,6 +11,8 @@ from adk_live_resume.outbox import Outbox
 from adk_live_resume.queue_guard import QueueGuard
 from adk_live_resume.tool_calls import call_key
 
+from .helpers import audio_input, silent_audio_input
+
 
 def _text(text: str) -> dict[str, object]:
     return {
@@ -19,18 +21,13 @@ def _text(text: str) -> dict[str, object]:
     }
 
 
-def _audio(ms: int, rate: int = 16000) -> dict[str, object]:
-    data = b"\0\0" * (rate * ms // 1000)
-    return {"audio": types.Blob(data=data, mime_type=f"audio/pcm;rate={rate}")}
-
-
 def _response(call_id: str) -> dict[str, object]:
     return {"function_responses": [types.FunctionResponse(id=call_id, name="f", response={})]}
 
 
 def test_describe_reads_text_audio_and_response_ids() -> None:
     assert describe("send_client_content", _text("hi")) == (0.0, "hi", ())
-    ms, text, ids = describe("send_realtime_input", _audio(250))
+    ms, text, ids = describe("send_realtime_input", silent_audio_input(250))
     assert (round(ms), text, ids) == (250, None, ())
     assert describe("send_tool_response", _response("c1")) == (0.0, None, ("c1",))
     legacy = {"input": types.LiveClientContent(turns=_text("yo")["turns"], turn_complete=True)}
@@ -127,7 +124,7 @@ def test_responses_to_unknown_calls_are_removed_others_kept() -> None:
 def test_audio_older_than_the_window_is_counted_not_replayed() -> None:
     outbox = Outbox(audio_window_ms=500)
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(100))
+        outbox.record("send_realtime_input", silent_audio_input(100))
     replay = outbox.take_replay()
     assert len(replay.messages) == 5 and round(replay.dropped_silence_ms) == 500
     assert round(outbox.dropped_silence_ms_total) == 500
@@ -161,10 +158,6 @@ async def test_queue_guard_knows_the_request_in_hand_until_it_is_sent() -> None:
     assert "get" not in queue.__dict__
 
 
-def _pcm(pcm: bytes) -> dict[str, object]:
-    return {"audio": types.Blob(data=pcm, mime_type="audio/pcm;rate=16000")}
-
-
 def test_a_late_answer_never_pushes_the_unanswered_speech_out_of_the_cap() -> None:
     """Voice soak seed 65: until the model answers, every chunk after the utterance carries
     its number; the silence after it filled the utterance cap, and the speech itself was
@@ -176,10 +169,10 @@ def test_a_late_answer_never_pushes_the_unanswered_speech_out_of_the_cap() -> No
     speech = speech_pcm("hello", seconds=0.6)
     chunk = 640  # 20 ms at 16 kHz
     for start in range(0, len(speech), chunk):
-        outbox.record("send_realtime_input", _pcm(speech[start : start + chunk]))
+        outbox.record("send_realtime_input", audio_input(speech[start : start + chunk]))
     quiet = silence_pcm(0.02)
     for _ in range(250):  # 5 s of silence, no answer yet
-        outbox.record("send_realtime_input", _pcm(quiet))
+        outbox.record("send_realtime_input", audio_input(quiet))
     replay = outbox.take_replay()
     assert replay.dropped_audio_ms == 0, "no speech was trimmed"
     voiced = [m for m in replay.messages if m.voiced]
@@ -199,10 +192,10 @@ def test_a_replay_recorded_again_keeps_its_start_on_the_first_sound() -> None:
     outbox = Outbox(audio_window_ms=1000, max_utterance_ms=3000)
     outbox.begin_connection()
     for _ in range(3):
-        outbox.record("send_realtime_input", _pcm(silence_pcm(0.02)))
+        outbox.record("send_realtime_input", audio_input(silence_pcm(0.02)))
     speech = speech_pcm("hello", seconds=0.4)
     for start in range(0, len(speech), 640):
-        outbox.record("send_realtime_input", _pcm(speech[start : start + 640]))
+        outbox.record("send_realtime_input", audio_input(speech[start : start + 640]))
     first = outbox.take_replay()
     assert [m.starts_utterance for m in first.messages][:4] == [False, False, False, True]
     outbox.begin_connection()  # the replay goes again, on a connection that dies

@@ -63,7 +63,7 @@ module_function_loop = pytest.mark.skipif(
 )
 
 
-def _agent(server: FakeLiveServer) -> LlmAgent:
+def _stock_agent(server: FakeLiveServer) -> LlmAgent:
     assert not is_installed()
     return LlmAgent(name="assistant", model=server.gemini(), instruction="Be brief.")
 
@@ -72,7 +72,7 @@ def _agent(server: FakeLiveServer) -> LlmAgent:
 @pytest.mark.parametrize("code", [1000, 1006, 1011])
 async def test_1_27_drop_after_a_handle_raises_api_error(code: int) -> None:
     async with FakeLiveServer() as server:
-        async with await LiveDriver.start(_agent(server)) as live:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
             assert await live.say("one") == "echo: one"
             assert server.connections[0].handles_issued, "the handle was there to use"
             if code == 1006:
@@ -89,7 +89,7 @@ async def test_1_27_drop_after_a_handle_raises_api_error(code: int) -> None:
 async def test_1_27_ignores_go_away_and_dies_at_the_deadline() -> None:
     server = FakeLiveServer(time_scale=0.01, connection_lifetime=100, go_away_lead=60)
     async with server:
-        async with await LiveDriver.start(_agent(server)) as live:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
             assert await live.say("one") == "echo: one"
             error = await live.wait_ended(timeout=10)
         first = server.connections[0]
@@ -101,7 +101,7 @@ async def test_1_27_ignores_go_away_and_dies_at_the_deadline() -> None:
 @transparent_family
 async def test_1_30_reconnect_asks_the_gemini_api_for_transparent_and_fails() -> None:
     async with FakeLiveServer() as server:
-        async with await LiveDriver.start(_agent(server)) as live:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
             assert await live.say("one") == "echo: one"
             assert server.connections[0].handles_issued, "the handle was there to use"
             await server.restart()  # 1006: ADK tries to resume...
@@ -115,7 +115,7 @@ async def test_1_30_reconnect_asks_the_gemini_api_for_transparent_and_fails() ->
 @reconnects_after_queue_close
 async def test_1_36_closing_the_queue_with_a_handle_reconnects_and_never_ends() -> None:
     async with FakeLiveServer() as server:
-        async with await LiveDriver.start(_agent(server)) as live:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
             assert await live.say("one") == "echo: one"
             assert server.connections[0].handles_issued
             live.queue.close()  # ADK closes the socket (1000) and, holding a handle, resumes
@@ -128,7 +128,7 @@ async def test_1_36_closing_the_queue_with_a_handle_reconnects_and_never_ends() 
 @module_function_loop
 async def test_newest_resumable_false_erases_the_handle_so_the_next_drop_raises() -> None:
     async with FakeLiveServer(chunk_delay=0.2) as server:
-        async with await LiveDriver.start(_agent(server)) as live:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
             assert await live.say("one") == "echo: one"
             live.send_text("two")  # generation starts: {resumable: false} without a handle
             record = server.connections[0]
@@ -147,7 +147,7 @@ async def test_newest_resumable_false_erases_the_handle_so_the_next_drop_raises(
 
 @module_function_loop
 async def test_newest_flapping_server_reconnects_without_bound() -> None:
-    async with FakeLiveServer() as server, await LiveDriver.start(_agent(server)) as live:
+    async with FakeLiveServer() as server, await LiveDriver.start(_stock_agent(server)) as live:
         assert await live.say("one") == "echo: one"
         server.flap(1011)
         await server.close_open(1011)
@@ -162,7 +162,7 @@ async def test_newest_flapping_server_reconnects_without_bound() -> None:
 async def test_newest_loses_the_message_in_flight_when_the_socket_dies() -> None:
     async with FakeLiveServer() as server:
         server.script(Fault.close(1011, after_client_messages=2), connection=1)
-        async with await LiveDriver.start(_agent(server)) as live:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
             assert await live.say("one") == "echo: one"
             live.send_text("two")  # reaches the socket as it dies
             await server.wait_for_connections(2)

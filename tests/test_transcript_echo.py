@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from google.genai import types
-
 from adk_live_resume.outbox import Outbox
 from adk_live_resume.transcript_echo import TranscriptEcho, squeeze
+
+from .helpers import audio_input
 
 RATE = 16000
 SPEECH = b"\xe8\x03" * (RATE // 50)  # 20 ms at amplitude 1000: voiced
 SILENCE = b"\x00\x00" * (RATE // 50)
-
-
-def _audio(pcm: bytes) -> dict[str, object]:
-    return {"audio": types.Blob(data=pcm, mime_type=f"audio/pcm;rate={RATE}")}
 
 
 def _shown(echo: TranscriptEcho, utterance: int, pieces: list[str]) -> list[str]:
@@ -90,7 +86,7 @@ def test_white_space_while_repeating_is_held_back_and_case_is_ignored() -> None:
 def test_the_outbox_arms_the_echo_when_a_replay_sends_the_utterance_from_its_start() -> None:
     outbox = Outbox()
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     assert [outbox.input_text(p) for p in ("fh", "t")] == ["fh", "t"]
     outbox.begin_connection()
     replay = outbox.take_replay()
@@ -106,7 +102,7 @@ def test_the_outbox_does_not_arm_the_echo_when_the_utterance_start_is_not_replay
     it is replayed, and the new transcription goes on from where it was."""
     outbox = Outbox()
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     outbox.input_text("fht")
     outbox.covered(10)
     outbox.begin_connection()
@@ -120,9 +116,9 @@ def test_the_echo_follows_an_utterance_whose_replay_counts_as_a_new_one() -> Non
     back, on the next connection and on one after a second drop."""
     outbox = Outbox()
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     for _ in range(30):
-        outbox.record("send_realtime_input", _audio(SILENCE))
+        outbox.record("send_realtime_input", audio_input(SILENCE))
     assert outbox.input_text("tell me") == "tell me"
     outbox.model_text("echo: ")  # the answer began, and the drop cut it
     first = outbox.activity.utterances
@@ -142,9 +138,9 @@ def test_a_replay_dropped_before_its_transcription_came_leaves_the_echo_armed() 
     the user was shown, under the utterance's new number."""
     outbox = Outbox()
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     for _ in range(30):
-        outbox.record("send_realtime_input", _audio(SILENCE))
+        outbox.record("send_realtime_input", audio_input(SILENCE))
     assert outbox.input_text("tell me") == "tell me"
     outbox.model_text("echo: ")  # the answer began, and the drop cut it
     first = outbox.activity.utterances

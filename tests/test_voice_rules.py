@@ -19,10 +19,12 @@ from adk_live_resume.fresh_history import fresh_history
 from adk_live_resume.outbox import Outbox
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
 
+from .helpers import audio_input, content
+
 RATE = 16000
 
 
-def _pcm(ms: int, amplitude: int) -> bytes:
+def _sine_pcm(ms: int, amplitude: int) -> bytes:
     count = RATE * ms // 1000
     return struct.pack(
         f"<{count}h",
@@ -30,12 +32,8 @@ def _pcm(ms: int, amplitude: int) -> bytes:
     )
 
 
-SPEECH = _pcm(20, 3000)
-QUIET = _pcm(20, 40)
-
-
-def _audio(pcm: bytes) -> dict[str, object]:
-    return {"audio": types.Blob(data=pcm, mime_type=f"audio/pcm;rate={RATE}")}
+SPEECH = _sine_pcm(20, 3000)
+QUIET = _sine_pcm(20, 40)
 
 
 def _text(text: str) -> dict[str, object]:
@@ -191,7 +189,7 @@ def test_a_turn_between_two_chunks_of_a_word_answers_nothing_of_it() -> None:
 
 
 def test_reading_audio_and_signals_from_send_calls() -> None:
-    assert audio_pcm("send_realtime_input", _audio(SPEECH)) == SPEECH
+    assert audio_pcm("send_realtime_input", audio_input(SPEECH)) == SPEECH
     assert audio_pcm("send_realtime_input", {"text": "hi"}) == b""
     assert signals("send_realtime_input", {"activity_start": types.ActivityStart()}) == [
         "activity_start"
@@ -209,9 +207,9 @@ def test_a_handle_while_the_user_speaks_keeps_the_whole_utterance_on_the_gemini_
     outbox.model_text("echo: one")
     outbox.turn_complete()
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(QUIET))
+        outbox.record("send_realtime_input", audio_input(QUIET))
     for _ in range(50):  # one second of speech
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     outbox.covered(None)  # a handle issued while the model was idle, the user speaking
     replay = outbox.take_replay()
     voiced = [m for m in replay.messages if m.voiced]
@@ -223,9 +221,9 @@ def test_a_handle_while_the_user_speaks_keeps_the_whole_utterance_on_the_gemini_
 def test_a_handle_after_the_answer_covers_the_answered_utterance() -> None:
     outbox = Outbox(audio_window_ms=0)
     for _ in range(20):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     for _ in range(30):
-        outbox.record("send_realtime_input", _audio(QUIET))
+        outbox.record("send_realtime_input", audio_input(QUIET))
     outbox.input_text("hello")
     outbox.model_text("echo: hello")
     outbox.turn_complete()
@@ -237,7 +235,7 @@ def test_with_an_index_the_handle_covers_exactly_what_was_consumed() -> None:
     outbox = Outbox()
     outbox.begin_connection()
     for _ in range(5):
-        outbox.record("send_realtime_input", _audio(SPEECH))  # 1..5
+        outbox.record("send_realtime_input", audio_input(SPEECH))  # 1..5
     outbox.model_text("previous answer")
     outbox.turn_complete()
     outbox.covered(3)
@@ -257,7 +255,7 @@ def test_ten_minutes_of_microphone_without_a_handle_stay_bounded() -> None:
             for second in range(60):
                 chunk = SPEECH if (second % 20) < 3 else QUIET  # 3 s utterances
                 for _ in range(50):
-                    outbox.record("send_realtime_input", _audio(chunk))
+                    outbox.record("send_realtime_input", audio_input(chunk))
                 if (second % 20) == 5:
                     outbox.model_text(f"answer {minute}:{second}")
                     outbox.turn_complete()
@@ -279,7 +277,7 @@ def test_ten_minutes_of_microphone_without_a_handle_stay_bounded() -> None:
 def test_audio_is_counted_when_it_leaves_not_only_at_replay() -> None:
     outbox = Outbox(audio_window_ms=200, max_utterance_ms=0)
     for _ in range(100):
-        outbox.record("send_realtime_input", _audio(QUIET))
+        outbox.record("send_realtime_input", audio_input(QUIET))
     assert outbox.dropped_silence_ms_total >= 2000 - 1.25 * 200
     replay = outbox.take_replay()
     assert round(sum(m.audio_ms for m in replay.messages)) == 200
@@ -290,7 +288,7 @@ def test_audio_is_counted_when_it_leaves_not_only_at_replay() -> None:
 def test_a_long_utterance_keeps_its_newest_part_up_to_the_cap() -> None:
     outbox = Outbox(audio_window_ms=0, max_utterance_ms=1000)
     for _ in range(200):  # 4 s of speech
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     replay = outbox.take_replay()
     assert round(sum(m.audio_ms for m in replay.messages)) == 1000
     assert round(replay.dropped_audio_ms) == 3000
@@ -411,12 +409,8 @@ def test_parallel_calls_are_decided_one_by_one() -> None:
 # -- the history of a fresh session while the user speaks ------------------------------------
 
 
-def _turn(role: str, text: str) -> types.Content:
-    return types.Content(role=role, parts=[types.Part(text=text)])
-
-
 def test_a_finished_utterance_in_the_history_is_answered_from_it() -> None:
-    contents = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "o e b c n")]
+    contents = [content("user", "one"), content("model", "echo: one"), content("user", "o e b c n")]
     history, in_history = fresh_history(contents, "oebcn", speaking=False)
     assert history == contents and in_history
 
@@ -424,13 +418,13 @@ def test_a_finished_utterance_in_the_history_is_answered_from_it() -> None:
 def test_an_utterance_still_spoken_leaves_the_history_and_is_replayed_as_audio() -> None:
     """ADK stored the partial transcription "oebc" as a user turn; the user is still
     speaking, so the history must not answer that fragment: the audio carries it whole."""
-    contents = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "oebc")]
+    contents = [content("user", "one"), content("model", "echo: one"), content("user", "oebc")]
     history, in_history = fresh_history(contents, "o e b c", speaking=True)
     assert history == contents[:2] and not in_history
 
 
 def test_an_utterance_the_history_lacks_is_replayed_and_the_history_kept() -> None:
-    contents = [_turn("user", "one"), _turn("model", "echo: one")]
+    contents = [content("user", "one"), content("model", "echo: one")]
     for speaking in (False, True):
         assert fresh_history(contents, "oebc", speaking=speaking) == (contents, False)
     assert fresh_history(contents, "", speaking=True) == (contents, False)
@@ -440,11 +434,11 @@ def test_only_a_user_turn_of_its_own_after_the_last_answer_is_the_utterance() ->
     """The spoken "nulvs" is not in a history whose typed turn reads "story nulvs" (the user
     talked over that story, and google-adk 1.x had not stored the transcription yet), nor in
     one where the same word was said and answered before: its audio is replayed."""
-    typed = [_turn("user", "story nulvs"), _turn("model", "echo: ")]
+    typed = [content("user", "story nulvs"), content("model", "echo: ")]
     assert fresh_history(typed, "nulvs", speaking=False) == (typed, False)
-    earlier = [_turn("user", "yes"), _turn("model", "echo: yes")]
+    earlier = [content("user", "yes"), content("model", "echo: yes")]
     assert fresh_history(earlier, "yes", speaking=False) == (earlier, False)
-    stored = [*typed, _turn("user", "n u l v s")]
+    stored = [*typed, content("user", "n u l v s")]
     assert fresh_history(stored, "nulvs", speaking=False) == (stored, True)
 
 
@@ -452,7 +446,9 @@ def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it()
     """A typed turn talked over before any answer came: the server's ``interrupted`` says
     it had started answering, so a handle after it holds the turn (no replay, no twice)."""
     outbox = Outbox()
-    outbox.record("send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True})
+    outbox.record(
+        "send_client_content", {"turns": [content("user", "story")], "turn_complete": True}
+    )
     outbox.interrupted()
     outbox.covered(None)
     assert outbox.take_replay().messages == []
@@ -464,12 +460,12 @@ def test_a_typed_turn_sent_while_the_user_speaks_is_not_part_of_the_utterance() 
     utterance and kept with it, so the next resume sent it again (voice chaos seed 116)."""
     outbox = Outbox()
     for _ in range(5):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     typed = outbox.record(
-        "send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True}
+        "send_client_content", {"turns": [content("user", "story")], "turn_complete": True}
     )
     assert typed.utterance == 0
-    outbox.record("send_realtime_input", _audio(SPEECH))
+    outbox.record("send_realtime_input", audio_input(SPEECH))
     outbox.interrupted()
     outbox.covered(None)
     replay = outbox.take_replay()
@@ -479,7 +475,9 @@ def test_a_typed_turn_sent_while_the_user_speaks_is_not_part_of_the_utterance() 
 
 def test_a_turn_with_no_sign_of_the_server_stays_for_replay() -> None:
     outbox = Outbox()
-    outbox.record("send_client_content", {"turns": [_turn("user", "story")], "turn_complete": True})
+    outbox.record(
+        "send_client_content", {"turns": [content("user", "story")], "turn_complete": True}
+    )
     outbox.covered(None)
     assert [m.user_text for m in outbox.take_replay().messages] == ["story"]
 
@@ -487,14 +485,14 @@ def test_a_turn_with_no_sign_of_the_server_stays_for_replay() -> None:
 def test_an_utterance_replayed_from_its_start_turns_its_transcription_into_a_fragment() -> None:
     outbox = Outbox()
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     outbox.input_text("fh")
     outbox.input_text("t")
     replay = outbox.take_replay()
     assert replay.messages and replay.messages[0].starts_utterance
     assert outbox.transcript_fragments == ["fht"]
     assert outbox.utterance_transcript() == "", "the next connection transcribes from the start"
-    joined = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "fhtfhtgv")]
+    joined = [content("user", "one"), content("model", "echo: one"), content("user", "fhtfhtgv")]
     history, _ = fresh_history(joined, "", speaking=False, fragments=outbox.transcript_fragments)
     assert [c.parts[0].text for c in history] == ["one", "echo: one", "fhtgv"]
     assert joined[2].parts[0].text == "fhtfhtgv", "ADK's contents are not changed in place"
@@ -507,9 +505,9 @@ def test_an_utterance_whose_replay_no_connection_heard_is_found_in_the_history()
     history must find, or the audio goes too and the model hears it twice."""
     outbox = Outbox(activity=UserActivity(hangover_ms=40))
     for _ in range(10):
-        outbox.record("send_realtime_input", _audio(SPEECH))
+        outbox.record("send_realtime_input", audio_input(SPEECH))
     for _ in range(5):
-        outbox.record("send_realtime_input", _audio(QUIET))
+        outbox.record("send_realtime_input", audio_input(QUIET))
     outbox.input_text("fh")
     outbox.input_text("t")
     outbox.begin_connection()
@@ -521,7 +519,7 @@ def test_an_utterance_whose_replay_no_connection_heard_is_found_in_the_history()
     assert outbox.activity.utterances == 2, "replayed after the user went quiet: a new number"
     assert outbox.utterance_transcript() == ""
     assert outbox.utterance_transcript_stored() == "fht"
-    contents = [_turn("user", "one"), _turn("model", "echo: one"), _turn("user", "fht")]
+    contents = [content("user", "one"), content("model", "echo: one"), content("user", "fht")]
     history, in_history = fresh_history(
         contents,
         outbox.utterance_transcript(),

@@ -7,7 +7,7 @@ from google.genai import types
 from adk_live_resume.waiting_turns import MAX_WAIT_SECONDS, Send, WaitingTurns
 
 
-def _turn(*ids: str) -> Send:
+def _reply_turn(*ids: str) -> Send:
     parts = [
         types.Part(function_response=types.FunctionResponse(id=i, name="job", response={}))
         for i in ids
@@ -20,7 +20,7 @@ def _turn(*ids: str) -> Send:
 
 def test_a_turn_waits_while_the_user_is_busy_and_goes_once_in_order() -> None:
     waiting = WaitingTurns()
-    first, second = _turn("a"), _turn("b")
+    first, second = _reply_turn("a"), _reply_turn("b")
     waiting.hold(first, now=0.0)
     waiting.hold(second, now=1.0)
     assert waiting.due(user_busy=True, now=2.0) == []
@@ -30,7 +30,7 @@ def test_a_turn_waits_while_the_user_is_busy_and_goes_once_in_order() -> None:
 
 def test_a_turn_never_waits_longer_than_the_bound() -> None:
     waiting = WaitingTurns()
-    turn = _turn("a")
+    turn = _reply_turn("a")
     waiting.hold(turn, now=10.0)
     assert waiting.due(user_busy=True, now=10.0 + MAX_WAIT_SECONDS - 0.1) == []
     assert waiting.due(user_busy=True, now=10.0 + MAX_WAIT_SECONDS) == [turn]
@@ -38,7 +38,7 @@ def test_a_turn_never_waits_longer_than_the_bound() -> None:
 
 def test_a_fresh_session_drops_only_the_turns_its_history_holds() -> None:
     waiting = WaitingTurns()
-    held, lacked = _turn("a"), _turn("b", "c")
+    held, lacked = _reply_turn("a"), _reply_turn("b", "c")
     waiting.hold(held, now=0.0)
     waiting.hold(lacked, now=0.0)
     waiting.on_fresh_session(["a", "b"])  # c is not in the history

@@ -1,0 +1,50 @@
+"""Small builders the test files share: client sends, contents, a tool, a goAway server.
+
+Fixtures live in ``conftest.py``; plain functions here, imported by name
+(``from .helpers import content``), so that each idea has one definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.genai import types
+
+from adk_live_resume.testing import FakeLiveServer
+
+#: The sample rate of the microphone audio the tests send (16-bit mono PCM).
+RATE = 16000
+
+
+def audio_input(pcm: bytes, rate: int = RATE) -> dict[str, object]:
+    """The keyword arguments of a ``send_realtime_input`` call carrying ``pcm``."""
+    return {"audio": types.Blob(data=pcm, mime_type=f"audio/pcm;rate={rate}")}
+
+
+def silent_audio_input(ms: int, rate: int = RATE) -> dict[str, object]:
+    """:func:`audio_input` with ``ms`` of digital silence."""
+    return audio_input(b"\0\0" * (rate * ms // 1000), rate)
+
+
+def content(role: str, text: str) -> types.Content:
+    """A one-part text ``Content`` of ``role`` ("user" or "model")."""
+    return types.Content(role=role, parts=[types.Part(text=text)])
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Return the weather in a city."""
+    return {"city": city, "sky": "clear"}
+
+
+def go_away_server(
+    *, lifetime: float = 100, lead: float = 60, chunk_delay: float = 0.0, **settings: Any
+) -> FakeLiveServer:
+    """A fake whose connections live ``lifetime`` service seconds at ``time_scale=0.01`` (1 s
+    real for 100) and send goAway ``lead`` service seconds before their end."""
+    return FakeLiveServer(
+        time_scale=0.01,
+        connection_lifetime=lifetime,
+        go_away_lead=lead,
+        chunk_delay=chunk_delay,
+        **settings,
+    )
