@@ -176,7 +176,10 @@ async def _session_holds(worker: ApiWorker, session_id: str, text: str) -> None:
             await asyncio.sleep(0.05)
 
 
-SLOW_LATE = {"chunk_delay": 0.4, "handle_schedule": HandleSchedule(turn_handle_late=True)}
+#: Answer chunks 1 s apart: an answer streams for about 3 s, so that "mid-answer" still holds
+#: when worker B's API shows the turn stored (that read took over 1.2 s with the suite's
+#: workers beside it, the answer was complete and B had nothing left to answer).
+SLOW_LATE = {"chunk_delay": 1.0, "handle_schedule": HandleSchedule(turn_handle_late=True)}
 
 
 @pytest.mark.parametrize("deployment", [SLOW_LATE], indirect=True, ids=["late-handles"])
