@@ -34,8 +34,10 @@ RATE = 16000
 
 async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFactory) -> None:
     """Defect 1: a goAway 0.8 s into a 3 s utterance rotated at once, mid-utterance."""
-    # goAway 1 s after accept with 5 s left; the margin leaves 4.5 s, more than the utterance.
-    async with FakeLiveServer(connection_lifetime=6.0, go_away_lead=5.0) as server:
+    # goAway 1 s after accept with 9 s left; the margin leaves 8.5 s, more than the first
+    # answer and the utterance even on a loaded machine (with 4.5 s, a first answer slowed
+    # past a second left the deadline inside the utterance).
+    async with FakeLiveServer(connection_lifetime=10.0, go_away_lead=9.0) as server:
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.5))
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
@@ -694,7 +696,9 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     handle and a drop lost it: the model never answered it. A turn answers only utterances
     begun before its output. (``NO_INTERRUPTION``: the answer goes on over the user.)"""
     config = _server_vad_ending_after(3000, talked_over=True)
-    async with FakeLiveServer(chunk_delay=0.15) as server:
+    # Answer chunks 0.4 s apart: the answer outlasts the speech and the silence after it even
+    # when a loaded machine stretches the microphone's 5 ms sleeps.
+    async with FakeLiveServer(chunk_delay=0.4) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent, run_config=config) as live:
             typed = await _answer_streaming(live, LONG_TURN)
