@@ -52,8 +52,9 @@ def check_recorded_plans(
 ) -> None:
     """Assert that every pinned seed of ``soak`` plays the plan recorded for ``features`` (the
     release's feature set the plan generator reads). With ``ADK_LIVE_RESUME_ACCEPT_PLANS=1``
-    the record is rewritten instead. A feature set with no record yet fails too: a release
-    that plays other plans needs its own record, accepted by a person."""
+    the record is rewritten instead. A feature set with no record (a release of the matrix
+    that offers other features than the two full-suite releases) skips, saying how to record
+    it: the seeds still run there, but nobody has said what they play."""
     record = _load()
     now = {str(p.seed): {"guards": p.guards, "plan": describe(p.seed)} for p in pins}
     if os.environ.get(ACCEPT_ENV) == "1":
@@ -66,9 +67,8 @@ def check_recorded_plans(
         f"accept it: {ACCEPT_ENV}=1 python3 scripts/dev.py test tests/test_pinned_plans.py "
         f"(on each full-suite release) and commit {RECORD.name}"
     )
-    assert recorded is not None, (
-        f"no recorded plans of the {soak} pinned seeds for the feature set {features!r}; {how}"
-    )
+    if recorded is None:
+        pytest.skip(f"no recorded plans of the {soak} pinned seeds for {features!r}; {how}")
     changed = [
         f"seed {seed} ({entry['guards']}):\n  recorded: {recorded.get(seed, {}).get('plan')}\n"
         f"  now:      {entry['plan']}"

@@ -42,5 +42,5 @@ def test_a_changed_plan_fails_with_how_to_accept_it(
     check_recorded_plans("soak", "any", pins, lambda seed: f"plan {seed}")
     with pytest.raises(AssertionError, match=r"seed 5 \(some_behaviour\)[\s\S]*ACCEPT_PLANS=1"):
         check_recorded_plans("soak", "any", pins, lambda seed: f"another plan {seed}")
-    with pytest.raises(AssertionError, match="no recorded plans"):
+    with pytest.raises(pytest.skip.Exception, match="no recorded plans"):
         check_recorded_plans("soak", "other features", pins, lambda seed: f"plan {seed}")
