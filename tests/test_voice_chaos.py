@@ -700,7 +700,8 @@ async def _play(seed: int) -> None:
         plan.describe(),
         run_plan(plan),
         timeout=100,
-        replay="ADK_LIVE_RESUME_VOICE_CHAOS_SEED={seed} python3 scripts/dev.py soak tests/test_voice_chaos.py",
+        replay="ADK_LIVE_RESUME_VOICE_CHAOS_SEED={seed}"
+        " python3 scripts/dev.py soak tests/test_voice_chaos.py",
     )
 
 
