@@ -28,17 +28,36 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 LONG = "a long answer please"
 
 
+def _server(chunk_delay: float = 0.2, **settings: Any) -> FakeLiveServer:
+    """Answer chunks ``chunk_delay`` apart, so a long answer streams for about two of them;
+    connections live a minute, so no goAway comes but the one a test sends
+    (:func:`_go_away_in_the_answer`)."""
+    return go_away_server(lifetime=6000, lead=85, chunk_delay=chunk_delay, **settings)
+
+
+async def _go_away_in_the_answer(
+    live: LiveDriver, server: FakeLiveServer, mark: int, time_left: float = 0.85
+) -> None:
+    """Once the answer to the turn sent at ``mark`` streams, a goAway with ``time_left``: it
+    lands in the answer however slow the machine (a timed one landed before the answer began
+    when the first turn was slow, and the move then needed no early socket)."""
+    await live.wait_for_event(lambda event: event.partial, after=mark)
+    assert server.go_away_now(time_left) == [1]
+
+
 async def _long_answer_through_go_away(
-    server: FakeLiveServer, make_agent: AgentFactory, policy: ResumePolicy
+    server: FakeLiveServer, make_agent: AgentFactory, policy: ResumePolicy, time_left: float = 0.85
 ) -> tuple[RunStats, float]:
-    """One run: the long answer (the goAway lands in it), then one more turn. Returns the
+    """One run: the long answer (a goAway lands in it), then one more turn. Returns the
     run's stats and the loop time at which the client had the whole answer."""
     stats: list[RunStats] = []
     remove = adk_live_resume.on_run_end(stats.append)
     try:
         agent = make_agent(server, policy=policy)
         async with await LiveDriver.start(agent) as live:
-            assert await live.say(LONG) == f"echo: {LONG}"
+            mark = live.send_text(LONG)
+            await _go_away_in_the_answer(live, server, mark, time_left)
+            assert await live.answer_after(mark) == f"echo: {LONG}"
             answered_at = asyncio.get_running_loop().time()
             await server.wait_for_connections(2, timeout=5)
             assert await live.say("after") == "echo: after"
@@ -62,7 +81,7 @@ def _whole_and_resumed(server: FakeLiveServer, new_index: int) -> None:
 async def test_go_away_mid_answer_opens_the_next_socket_while_the_answer_streams(
     make_agent: AgentFactory, on: bool
 ) -> None:
-    async with go_away_server(lead=85, chunk_delay=0.2) as server:
+    async with _server() as server:
         policy = ResumePolicy(go_away_margin=0.05, early_dial=on)
         stats, answered_at = await _long_answer_through_go_away(server, make_agent, policy)
         old, new = server.connections[:2]
@@ -85,7 +104,7 @@ async def test_an_early_socket_the_server_closed_while_it_waited_is_not_used(
 ) -> None:
     # The server closes a socket that sends no setup within 0.1 s: the early one, since the
     # answer streams on for longer. The SDK opens its own at the safe point.
-    async with go_away_server(lead=85, chunk_delay=0.2, setup_timeout=10) as server:
+    async with _server(setup_timeout=10) as server:
         policy = ResumePolicy(go_away_margin=0.05)
         stats, _ = await _long_answer_through_go_away(server, make_agent, policy)
         early, used = server.connections[1:3]
@@ -99,10 +118,12 @@ async def test_an_early_socket_the_server_closed_while_it_waited_is_not_used(
 async def test_an_early_socket_older_than_max_age_is_closed_unused(
     make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(early_dial, "MAX_AGE", 0.05)  # the answer streams for longer
-    async with go_away_server(lead=85, chunk_delay=0.2) as server:
+    monkeypatch.setattr(early_dial, "MAX_AGE", 0.05)
+    # The answer streams for over a second after the goAway: the early socket is open and too
+    # old long before the safe point, even when a loaded machine makes its handshake slow.
+    async with _server(chunk_delay=0.6) as server:
         policy = ResumePolicy(go_away_margin=0.05)
-        stats, _ = await _long_answer_through_go_away(server, make_agent, policy)
+        stats, _ = await _long_answer_through_go_away(server, make_agent, policy, 3.0)
         await server.wait_for(
             lambda: server.connections[1].finished, 5, what="the early socket closed"
         )
@@ -116,10 +137,10 @@ async def test_an_early_socket_older_than_max_age_is_closed_unused(
 async def test_ending_the_run_while_an_early_socket_waits_closes_it(
     make_agent: AgentFactory, ending: str
 ) -> None:
-    async with go_away_server(lead=85, chunk_delay=0.2) as server:
+    async with _server() as server:
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
         live = await LiveDriver.start(agent)
-        live.send_text(LONG)
+        await _go_away_in_the_answer(live, server, live.send_text(LONG))
         await server.wait_for(lambda: len(server.connections) == 2, 5, what="the early socket")
         early = server.connections[1]
         assert early.setup is None and not server.connections[0].finished

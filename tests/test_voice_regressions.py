@@ -696,9 +696,10 @@ async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     handle and a drop lost it: the model never answered it. A turn answers only utterances
     begun before its output. (``NO_INTERRUPTION``: the answer goes on over the user.)"""
     config = _server_vad_ending_after(3000, talked_over=True)
-    # Answer chunks 0.4 s apart: the answer outlasts the speech and the silence after it even
-    # when a loaded machine stretches the microphone's 5 ms sleeps.
-    async with FakeLiveServer(chunk_delay=0.4) as server:
+    # Answer chunks 1 s apart: the answer outlasts the speech and the silence after it even
+    # when a loaded machine stretches the microphone's 5 ms sleeps (0.4 s was not enough with
+    # eight test workers beside other work on two cores).
+    async with FakeLiveServer(chunk_delay=1.0) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent, run_config=config) as live:
             typed = await _answer_streaming(live, LONG_TURN)
