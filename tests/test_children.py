@@ -1,0 +1,215 @@
+"""Nothing left behind: children of a test run go when the run goes, however it goes.
+
+:mod:`adk_live_resume.testing.children`: process groups, the parent-death signal, the exit
+hook, spawning from a short-lived thread.
+
+Processes are told apart by pid and start time (a pid can be reused); a zombie counts as
+gone (it holds no resource but its pid, and only its new parent can reap it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+from adk_live_resume.testing import children
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)"),
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+LINUX = sys.platform.startswith("linux")
+
+#: (pid, start time in clock ticks since boot): one process, never a later one with its pid.
+Process = tuple[int, int]
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """State, parent pid and start time of ``pid`` from /proc, or None if it has gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _process(pid: int) -> Process:
+    stat = _stat(pid)
+    assert stat is not None, f"{pid} is not running"
+    return pid, stat[2]
+
+
+def _alive(process: Process) -> bool:
+    stat = _stat(process[0])
+    return stat is not None and stat[2] == process[1] and stat[0] not in ("Z", "X")
+
+
+def _descendants(root: int) -> dict[Process, str]:
+    """Every live process below ``root`` (not ``root`` itself), with its command line."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            parents[int(entry.name)] = stat[1]
+    found: dict[Process, str] = {}
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor is not None and ancestor != root:
+            ancestor = parents.get(ancestor)
+        if ancestor == root and (stat := _stat(pid)) is not None and stat[0] != "Z":
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            found[(pid, stat[2])] = command.decode(errors="replace")
+    return found
+
+
+def _wait_gone(processes: Iterable[Process], timeout: float) -> list[Process]:
+    """Wait up to ``timeout`` s for ``processes`` to go; those still alive then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in processes if _alive(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _python(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code), *args]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "ADK_LIVE"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+@pytest.fixture
+def reaped() -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test started, reaped (with their groups) at teardown whatever happened."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        children.reap(proc, signal.SIGKILL)
+
+
+def _first_line(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
+    """The first line ``proc`` prints, read in a thread so a silent child cannot hang us."""
+    lines: list[str] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    assert lines and lines[0], f"no line from {proc.args}"
+    return lines[0].strip()
+
+
+def test_a_spawned_child_leads_its_own_session_and_reap_ends_its_whole_group(
+    reaped: list[subprocess.Popen[str]],
+) -> None:
+    proc = children.spawn(
+        ["sh", "-c", "sleep 600 & echo $!; wait"], stdout=subprocess.PIPE, text=True
+    )
+    reaped.append(proc)
+    grandchild = _process(int(_first_line(proc)))
+    assert os.getpgid(proc.pid) == proc.pid and os.getsid(proc.pid) == proc.pid
+    assert os.getpgid(grandchild[0]) == proc.pid
+    assert proc in children.live()
+    started = time.monotonic()
+    children.reap(proc)
+    assert time.monotonic() - started < 5
+    assert proc.returncode is not None and proc not in children.live()
+    assert _wait_gone([grandchild], 5) == []
+    children.reap(proc)  # again: nothing happens, nothing raises
+
+
+def test_spawn_refuses_to_share_the_callers_session() -> None:
+    with pytest.raises(TypeError, match="new session"):
+        children.spawn(["true"], start_new_session=False)
+
+
+@pytest.mark.skipif(not LINUX, reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("death", ["SIGKILL", "exception"])
+def test_a_child_goes_when_its_parent_dies_even_by_sigkill(
+    death: str, reaped: list[subprocess.Popen[str]]
+) -> None:
+    parent = children.spawn(
+        _python(
+            """
+            import atexit, sys, time
+            from adk_live_resume.testing import children
+
+            atexit.unregister(children.reap_all)  # not the exit hook: the signal alone
+            print(children.spawn(["sleep", "600"]).pid, flush=True)
+            if sys.argv[1] == "exception":
+                sys.stdin.readline()
+                raise RuntimeError("the parent fails")
+            time.sleep(600)
+            """,
+            death,
+        ),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    reaped.append(parent)
+    child = _process(int(_first_line(parent)))
+    if death == "SIGKILL":
+        parent.kill()
+    else:
+        assert parent.stdin is not None
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+    parent.wait(timeout=30)
+    assert _wait_gone([child], 5) == []
+
+
+def test_the_exit_hook_reaps_what_is_left_when_the_parent_exits(
+    reaped: list[subprocess.Popen[str]],
+) -> None:
+    parent = children.spawn(
+        _python(
+            """
+            from adk_live_resume.testing import children
+
+            children._libc_prctl = lambda: None  # no parent-death signal: the exit hook alone
+            print(children.spawn(["sleep", "600"]).pid, flush=True)
+            """
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    reaped.append(parent)
+    child = _process(int(_first_line(parent)))
+    assert parent.wait(timeout=30) == 0
+    assert _wait_gone([child], 1) == []
+
+
+@pytest.mark.skipif(not LINUX, reason="the parent-death signal is Linux's")
+def test_a_child_spawned_from_a_short_lived_thread_outlives_the_thread(
+    reaped: list[subprocess.Popen[str]],
+) -> None:
+    spawned: list[subprocess.Popen[str]] = []
+    thread = threading.Thread(target=lambda: spawned.append(children.spawn(["sleep", "600"])))
+    thread.start()
+    thread.join(30)
+    reaped.extend(spawned)
+    (proc,) = spawned
+    time.sleep(0.5)
+    assert proc.poll() is None, "the child died with the thread that asked for it"
+    children.reap(proc)
+    assert proc.returncode == -signal.SIGTERM
