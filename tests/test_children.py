@@ -1,7 +1,11 @@
 """Nothing left behind: children of a test run go when the run goes, however it goes.
 
-:mod:`adk_live_resume.testing.children`: process groups, the parent-death signal, the exit
-hook, spawning from a short-lived thread.
+:mod:`adk_live_resume.testing.children` alone first (process groups, the parent-death signal,
+the exit hook, spawning from a short-lived thread), then whole runs: a child ``pytest`` on a
+generated test that starts a throwaway PostgreSQL (the ``postgres`` fixture of
+tests/conftest.py), a fake server (``python -m adk_live_resume.testing serve``) and an
+``adk api_server`` worker, then sleeps; it is sent SIGINT, SIGTERM or SIGKILL (once under
+pytest-xdist, the controller alone), and within seconds no process it started is left.
 
 Processes are told apart by pid and start time (a pid can be reused); a zombie counts as
 gone (it holds no resource but its pid, and only its new parent can reap it).
@@ -9,6 +13,7 @@ gone (it holds no resource but its pid, and only its new parent can reap it).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -213,3 +218,141 @@ def test_a_child_spawned_from_a_short_lived_thread_outlives_the_thread(
     assert proc.poll() is None, "the child died with the thread that asked for it"
     children.reap(proc)
     assert proc.returncode == -signal.SIGTERM
+
+
+#: The run that is killed: a PostgreSQL server, a fake server and an api_server worker, each
+#: from a fixture with a finaliser, then a long sleep. It writes what it started to a file.
+HOLDING_RUN = """
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adk_live_resume.testing import children
+from adk_live_resume.testing.workers import start_api_worker
+
+OUT = Path(os.environ["REAP_OUT"])
+
+
+class _Nowhere:
+    base_url = "https://127.0.0.1:9"
+    cert_path = ""
+
+
+@pytest.fixture
+def fake_server_process(tmp_path):
+    proc = children.spawn(
+        [sys.executable, "-m", "adk_live_resume.testing", "serve"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+    )
+    for line in proc.stdout:
+        if line.startswith("# serving"):
+            break
+    yield proc
+    children.reap(proc)
+
+
+@pytest.fixture
+def api_worker(tmp_path):
+    (tmp_path / "agents").mkdir()
+    worker = start_api_worker(
+        "held", cwd=tmp_path, agents_dir=tmp_path / "agents", server=_Nowhere(),
+        session_uri=f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}",
+    )
+    yield worker
+    worker.kill()
+
+
+def test_hold(postgres, fake_server_process, api_worker):
+    worker_id = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    started = {
+        "postgres": postgres.pid,
+        "fake server": fake_server_process.pid,
+        "api_server": api_worker.proc.pid,
+        "pytest": os.getpid(),
+    }
+    (OUT / f"{worker_id}.tmp").write_text(json.dumps(started))
+    (OUT / f"{worker_id}.tmp").rename(OUT / f"{worker_id}.json")  # whole or not at all
+    time.sleep(600)
+"""
+
+
+def _holding_run(tmp_path: Path, xdist: bool) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    """Start the holding run; return it and the pids each of its runs reported, once every
+    run (one, or one per xdist worker) has started all its children."""
+    (tmp_path / "test_holding.py").write_text(HOLDING_RUN)
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider"]
+    command += ["-q", "-s", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base")]
+    command += ["-n", "2", "--dist", "each"] if xdist else ["-p", "no:xdist"]
+    command.append("test_holding.py")
+    log = (tmp_path / "run.log").open("w")
+    proc = children.spawn(
+        command,
+        cwd=tmp_path,
+        env={**_env(), "REAP_OUT": str(out)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    log.close()
+    runs = 2 if xdist else 1
+    deadline = time.monotonic() + 90
+    while len(reports := sorted(out.glob("*.json"))) < runs:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            children.reap(proc, signal.SIGKILL)
+            pytest.fail(f"the holding run never held:\n{(tmp_path / 'run.log').read_text()}")
+        time.sleep(0.1)
+    started: dict[str, int] = {}
+    for report in reports:
+        for name, pid in json.loads(report.read_text()).items():
+            started[f"{report.stem} {name}"] = pid
+    return proc, started
+
+
+@pytest.mark.parametrize(
+    ("xdist", "signum"),
+    [
+        (False, signal.SIGINT),
+        (False, signal.SIGTERM),
+        (False, signal.SIGKILL),
+        (True, signal.SIGKILL),
+    ],
+    ids=["ctrl-c", "sigterm", "sigkill", "xdist-controller-sigkill"],
+)
+def test_a_run_that_is_stopped_or_killed_leaves_no_process_behind(
+    xdist: bool, signum: signal.Signals, tmp_path: Path, reaped: list[subprocess.Popen[str]]
+) -> None:
+    if not LINUX and signum == signal.SIGKILL:
+        pytest.skip("only the parent-death signal (Linux) outlives a SIGKILL")
+    from adk_live_resume.testing.postgres import PostgresUnavailable, find_binaries
+
+    try:
+        find_binaries()
+    except PostgresUnavailable as error:
+        pytest.skip(f"no PostgreSQL: {error}")
+    pytest.importorskip("asyncpg")
+    run, started = _holding_run(tmp_path, xdist)
+    reaped.append(run)
+    below = _descendants(run.pid)
+    commands = "\n".join(below.values())
+    for name, pid in started.items():
+        if not name.endswith(" pytest"):
+            assert pid in {p for p, _ in below}, f"{name} ({pid}) not found below the run"
+    assert commands.count("postgres:") >= (2 if xdist else 1), commands  # its backends too
+    os.kill(run.pid, signum)
+    returncode = run.wait(timeout=60)
+    left = _wait_gone(below, 10)
+    assert left == [], "left behind:\n" + "\n".join(f"{p} {below[p]}" for p in left)
+    if signum != signal.SIGKILL:  # an orderly exit, as interrupted, after its finalisers
+        log = (tmp_path / "run.log").read_text()
+        assert returncode == pytest.ExitCode.INTERRUPTED, log
+        assert "KeyboardInterrupt" in log, log
