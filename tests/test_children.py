@@ -324,9 +324,10 @@ def _holding_run(tmp_path: Path, xdist: bool) -> tuple[subprocess.Popen[str], di
         (False, signal.SIGINT),
         (False, signal.SIGTERM),
         (False, signal.SIGKILL),
+        (True, signal.SIGTERM),
         (True, signal.SIGKILL),
     ],
-    ids=["ctrl-c", "sigterm", "sigkill", "xdist-controller-sigkill"],
+    ids=["ctrl-c", "sigterm", "sigkill", "xdist-controller-sigterm", "xdist-controller-sigkill"],
 )
 def test_a_run_that_is_stopped_or_killed_leaves_no_process_behind(
     xdist: bool, signum: signal.Signals, tmp_path: Path, reaped: list[subprocess.Popen[str]]
