@@ -113,8 +113,9 @@ def reaped() -> Iterator[list[subprocess.Popen[str]]]:
 def _first_line(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
     """The first line ``proc`` prints, read in a thread so a silent child cannot hang us."""
     lines: list[str] = []
-    assert proc.stdout is not None
-    reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    stdout = proc.stdout
+    assert stdout is not None
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
     assert lines and lines[0], f"no line from {proc.args}"
@@ -138,6 +139,48 @@ def test_a_spawned_child_leads_its_own_session_and_reap_ends_its_whole_group(
     assert proc.returncode is not None and proc not in children.live()
     assert _wait_gone([grandchild], 5) == []
     children.reap(proc)  # again: nothing happens, nothing raises
+
+
+def test_reap_also_ends_a_process_that_spawn_did_not_start() -> None:
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        started = time.monotonic()
+        children.reap(proc)
+        assert proc.returncode == -signal.SIGTERM
+        assert time.monotonic() - started < 2
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_second_sigterm_ends_the_process_at_once_while_the_first_one_unwinds(
+    reaped: list[subprocess.Popen[str]],
+) -> None:
+    proc = children.spawn(
+        _python(
+            """
+            import time
+            from adk_live_resume.testing import children
+
+            children.exit_on_sigterm()
+            try:
+                print("ready", flush=True)
+                time.sleep(60)
+            except KeyboardInterrupt as interrupt:
+                print("interrupted by", interrupt, flush=True)
+                time.sleep(60)  # a finaliser that hangs
+            """
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    reaped.append(proc)
+    assert _first_line(proc) == "ready"
+    proc.send_signal(signal.SIGTERM)
+    assert _first_line(proc) == "interrupted by SIGTERM"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
 def test_spawn_refuses_to_share_the_callers_session() -> None:
@@ -305,7 +348,7 @@ def _holding_run(tmp_path: Path, xdist: bool) -> tuple[subprocess.Popen[str], di
     )
     log.close()
     runs = 2 if xdist else 1
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 75
     while len(reports := sorted(out.glob("*.json"))) < runs:
         if proc.poll() is not None or time.monotonic() > deadline:
             children.reap(proc, signal.SIGKILL)
@@ -350,7 +393,7 @@ def test_a_run_that_is_stopped_or_killed_leaves_no_process_behind(
             assert pid in {p for p, _ in below}, f"{name} ({pid}) not found below the run"
     assert commands.count("postgres:") >= (2 if xdist else 1), commands  # its backends too
     os.kill(run.pid, signum)
-    returncode = run.wait(timeout=60)
+    returncode = run.wait(timeout=30)
     left = _wait_gone(below, 10)
     assert left == [], "left behind:\n" + "\n".join(f"{p} {below[p]}" for p in left)
     if signum != signal.SIGKILL:  # an orderly exit, as interrupted, after its finalisers

@@ -149,9 +149,16 @@ def live() -> list[subprocess.Popen[Any]]:
         return [proc for proc, _ in _children.values()]
 
 
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
+def _signal_group(pid: int, signum: int) -> None:
+    """``signum`` to the process group ``pid`` leads, or to ``pid`` alone when it leads none
+    (a process :func:`spawn` did not start). Only called while ``pid`` is not reaped."""
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+    except PermissionError:
+        pass
 
 
 def _wait_unreaped(proc: subprocess.Popen[Any], timeout: float) -> None:
