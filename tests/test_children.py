@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -263,6 +264,28 @@ def test_a_child_spawned_from_a_short_lived_thread_outlives_the_thread(
     assert proc.returncode == -signal.SIGTERM
 
 
+def test_the_next_cluster_removes_the_directories_that_killed_runs_left(tmp_path: Path) -> None:
+    from adk_live_resume.testing.postgres import DIRECTORY_PREFIX, _remove_abandoned
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead, live = gone.pid, os.getpid()
+
+    def cluster(owner: int, server: int | None, name: str) -> Path:
+        directory = tmp_path / f"{DIRECTORY_PREFIX}{owner}-{name}"
+        (directory / "data").mkdir(parents=True)
+        if server is not None:
+            (directory / "data" / "postmaster.pid").write_text(f"{server}\n/x\n")
+        return directory
+
+    abandoned = [cluster(dead, dead, "a"), cluster(dead, None, "b")]
+    kept = [cluster(live, None, "c"), cluster(dead, live, "d"), tmp_path / "other-1-e"]
+    kept[-1].mkdir()
+    _remove_abandoned(tmp_path)
+    assert [d.exists() for d in abandoned] == [False, False]
+    assert [d.exists() for d in kept] == [True, True, True]
+
+
 #: The run that is killed: a PostgreSQL server, a fake server and an api_server worker, each
 #: from a fixture with a finaliser, then a long sleep. It writes what it started to a file.
 HOLDING_RUN = """
@@ -387,16 +410,34 @@ def test_a_run_that_is_stopped_or_killed_leaves_no_process_behind(
     run, started = _holding_run(tmp_path, xdist)
     reaped.append(run)
     below = _descendants(run.pid)
-    commands = "\n".join(below.values())
-    for name, pid in started.items():
-        if not name.endswith(" pytest"):
-            assert pid in {p for p, _ in below}, f"{name} ({pid}) not found below the run"
-    assert commands.count("postgres:") >= (2 if xdist else 1), commands  # its backends too
-    os.kill(run.pid, signum)
-    returncode = run.wait(timeout=30)
-    left = _wait_gone(below, 10)
-    assert left == [], "left behind:\n" + "\n".join(f"{p} {below[p]}" for p in left)
-    if signum != signal.SIGKILL:  # an orderly exit, as interrupted, after its finalisers
-        log = (tmp_path / "run.log").read_text()
-        assert returncode == pytest.ExitCode.INTERRUPTED, log
-        assert "KeyboardInterrupt" in log, log
+    try:
+        commands = "\n".join(below.values())
+        for name, pid in started.items():
+            if not name.endswith(" pytest"):
+                assert pid in {p for p, _ in below}, f"{name} ({pid}) not found below the run"
+        assert commands.count("postgres:") >= (2 if xdist else 1), commands  # its backends
+        os.kill(run.pid, signum)
+        returncode = run.wait(timeout=30)
+        left = _wait_gone(below, 10)
+        assert left == [], "left behind:\n" + "\n".join(f"{p} {below[p]}" for p in left)
+        if signum != signal.SIGKILL:  # an orderly exit, as interrupted, after its finalisers
+            log = (tmp_path / "run.log").read_text()
+            assert returncode == pytest.ExitCode.INTERRUPTED, log
+            assert "KeyboardInterrupt" in log, log
+    finally:
+        _clear_away(below)
+
+
+def _clear_away(processes: dict[Process, str]) -> None:
+    """Whatever a failed check left running is killed, and the data directory of every
+    PostgreSQL cluster among ``processes`` is removed (a killed run cannot remove it)."""
+    for process in processes:
+        if _alive(process):
+            os.kill(process[0], signal.SIGKILL)
+    _wait_gone(processes, 5)
+    for command in processes.values():
+        words = command.split()
+        if "-D" in words[:-1] and words[0].endswith("/postgres"):
+            cluster = Path(words[words.index("-D") + 1]).parent
+            if cluster.name.startswith("adk-live-resume-pg-"):
+                shutil.rmtree(cluster, ignore_errors=True)

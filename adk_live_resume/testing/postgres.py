@@ -13,8 +13,10 @@ user under root, ``initdb`` or the start failed, with the tail of the server log
 listens on another address; :meth:`ThrowawayPostgres.stop` never raises and leaves no
 process behind (SIGQUIT, PostgreSQL's immediate shutdown). The server is started with
 :func:`~adk_live_resume.testing.children.spawn`: in a process group of its own, reaped at
-interpreter exit, and on Linux sent SIGQUIT when this process dies, even by SIGKILL. Only
-the temporary directory is left behind by a process killed outright.
+interpreter exit, and on Linux sent SIGQUIT when this process dies, even by SIGKILL. A
+process killed outright leaves only the temporary directory (``adk-live-resume-pg-<pid>-*``);
+the next :meth:`ThrowawayPostgres.start` in the same temporary directory removes every such
+directory whose owner process and server have both gone.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from .children import reap, spawn
 __all__ = ["PostgresUnavailable", "ThrowawayPostgres", "find_binaries"]
 
 BIN_ENV = "ADK_LIVE_RESUME_PG_BIN"
+#: The start of a cluster directory's name; the owner's pid and a random part follow.
+DIRECTORY_PREFIX = "adk-live-resume-pg-"
 #: The programs :func:`find_binaries` looks for.
 PROGRAMS = ("initdb", "postgres", "pg_isready", "psql")
 
@@ -59,6 +63,30 @@ def find_binaries() -> Path:
         f"PostgreSQL binaries ({', '.join(PROGRAMS)}) not found in /usr/lib/postgresql/*/bin or"
         f" on PATH; install PostgreSQL (e.g. apt-get install postgresql) or set {BIN_ENV}"
     )
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_abandoned(parent: Path) -> None:
+    """Remove the cluster directories in ``parent`` left by a process killed outright: those
+    whose owner process (named in the directory) and server (``postmaster.pid``) have gone."""
+    for directory in parent.glob(f"{DIRECTORY_PREFIX}*-*"):
+        owner = directory.name.removeprefix(DIRECTORY_PREFIX).split("-", 1)[0]
+        if not owner.isdigit() or _running(int(owner)):
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            server = (directory / "data" / "postmaster.pid").read_text().split()[0]
+            if _running(int(server)):
+                continue
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _free_port() -> int:
@@ -104,7 +132,8 @@ class ThrowawayPostgres:
                 extra_groups=[],
                 env={**environment, "LOGNAME": "postgres"},
             )
-        self._dir = Path(tempfile.mkdtemp(prefix="adk-live-resume-pg-"))
+        _remove_abandoned(Path(tempfile.gettempdir()))
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{os.getpid()}-"))
         if self._as:
             os.chown(self._dir, self._as["user"], self._as["group"])
         data, log = self._dir / "data", self._dir / "server.log"
