@@ -360,6 +360,11 @@ def _holding_run(tmp_path: Path, xdist: bool) -> tuple[subprocess.Popen[str], di
     command += ["-q", "-s", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base")]
     command += ["-n", "2", "--dist", "each"] if xdist else ["-p", "no:xdist"]
     command.append("test_holding.py")
+    if xdist:
+        # SIGINT ignored, as a background job of a script (a CI step) starts it: a worker
+        # whose controller died is then not ended by execnet's SIGINT to itself (after 5 s;
+        # it calls os._exit 10 s later), only by the plugin's parent-death SIGTERM.
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     log = (tmp_path / "run.log").open("w")
     proc = children.spawn(
         command,

@@ -7,9 +7,9 @@ SIGKILL and nothing here runs. :func:`reap` stops a child's group (its signal, a
 then SIGKILL) and waits for it. Every child this process spawned and has not reaped is reaped
 at interpreter exit (``atexit``). :func:`exit_on_sigterm` turns SIGTERM into the orderly
 exit of Ctrl-C (``KeyboardInterrupt``), so fixture finalisers run; the pytest plugin installs
-it. (A pytest-xdist worker whose controller is killed ends by itself within seconds, when
-its channel to the controller closes; its finalisers, the exit hook and the parent-death
-signal do the rest: tests/test_children.py.)
+it. :func:`die_with_parent` gives the calling process itself a parent-death signal: the
+plugin sends a pytest-xdist worker SIGTERM when its controller ends, however it ends (a worker
+whose controller was SIGKILLed otherwise sleeps on in a test's wait, its children with it).
 
 Guarantees, on Linux: a spawned child is signalled when this process ends, however it ends
 (exit, exception, SIGTERM, SIGKILL), or when the thread that forked it ends; :func:`spawn`
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import concurrent.futures
 
-__all__ = ["exit_on_sigterm", "live", "reap", "reap_all", "spawn"]
+__all__ = ["die_with_parent", "exit_on_sigterm", "live", "reap", "reap_all", "spawn"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -66,11 +66,22 @@ def _libc_prctl() -> Callable[..., int] | None:
 
 
 def _set_death_signal(prctl: Callable[..., int], signum: int, parent: int) -> None:
-    """In the child: ``signum`` when the parent ends; if the parent has already gone
-    (``parent`` is no longer our parent), that signal now."""
+    """In a child (or a process on itself): ``signum`` when the parent ends; if the parent
+    has already gone (``parent`` is no longer our parent), that signal now."""
     prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), signum)
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> bool:
+    """Have this process sent ``signum`` when its parent (the thread that forked it) ends;
+    returns whether that is in force (False off Linux). If the parent has already gone, the
+    signal comes at once."""
+    prctl = _libc_prctl()
+    if prctl is None:
+        return False
+    _set_death_signal(prctl, signum, os.getppid())
+    return True
 
 
 def _spawner_loop(

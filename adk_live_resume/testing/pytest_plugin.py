@@ -23,8 +23,9 @@ working), and using either of them fails with a message saying what to install.
 
 Hook: SIGTERM (a CI job's timeout) ends a run as Ctrl-C does (``KeyboardInterrupt``), so
 fixture finalisers run and reap the children they started (a SIGTERM handler installed
-before the plugin is left alone; a second SIGTERM ends the process at once). Children started
-with :func:`adk_live_resume.testing.children.spawn` go however a run ends.
+before the plugin is left alone; a second SIGTERM ends the process at once), and a
+pytest-xdist worker is sent SIGTERM when its controller ends, even by SIGKILL (Linux).
+Children started with :func:`adk_live_resume.testing.children.spawn` go however a run ends.
 
 Loading this plugin is cheap (pytest loads it in every run of a project that installed the
 ``testing`` extra): the fake server, google-adk, google-genai and cryptography are imported
@@ -112,10 +113,15 @@ else:  # pragma: no cover
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """SIGTERM ends the run as Ctrl-C does (see :func:`~.children.exit_on_sigterm`)."""
-    from .children import exit_on_sigterm
+    """SIGTERM ends the run as Ctrl-C does (see :func:`~.children.exit_on_sigterm`); a
+    pytest-xdist worker is sent SIGTERM when its controller ends (Linux)."""
+    import signal
+
+    from .children import die_with_parent, exit_on_sigterm
 
     config.stash[_RESTORE_SIGTERM] = exit_on_sigterm()
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        die_with_parent(signal.SIGTERM)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
