@@ -376,7 +376,7 @@ def _holding_run(tmp_path: Path, xdist: bool) -> tuple[subprocess.Popen[str], di
     )
     log.close()
     runs = 2 if xdist else 1
-    deadline = time.monotonic() + 75
+    deadline = time.monotonic() + 60
     while len(reports := sorted(out.glob("*.json"))) < runs:
         if proc.poll() is not None or time.monotonic() > deadline:
             children.reap(proc, signal.SIGKILL)
@@ -422,7 +422,7 @@ def test_a_run_that_is_stopped_or_killed_leaves_no_process_behind(
                 assert pid in {p for p, _ in below}, f"{name} ({pid}) not found below the run"
         assert commands.count("postgres:") >= (2 if xdist else 1), commands  # its backends
         os.kill(run.pid, signum)
-        returncode = run.wait(timeout=30)
+        returncode = run.wait(timeout=45)  # xdist waits 10 s for its workers
         left = _wait_gone(below, 10)
         assert left == [], "left behind:\n" + "\n".join(f"{p} {below[p]}" for p in left)
         if signum != signal.SIGKILL:  # an orderly exit, as interrupted, after its finalisers
