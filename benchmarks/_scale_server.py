@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing.children import reap, spawn
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 def running() -> Iterator[dict[str, Any]]:
     """This server in a process of its own (for a benchmark); yields its hello line, parsed.
     The process is stopped (its stdin closed, killed after 30 s) when the block ends."""
-    server = subprocess.Popen(
+    server = spawn(
         [sys.executable, str(HERE / "_scale_server.py")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -56,11 +58,9 @@ def running() -> Iterator[dict[str, Any]]:
     finally:
         if server.stdin is not None:
             server.stdin.close()  # the server exits when its stdin closes
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        reap(server, signal.SIGKILL)
 
 
 def raise_fd_limit() -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -14,6 +14,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
+from adk_live_resume.testing.children import reap, spawn
 
 
 class AgentFactory(Protocol):
@@ -127,14 +128,12 @@ def adk_screens_live_content() -> bool:
 def busy_processes(count: int) -> Iterator[None]:
     """``count`` processes that spin on the CPU for the duration of the block: a slow event
     loop opens the windows between connections that an idle one hides."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    spinners = [spawn([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
         yield
     finally:
         for spinner in spinners:
-            spinner.kill()
-        for spinner in spinners:
-            spinner.wait()
+            reap(spinner, signal.SIGKILL)
 
 
 #: 20 ms of 16-bit mono PCM at 16 kHz, the chunk a microphone sends.

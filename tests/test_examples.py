@@ -6,12 +6,15 @@ one per test.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from adk_live_resume.testing.children import reap, spawn
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -39,7 +42,7 @@ KEY_LINES = {
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
     procs = {
-        name: subprocess.Popen(
+        name: spawn(
             [sys.executable, "-W", "ignore", str(EXAMPLES / name)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -55,9 +58,7 @@ def runs() -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
         yield results
     finally:
         for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            reap(proc, signal.SIGKILL)
 
 
 def test_every_example_is_tested() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from google import genai
 
+from adk_live_resume.testing.children import reap, spawn
 from adk_live_resume.testing.serve import export_lines
 
 pytestmark = [pytest.mark.timeout(90)]
@@ -46,7 +47,7 @@ def test_serve_prints_exports_that_reach_it_and_stops_on_sigterm(
     if vertex:
         command.append("--vertex")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    proc = spawn(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as reader:
             lines = reader.submit(_read_until_serving, proc).result(timeout=60)
@@ -66,9 +67,7 @@ def test_serve_prints_exports_that_reach_it_and_stops_on_sigterm(
         assert proc.returncode == 0
         assert "0 live connections and 1 REST requests" in rest
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        reap(proc, signal.SIGKILL)
 
 
 def test_serve_refuses_a_bad_port_with_a_clear_message() -> None:

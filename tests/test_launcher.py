@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ import pytest
 import adk_live_resume
 from adk_live_resume import ResumePolicy, launcher
 from adk_live_resume.launcher import LauncherError
+from adk_live_resume.testing.children import reap, spawn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -215,7 +217,7 @@ SURVIVED = [
 def _launch(*args: str, cwd: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
     env.pop("PYTHONPATH", None)
-    return subprocess.Popen(
+    return spawn(
         [sys.executable, "-W", "ignore", "-m", "adk_live_resume", *args],
         cwd=cwd,
         env=env,
@@ -244,9 +246,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[i
         yield results
     finally:
         for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            reap(proc, signal.SIGKILL)
 
 
 def _ok(result: tuple[int, str, str]) -> list[str]:

@@ -9,7 +9,6 @@ line, formatted by ADK's logging set-up, before it serves.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import adk_live_resume
+from adk_live_resume.testing.children import reap, spawn
 
 AGENT = textwrap.dedent(
     """
@@ -46,9 +46,7 @@ def _serve_and_read_log(command: list[str], tmp: Path, port: int) -> str:
     env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])  # this code
     log = tmp / "server.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        proc = spawn(command, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -64,13 +62,7 @@ def _serve_and_read_log(command: list[str], tmp: Path, port: int) -> str:
                     ) from None
                 time.sleep(0.25)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        reap(proc, grace=10)
     return log.read_text(errors="replace")
 
 

@@ -21,6 +21,12 @@ Fixtures (function scope, async, work in pytest-asyncio's strict and auto modes)
 The async fixtures need pytest-asyncio. Without it this plugin still loads (pytest keeps
 working), and using either of them fails with a message saying what to install.
 
+Hook: SIGTERM (a CI job's timeout) ends a run as Ctrl-C does (``KeyboardInterrupt``), so
+fixture finalisers run and reap the children they started (a SIGTERM handler installed
+before the plugin is left alone; a second SIGTERM ends the process at once), and a
+pytest-xdist worker is sent SIGTERM when its controller ends, even by SIGKILL (Linux).
+Children started with :func:`adk_live_resume.testing.children.spawn` go however a run ends.
+
 Loading this plugin is cheap (pytest loads it in every run of a project that installed the
 ``testing`` extra): the fake server, google-adk, google-genai and cryptography are imported
 only when a test uses one of these fixtures.
@@ -40,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["fake_live_server", "fake_live_server_factory", "live_resume_patch"]
 
 ServerFactory = Callable[..., Awaitable["FakeLiveServer"]]
+
+_RESTORE_SIGTERM = pytest.StashKey[Callable[[], None]]()
 
 try:
     import pytest_asyncio
@@ -102,3 +110,20 @@ else:  # pragma: no cover
         """Unavailable: pytest-asyncio is not installed."""
         pytest.fail(_MISSING)
         yield
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM ends the run as Ctrl-C does (see :func:`~.children.exit_on_sigterm`); a
+    pytest-xdist worker is sent SIGTERM when its controller ends (Linux)."""
+    import signal
+
+    from .children import die_with_parent, exit_on_sigterm
+
+    config.stash[_RESTORE_SIGTERM] = exit_on_sigterm()
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        die_with_parent(signal.SIGTERM)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Put back the SIGTERM handler that was there before :func:`pytest_configure`."""
+    config.stash.get(_RESTORE_SIGTERM, lambda: None)()

@@ -5,8 +5,10 @@ port of 127.0.0.1, talking to a fake Live server (its ``base_url`` and ``cert_pa
 either dialect); :func:`start_api_worker` is an ``api_server`` worker with its sessions at
 ``--session_service_uri``. The process imports the same
 ``adk_live_resume`` as the caller (its checkout goes first on ``PYTHONPATH``), never reads the
-caller's ``ADK_LIVE_RESUME_*`` or Google credentials, and runs in a process group of its own,
-so :meth:`ApiWorker.kill` (SIGKILL) leaves no survivor.
+caller's ``ADK_LIVE_RESUME_*`` or Google credentials, and is started with
+:func:`~adk_live_resume.testing.children.spawn`: in a process group of its own, so
+:meth:`ApiWorker.kill` (SIGKILL) leaves no survivor, reaped at interpreter exit, and on Linux
+sent SIGTERM when the caller dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 import adk_live_resume
 
+from .children import reap, spawn
 from .client_config import _ServerAddress, environment_variables
 
 __all__ = [
@@ -63,10 +66,8 @@ class ApiWorker:
         return self.log.read_text(errors="replace")[-4000:]
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (no survivor) and reap it."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        """SIGKILL the worker's whole process group (no survivor) and reap it; never raises."""
+        reap(self.proc, signal.SIGKILL)
 
 
 def _request(method: str, url: str, body: object = None) -> Any:
@@ -146,9 +147,7 @@ def start_adk(
     argv += ["adk", command]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--no-reload", *args, str(agents_dir)]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        proc = spawn(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     return ApiWorker(name, port, proc, log)
 
 
