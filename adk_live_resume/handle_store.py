@@ -18,6 +18,11 @@ Guarantees:
   run in one background task that always writes the newest value last (values that arrive
   while a write is in flight are coalesced, never reordered). :meth:`HandleKeeper.close`
   flushes the newest value at the end of the run, bounded by ``flush_timeout``.
+* A run whose consumer went away (cancelled, or its generator closed) never waits for a write
+  (:func:`run_end_waits`): :meth:`HandleKeeper.let_go` starts the write of the newest handle
+  and returns; the write goes on in the background and is given up (cancelled) after
+  ``flush_timeout``. Either way the session holds a handle the model heard up to the event
+  it says it covers: the newest, or (given up) an older one whose catch-up holds the rest.
 * Bounded writes: at most one write per ``ResumePolicy.handle_store_interval`` (the first at
   once), plus one on goAway and on a drop (:meth:`HandleKeeper.store_now`) and at the end.
 * Each stored handle says which session events it covers
@@ -71,6 +76,13 @@ def current_handle(live_request_queue: Any) -> ResumeHandle | None:
     collected). The handle is a credential: keep it server-side, as you would a password.
     """
     return _by_queue.get(live_request_queue)
+
+
+def run_end_waits(ending: BaseException | None) -> bool:
+    """Whether the end of a run that ends with ``ending`` (``None``: returned) waits for the
+    newest handle's write: not when its consumer went away (a cancellation, or the generator
+    closed), which must end it at once."""
+    return not isinstance(ending, (asyncio.CancelledError, GeneratorExit))
 
 
 def run_config_resuming(
@@ -200,6 +212,25 @@ class LatestWriter:
             return False
         return self._failed is self._NOTHING and self._pending is self._NOTHING
 
+    def let_go(self, timeout: float) -> None:
+        """Start writing the newest value (as :meth:`hurry`) and return at once; the write
+        goes on in the background and is cancelled if it has not ended ``timeout`` seconds
+        from now."""
+        self.hurry()
+        task = self._task
+        if task is None or task.done():
+            return
+        timer = asyncio.get_running_loop().call_later(timeout, self._give_up, task, timeout)
+        task.add_done_callback(lambda _: timer.cancel())
+
+    def _give_up(self, task: asyncio.Task[None], timeout: float) -> None:
+        if not task.done():
+            task.cancel()
+            logger.warning(
+                "storing the resumption handle after the run ended took over %.1f s; gave up",
+                timeout,
+            )
+
 
 class HandleKeeper:
     """The per-run link between the live loop and the places that keep its handle.
@@ -207,7 +238,7 @@ class HandleKeeper:
     The loop calls :meth:`start` once (and resumes with :attr:`loaded` if it is set, giving
     the model :attr:`catch_up` once), :meth:`observe` for every new good handle,
     :meth:`store_now` on a goAway or a drop, :meth:`forget` when the handle died, and
-    :meth:`close` at the end of the run.
+    :meth:`close` at the end of the run (:meth:`let_go` when the run's consumer went away).
     """
 
     def __init__(
@@ -273,6 +304,12 @@ class HandleKeeper:
         """Flush the newest handle to the session (bounded by ``timeout``)."""
         if self._store is not None:
             await self._store.flush(timeout)
+
+    def let_go(self, timeout: float = 2.0) -> None:
+        """Start writing the newest handle to the session and return at once: the write goes
+        on in the background, given up after ``timeout`` seconds."""
+        if self._store is not None:
+            self._store.let_go(timeout)
 
 
 class SessionHandleStore:
@@ -411,6 +448,9 @@ class SessionHandleStore:
 
     async def flush(self, timeout: float) -> bool:
         return await self._writer.flush(timeout)
+
+    def let_go(self, timeout: float) -> None:
+        self._writer.let_go(timeout)
 
     def _describe(self, value: tuple[ResumeHandle, str] | None) -> str:
         return "<none>" if value is None else f"for session {self._owner.session_id}"

@@ -23,7 +23,9 @@ Guarantees:
   later goAways (a server that refuses a resume while the old socket is open). While such a
   goAway waits for its safe point, the next socket is opened ahead (:mod:`.early_dial`).
 * ``LiveRequestQueue.close()`` ends the run without reconnecting; cancelling the consumer
-  ends the run promptly, and no task started here outlives it.
+  ends the run promptly, and no task started here outlives it but the newest handle's write
+  to the session (``store_handle_in_session``), which ends within the store's flush timeout
+  (:mod:`.handle_store`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from . import (
     adk_compat,
     connection_request,
     early_dial,
+    handle_store,
     hooks,
     log_redaction,
     next_run,
@@ -277,7 +280,10 @@ class LiveRun:
             self.queue_guard.release()
             self.background.leaving = True  # ADK stops the background tools: nothing to answer now
             await surface.stop_background(self.flow, self.ctx)
-            await self.keeper.close()
+            if handle_store.run_end_waits(ending):
+                await self.keeper.close()
+            else:
+                self.keeper.let_go()  # the consumer is gone: the write ends in the background
             observe.run_ended(self, ending)
 
     def _withheld(self, content: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 from google.adk.agents import LlmAgent
+from google.adk.sessions import InMemorySessionService
 
 import adk_live_resume
 from adk_live_resume import HandleKeyError, ReconnectInfo, ResumePolicy
@@ -25,7 +26,7 @@ from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionK
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import our_tasks
+from .conftest import AgentFactory, our_tasks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -435,3 +436,64 @@ async def test_a_worker_that_dies_before_writing_its_newest_handle_loses_nothing
         else:
             assert not last.resumed and last.resume_handle is None and last.history_sends == 1
         assert server.duplicate_history_sends() == 0
+
+
+# ---- a cancelled run and a slow session service --------------------------------------------------
+
+
+class SlowHandleWrites(InMemorySessionService):  # type: ignore[misc]
+    """Writes of the stored handle take ``delay`` seconds (0: at once), like a session
+    database far away; ``handle_writes`` counts those that completed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delay = 0.0
+        self.handle_writes = 0
+
+    async def append_event(self, session: Any, event: Any) -> Any:
+        delta = getattr(event.actions, "state_delta", None) or {}
+        if STATE_KEY in delta and self.delay:
+            await asyncio.sleep(self.delay)
+        stored = await super().append_event(session, event)
+        if STATE_KEY in delta:
+            self.handle_writes += 1
+        return stored
+
+
+async def test_a_cancelled_run_ends_at_once_and_its_newest_handle_still_lands(
+    make_agent: AgentFactory, handle_key: str
+) -> None:
+    """The run's end does not wait for the session service: the newest handle is written
+    after the run ended, and the next run resumes with it and knows the whole conversation."""
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        service = SlowHandleWrites()
+        agent = make_agent(server, policy=STORE)  # handle_store_interval: the default 30 s
+        config = _text_config(resumption=False)
+        live = await LiveDriver.start(agent, run_config=config, session_service=service)
+        assert await live.say("my name is Ada") == "echo: my name is Ada"
+        first = await _stored_token(service, live.session)  # the first write goes at once
+        service.delay = 1.5  # the next write waits for the run's end, then takes 1.5 s
+        assert await live.say("I live in Paris") == "echo: I live in Paris"
+        newest = server.connections[0].handles_issued[-1]
+        await server.wait_for(
+            lambda: getattr(adk_live_resume.current_handle(live.queue), "handle", None) == newest,
+            5,
+            what="the run holds the newest handle",
+        )
+        assert await live.cancel() < 1.0
+        token = await asyncio.wait_for(_stored_token(service, live.session, changed_from=first), 5)
+        owner = SessionKey(live.session.app_name, live.session.user_id, live.session.id)
+        assert HandleSealer.from_environment().open(token, owner).handle.handle == newest
+        assert service.handle_writes == 2
+        await asyncio.sleep(0.05)
+        assert our_tasks() == [], "the write ended with itself"
+        again = await service.get_session(
+            app_name=owner.app_name, user_id=owner.user_id, session_id=owner.session_id
+        )
+        later = await _start(live.runner, again, config)
+        async with later:
+            assert await later.say("recall") == "you said: my name is Ada | I live in Paris"
+            await later.close()
+        resumed = server.connections[-1]
+        assert resumed.resumed and resumed.resume_handle == newest
+        assert server.history_sends() == 0 and server.user_turns_answered().count("recall") == 1
