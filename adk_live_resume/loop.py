@@ -83,6 +83,8 @@ class LiveRun:
         self.policy = policy
         self.surface = adk_compat.surface()
         self.request: Any = None
+        #: The session events ADK rebuilt :attr:`request`'s history from.
+        self.history_events: list[Any] = []
         self.event_id = ""
         self.handles = ResumptionState()
         #: The outage in progress, the rate cap, why the next connection is made.
@@ -287,8 +289,12 @@ class LiveRun:
             observe.run_ended(self, ending)
 
     def _withheld(self, content: Any) -> None:
+        session = getattr(self.ctx, "session", None)
+        event = withheld.source_event(getattr(session, "events", None) or [], content)
+        if event is None:
+            return  # never written to the session (a partial turn): no history holds it
         logger.debug("ADK's send step withheld a user turn (screened): kept out of history")
-        withheld.note(self.session_id, content)
+        withheld.note(self.session_id, str(event.id))
 
     def _content_queued(self, content: Any) -> None:
         for part in getattr(content, "parts", None) or []:
@@ -301,6 +307,7 @@ class LiveRun:
         from google.adk.models.llm_request import LlmRequest
 
         self.request = LlmRequest()
+        self.history_events = list(getattr(self.ctx.session, "events", None) or [])
         async with contextlib.aclosing(
             self.surface.preprocess(self.flow, self.ctx, self.request)
         ) as pre:
