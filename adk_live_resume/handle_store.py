@@ -28,7 +28,8 @@ Guarantees:
 * Each stored handle says which session events it covers
   (:mod:`adk_live_resume.handle_coverage`); a run that loads it gets what the session holds
   after that point (:attr:`HandleKeeper.catch_up`), or no handle (a fresh start) when that
-  cannot be told as text turns.
+  cannot be told as text turns; the turns this process withheld from the model are not in it
+  (:mod:`adk_live_resume.withheld`).
 * A stored token older than another this session's events wrote (a client put an old one
   back) is refused and logged: no rollback.
 * A failed write is logged (with the handle redacted) and retried with the next value or at
@@ -49,6 +50,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from . import withheld
 from .handle_coverage import CatchUp, catch_up, covered_event_id
 from .handles import redact
 from .policy import ResumePolicy
@@ -377,7 +379,8 @@ class SessionHandleStore:
             )
             return None
         assert sealed.covers is not None  # (checked by _unusable)
-        after = catch_up(self._ctx.session.events, sealed.covers, self._agent_name)
+        screened = withheld.of_session(session_id)
+        after = catch_up(self._ctx.session.events, sealed.covers, self._agent_name, screened)
         if after is None:
             logger.info(
                 "session %s: what the session holds after stored handle %s cannot be given"

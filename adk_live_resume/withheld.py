@@ -4,7 +4,8 @@ ADK's send step writes a typed user turn to the ADK session *before* it screens 
 with ``before_model_callback``; a turn the callback blocks never goes to the model, but it
 stays in the session. Whatever this process gives the model from the ADK session would carry
 the blocked turn to the model after all: a fresh session's history (after a dead handle, for
-the child of an agent transfer, for a new ``run_live`` of the same session). The
+the child of an agent transfer, for a new ``run_live`` of the same session) and the catch-up
+that goes with a handle stored in the session (:mod:`adk_live_resume.handle_coverage`). The
 live loop notes the session event of each user turn the send step took and came back from
 without sending (:class:`~.queue_guard.QueueGuard`, :func:`source_event`), here, per ADK
 session; :func:`of_session` is the one filter every history and catch-up goes through.
@@ -13,8 +14,8 @@ Guarantees:
 
 * a withheld turn is known by the session event it came from (its id), never by its words:
   the same words said before it, or sent again after it and answered, stay in;
-* :meth:`Withheld.events` leaves the withheld events out of a list of session events;
-  :meth:`Withheld.history` leaves the turns built from them out of the history ADK
+* :meth:`Withheld.events` leaves the withheld events out of a list of session events (the
+  catch-up); :meth:`Withheld.history` leaves the turns built from them out of the history ADK
   rebuilt from those events;
 * the record is per process and bounded (:data:`MAX_SESSIONS` sessions, :data:`MAX_TURNS`
   turns each, the oldest forgotten first): a fresh session started by another worker of a

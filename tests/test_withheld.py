@@ -125,6 +125,57 @@ def _screened_text(llm_request: Any) -> str:
     return "".join(p.text or "" for c in llm_request.contents for p in c.parts or [])
 
 
+def _sent(server: FakeLiveServer) -> list[str]:
+    return [str(m) for c in server.connections for m in c.client_messages]
+
+
+async def _next_run(live: LiveDriver, run_config: Any) -> LiveDriver:
+    """A second ``run_live`` of ``live``'s session in this process, on the same runner."""
+    from google.adk.agents.live_request_queue import LiveRequestQueue
+
+    session = await live.runner.session_service.get_session(
+        app_name=live.session.app_name, user_id=live.session.user_id, session_id=live.session.id
+    )
+    driver = LiveDriver(live.runner, session, LiveRequestQueue(), run_config)
+    driver._task = asyncio.create_task(driver._consume(session.user_id), name="LiveDriver.run_live")
+    return driver
+
+
+@pytest.mark.e2e
+async def test_a_blocked_turn_stays_out_of_the_catch_up_of_a_stored_handle(
+    make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stored handle covers "one"; the blocked turn and its refusal come after it in the
+    # ADK session. The next run_live resumes with the stored handle and gets what came after
+    # it as context: never the blocked turn.
+    if not adk_screens_live_content():
+        pytest.skip("this google-adk release does not screen live content in its send step")
+    from cryptography.fernet import Fernet
+    from google.adk.agents.run_config import RunConfig
+
+    from adk_live_resume.stored_handle import HANDLE_KEY_ENV
+
+    async def screen(callback_context: Any, llm_request: Any) -> LlmResponse | None:
+        return _refusal() if "forbidden" in _screened_text(llm_request) else None
+
+    monkeypatch.setenv(HANDLE_KEY_ENV, Fernet.generate_key().decode())
+    config = RunConfig(response_modalities=[types.Modality.TEXT])  # no handles to the app
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        policy = ResumePolicy(store_handle_in_session=True)
+        agent = _agent(make_agent, server, policy, before_model_callback=screen)
+        async with await LiveDriver.start(agent, run_config=config) as first:
+            assert await first.say("one") == "echo: one"
+            assert await first.say("a forbidden thing") == "not allowed"
+            await first.close()
+        async with await _next_run(first, config) as second:
+            assert await second.say("two") == "echo: two"
+            assert await second.say("recall") == "you said: one | two"
+            await second.close()
+    resumed = server.connections[1]
+    assert resumed.resumed and resumed.resume_handle == server.connections[0].handles_issued[-1]
+    assert not [m for m in _sent(server) if "forbidden" in m], "blocked content reached the model"
+
+
 @pytest.mark.e2e
 async def test_a_blocked_turn_is_kept_out_by_the_event_it_came_from_not_by_its_words(
     make_agent: AgentFactory,
