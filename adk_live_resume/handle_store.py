@@ -21,7 +21,8 @@ Guarantees:
 * A run whose consumer went away (cancelled, or its generator closed) never waits for a write
   (:func:`run_end_waits`): :meth:`HandleKeeper.let_go` starts the write of the newest handle
   and returns; the write goes on in the background and is given up (cancelled) after
-  ``flush_timeout``. Either way the session holds a handle the model heard up to the event
+  ``flush_timeout``, or when the next run of the session in this process starts (it read the
+  session without it). Either way the session holds a handle the model heard up to the event
   it says it covers: the newest, or (given up) an older one whose catch-up holds the rest.
 * Bounded writes: at most one write per ``ResumePolicy.handle_store_interval`` (the first at
   once), plus one on goAway and on a drop (:meth:`HandleKeeper.store_now`) and at the end.
@@ -123,6 +124,11 @@ def run_config_resuming(
 
 Write = Callable[[Any], Awaitable[None]]
 
+#: The write each session's last run left going in the background (its consumer went away):
+#: the next run of that session in this process gives it up
+#: (:meth:`SessionHandleStore.for_context`).
+_let_go: dict[SessionKey, asyncio.Task[None]] = {}
+
 
 class LatestWriter:
     """Writes values one at a time in a background task; the newest value is written last.
@@ -214,16 +220,17 @@ class LatestWriter:
             return False
         return self._failed is self._NOTHING and self._pending is self._NOTHING
 
-    def let_go(self, timeout: float) -> None:
+    def let_go(self, timeout: float) -> asyncio.Task[None] | None:
         """Start writing the newest value (as :meth:`hurry`) and return at once; the write
         goes on in the background and is cancelled if it has not ended ``timeout`` seconds
-        from now."""
+        from now. Returns the task that writes (``None``: nothing to write)."""
         self.hurry()
         task = self._task
         if task is None or task.done():
-            return
+            return None
         timer = asyncio.get_running_loop().call_later(timeout, self._give_up, task, timeout)
         task.add_done_callback(lambda _: timer.cancel())
+        return task
 
     def _give_up(self, task: asyncio.Task[None], timeout: float) -> None:
         if not task.done():
@@ -335,9 +342,20 @@ class SessionHandleStore:
 
     @classmethod
     def for_context(cls, ctx: Any, *, agent_name: str, interval: float = 0.0) -> SessionHandleStore:
+        """The store of ``ctx``'s session. A write an earlier run of that session in this
+        process left going in the background is given up first: this run read the session
+        without it, and it must not land under this run's writes."""
         session = ctx.session
         owner = SessionKey(session.app_name, session.user_id, session.id)
         sealer = HandleSealer.from_environment()
+        earlier = _let_go.pop(owner, None)
+        if earlier is not None and not earlier.done():
+            logger.info(
+                "session %s: a new run starts while the last one's handle is still being"
+                " stored; that write is given up (this run resumes from what the session held)",
+                owner.session_id,
+            )
+            earlier.cancel()
         return cls(ctx, sealer, owner, agent_name, interval=interval)
 
     def load(self, ttl: float) -> tuple[ResumeHandle, CatchUp] | None:
@@ -453,7 +471,17 @@ class SessionHandleStore:
         return await self._writer.flush(timeout)
 
     def let_go(self, timeout: float) -> None:
-        self._writer.let_go(timeout)
+        task = self._writer.let_go(timeout)
+        if task is None:
+            return
+        owner = self._owner
+        _let_go[owner] = task
+
+        def ended(done: asyncio.Task[None]) -> None:
+            if _let_go.get(owner) is done:
+                del _let_go[owner]
+
+        task.add_done_callback(ended)
 
     def _describe(self, value: tuple[ResumeHandle, str] | None) -> str:
         return "<none>" if value is None else f"for session {self._owner.session_id}"
