@@ -277,3 +277,45 @@ async def test_latest_writer_lets_go_of_the_newest_value_without_waiting() -> No
         await asyncio.sleep(0.3)
         assert written == ["a", "b"] and writer.written == 2
         assert all(not t.get_name().startswith("adk_live_resume") for t in asyncio.all_tasks())
+
+
+def _store_writes() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "adk_live_resume handle store"]
+
+
+async def test_the_next_run_of_a_session_gives_up_the_write_its_last_run_let_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from google.adk.sessions.session import Session
+
+    from adk_live_resume.handle_store import SessionHandleStore
+
+    monkeypatch.setenv(HANDLE_KEY_ENV, Fernet.generate_key().decode())
+    async with asyncio.timeout(5):
+        written: list[Any] = []
+        entered = asyncio.Event()
+
+        async def append_event(session: Any, event: Any) -> None:
+            entered.set()
+            await asyncio.sleep(60)  # a session database far away
+            written.append(event)
+
+        def context(session_id: str) -> Any:
+            session = Session(id=session_id, app_name="app", user_id="user")
+            service = SimpleNamespace(append_event=append_event)
+            return SimpleNamespace(
+                session=session, session_service=service, invocation_id="i", branch=None
+            )
+
+        ended = SessionHandleStore.for_context(context("session-1"), agent_name="voice")
+        ended.save(ResumeHandle(HANDLE, time.time()))
+        await entered.wait()
+        ended.let_go(timeout=30)  # the run ended; its write goes on
+        SessionHandleStore.for_context(context("session-2"), agent_name="voice")
+        await asyncio.sleep(0.05)
+        assert _store_writes(), "another session's run leaves it alone"
+        SessionHandleStore.for_context(context("session-1"), agent_name="voice")
+        await asyncio.sleep(0.05)
+        assert not _store_writes() and written == [], "given up: it never lands"
