@@ -22,6 +22,9 @@ Rules (Gemini API, where no index says what the server took in; the same rule as
   turn, a transcription ADK keeps outside ``content``), or a covered event the session does
   not hold (any more), gives ``None``: the caller starts a fresh session with the whole
   conversation rebuilt by ADK, which loses nothing.
+* Events the caller's :class:`~adk_live_resume.withheld.Withheld` filter holds (user turns
+  ``before_model_callback`` blocked) are not part of what comes after: the model never
+  heard them.
 
 Pure: no I/O; events are read through their attributes (ADK's ``Event``).
 """
@@ -36,6 +39,7 @@ from typing import Any
 from google.genai import types
 
 from .outbox import ClientMessage, Replay
+from .withheld import Withheld
 
 #: The covered-event id of a handle that covers nothing of the session yet.
 START = ""
@@ -80,8 +84,11 @@ def covered_event_id(events: Sequence[Any]) -> str:
     return str(events[last - 1].id) if last > 0 else START
 
 
-def catch_up(events: Sequence[Any], covered: str, agent_name: str) -> CatchUp | None:
-    """What ``events`` hold after the event ``covered`` (see the module's rules).
+def catch_up(
+    events: Sequence[Any], covered: str, agent_name: str, screened: Withheld | None = None
+) -> CatchUp | None:
+    """What ``events`` hold after the event ``covered`` (see the module's rules), without
+    the events ``screened`` withheld from the model.
 
     ``None`` when it cannot be given back as text turns, or ``covered`` is not among the
     events: the caller starts a fresh session with the whole conversation instead."""
@@ -92,6 +99,8 @@ def catch_up(events: Sequence[Any], covered: str, agent_name: str) -> CatchUp | 
         if at is None:
             return None
         tail = list(events[at + 1 :])
+    if screened is not None:
+        tail = screened.events(tail)
     turns: list[tuple[str, str]] = []
     try:
         for event in tail:

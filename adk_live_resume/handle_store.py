@@ -18,12 +18,19 @@ Guarantees:
   run in one background task that always writes the newest value last (values that arrive
   while a write is in flight are coalesced, never reordered). :meth:`HandleKeeper.close`
   flushes the newest value at the end of the run, bounded by ``flush_timeout``.
+* A run whose consumer went away (cancelled, or its generator closed) never waits for a write
+  (:func:`run_end_waits`): :meth:`HandleKeeper.let_go` starts the write of the newest handle
+  and returns; the write goes on in the background and is given up (cancelled) after
+  ``flush_timeout``, or when the next run of the session in this process starts (it read the
+  session without it). Either way the session holds a handle the model heard up to the event
+  it says it covers: the newest, or (given up) an older one whose catch-up holds the rest.
 * Bounded writes: at most one write per ``ResumePolicy.handle_store_interval`` (the first at
   once), plus one on goAway and on a drop (:meth:`HandleKeeper.store_now`) and at the end.
 * Each stored handle says which session events it covers
   (:mod:`adk_live_resume.handle_coverage`); a run that loads it gets what the session holds
   after that point (:attr:`HandleKeeper.catch_up`), or no handle (a fresh start) when that
-  cannot be told as text turns.
+  cannot be told as text turns; the turns this process withheld from the model are not in it
+  (:mod:`adk_live_resume.withheld`).
 * A stored token older than another this session's events wrote (a client put an old one
   back) is refused and logged: no rollback.
 * A failed write is logged (with the handle redacted) and retried with the next value or at
@@ -44,6 +51,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from . import withheld
 from .handle_coverage import CatchUp, catch_up, covered_event_id
 from .handles import redact
 from .policy import ResumePolicy
@@ -71,6 +79,13 @@ def current_handle(live_request_queue: Any) -> ResumeHandle | None:
     collected). The handle is a credential: keep it server-side, as you would a password.
     """
     return _by_queue.get(live_request_queue)
+
+
+def run_end_waits(ending: BaseException | None) -> bool:
+    """Whether the end of a run that ends with ``ending`` (``None``: returned) waits for the
+    newest handle's write: not when its consumer went away (a cancellation, or the generator
+    closed), which must end it at once."""
+    return not isinstance(ending, (asyncio.CancelledError, GeneratorExit))
 
 
 def run_config_resuming(
@@ -108,6 +123,11 @@ def run_config_resuming(
 
 
 Write = Callable[[Any], Awaitable[None]]
+
+#: The write each session's last run left going in the background (its consumer went away):
+#: the next run of that session in this process gives it up
+#: (:meth:`SessionHandleStore.for_context`).
+_let_go: dict[SessionKey, asyncio.Task[None]] = {}
 
 
 class LatestWriter:
@@ -200,6 +220,26 @@ class LatestWriter:
             return False
         return self._failed is self._NOTHING and self._pending is self._NOTHING
 
+    def let_go(self, timeout: float) -> asyncio.Task[None] | None:
+        """Start writing the newest value (as :meth:`hurry`) and return at once; the write
+        goes on in the background and is cancelled if it has not ended ``timeout`` seconds
+        from now. Returns the task that writes (``None``: nothing to write)."""
+        self.hurry()
+        task = self._task
+        if task is None or task.done():
+            return None
+        timer = asyncio.get_running_loop().call_later(timeout, self._give_up, task, timeout)
+        task.add_done_callback(lambda _: timer.cancel())
+        return task
+
+    def _give_up(self, task: asyncio.Task[None], timeout: float) -> None:
+        if not task.done():
+            task.cancel()
+            logger.warning(
+                "storing the resumption handle after the run ended took over %.1f s; gave up",
+                timeout,
+            )
+
 
 class HandleKeeper:
     """The per-run link between the live loop and the places that keep its handle.
@@ -207,7 +247,7 @@ class HandleKeeper:
     The loop calls :meth:`start` once (and resumes with :attr:`loaded` if it is set, giving
     the model :attr:`catch_up` once), :meth:`observe` for every new good handle,
     :meth:`store_now` on a goAway or a drop, :meth:`forget` when the handle died, and
-    :meth:`close` at the end of the run.
+    :meth:`close` at the end of the run (:meth:`let_go` when the run's consumer went away).
     """
 
     def __init__(
@@ -274,6 +314,12 @@ class HandleKeeper:
         if self._store is not None:
             await self._store.flush(timeout)
 
+    def let_go(self, timeout: float = 2.0) -> None:
+        """Start writing the newest handle to the session and return at once: the write goes
+        on in the background, given up after ``timeout`` seconds."""
+        if self._store is not None:
+            self._store.let_go(timeout)
+
 
 class SessionHandleStore:
     """Keeps one live session's sealed handle in its ADK session, via the session service."""
@@ -296,9 +342,20 @@ class SessionHandleStore:
 
     @classmethod
     def for_context(cls, ctx: Any, *, agent_name: str, interval: float = 0.0) -> SessionHandleStore:
+        """The store of ``ctx``'s session. A write an earlier run of that session in this
+        process left going in the background is given up first: this run read the session
+        without it, and it must not land under this run's writes."""
         session = ctx.session
         owner = SessionKey(session.app_name, session.user_id, session.id)
         sealer = HandleSealer.from_environment()
+        earlier = _let_go.pop(owner, None)
+        if earlier is not None and not earlier.done():
+            logger.info(
+                "session %s: a new run starts while the last one's handle is still being"
+                " stored; that write is given up (this run resumes from what the session held)",
+                owner.session_id,
+            )
+            earlier.cancel()
         return cls(ctx, sealer, owner, agent_name, interval=interval)
 
     def load(self, ttl: float) -> tuple[ResumeHandle, CatchUp] | None:
@@ -340,7 +397,8 @@ class SessionHandleStore:
             )
             return None
         assert sealed.covers is not None  # (checked by _unusable)
-        after = catch_up(self._ctx.session.events, sealed.covers, self._agent_name)
+        screened = withheld.of_session(session_id)
+        after = catch_up(self._ctx.session.events, sealed.covers, self._agent_name, screened)
         if after is None:
             logger.info(
                 "session %s: what the session holds after stored handle %s cannot be given"
@@ -411,6 +469,19 @@ class SessionHandleStore:
 
     async def flush(self, timeout: float) -> bool:
         return await self._writer.flush(timeout)
+
+    def let_go(self, timeout: float) -> None:
+        task = self._writer.let_go(timeout)
+        if task is None:
+            return
+        owner = self._owner
+        _let_go[owner] = task
+
+        def ended(done: asyncio.Task[None]) -> None:
+            if _let_go.get(owner) is done:
+                del _let_go[owner]
+
+        task.add_done_callback(ended)
 
     def _describe(self, value: tuple[ResumeHandle, str] | None) -> str:
         return "<none>" if value is None else f"for session {self._owner.session_id}"

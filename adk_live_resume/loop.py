@@ -23,7 +23,9 @@ Guarantees:
   later goAways (a server that refuses a resume while the old socket is open). While such a
   goAway waits for its safe point, the next socket is opened ahead (:mod:`.early_dial`).
 * ``LiveRequestQueue.close()`` ends the run without reconnecting; cancelling the consumer
-  ends the run promptly, and no task started here outlives it.
+  ends the run promptly, and no task started here outlives it but the newest handle's write
+  to the session (``store_handle_in_session``), which ends within the store's flush timeout
+  (:mod:`.handle_store`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from . import (
     adk_compat,
     connection_request,
     early_dial,
+    handle_store,
     hooks,
     log_redaction,
     next_run,
@@ -80,6 +83,8 @@ class LiveRun:
         self.policy = policy
         self.surface = adk_compat.surface()
         self.request: Any = None
+        #: The session events ADK rebuilt :attr:`request`'s history from.
+        self.history_events: list[Any] = []
         self.event_id = ""
         self.handles = ResumptionState()
         #: The outage in progress, the rate cap, why the next connection is made.
@@ -277,12 +282,19 @@ class LiveRun:
             self.queue_guard.release()
             self.background.leaving = True  # ADK stops the background tools: nothing to answer now
             await surface.stop_background(self.flow, self.ctx)
-            await self.keeper.close()
+            if handle_store.run_end_waits(ending):
+                await self.keeper.close()
+            else:
+                self.keeper.let_go()  # the consumer is gone: the write ends in the background
             observe.run_ended(self, ending)
 
     def _withheld(self, content: Any) -> None:
+        session = getattr(self.ctx, "session", None)
+        event = withheld.source_event(getattr(session, "events", None) or [], content)
+        if event is None:
+            return  # never written to the session (a partial turn): no history holds it
         logger.debug("ADK's send step withheld a user turn (screened): kept out of history")
-        withheld.note(self.session_id, content)
+        withheld.note(self.session_id, str(event.id))
 
     def _content_queued(self, content: Any) -> None:
         for part in getattr(content, "parts", None) or []:
@@ -295,6 +307,7 @@ class LiveRun:
         from google.adk.models.llm_request import LlmRequest
 
         self.request = LlmRequest()
+        self.history_events = list(getattr(self.ctx.session, "events", None) or [])
         async with contextlib.aclosing(
             self.surface.preprocess(self.flow, self.ctx, self.request)
         ) as pre:

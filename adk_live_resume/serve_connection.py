@@ -42,7 +42,6 @@ from .retry_plan import Reconnects
 from .tap import SessionTap
 from .tool_calls import ToolCallBook
 from .waiting_turns import WaitingTurns
-from .withheld import without_withheld
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -54,6 +53,7 @@ class ServedRun(Protocol):
     flow: Any
     ctx: Any
     request: Any
+    history_events: list[Any]
     event_id: str
     policy: ResumePolicy
     handles: ResumptionState
@@ -129,8 +129,9 @@ async def serve(
                 in_history_responses = response_ids(run.request.contents or [])
                 run.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
                 run.waiting_turns.on_fresh_session(in_history_responses)
+                screened = withheld.of_session(run.session_id)
                 history, in_history = fresh_history(
-                    without_withheld(run.request.contents or [], withheld.texts(run.session_id)),
+                    screened.history(run.request.contents or [], run.history_events),
                     run.outbox.utterance_transcript(),
                     speaking=run.outbox.activity.speaking,
                     fragments=run.outbox.transcript_fragments,

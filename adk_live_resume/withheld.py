@@ -2,19 +2,27 @@
 
 ADK's send step writes a typed user turn to the ADK session *before* it screens the turn
 with ``before_model_callback``; a turn the callback blocks never goes to the model, but it
-stays in the session. A fresh session's history is rebuilt from the ADK session (after a dead
-handle, for the child of an agent transfer, for a new ``run_live`` of the same session), and
-would carry the blocked turn to the model after all. The live loop notes each user turn the
-send step took and came back from without sending (:class:`~.queue_guard.QueueGuard`), here,
-per ADK session, and leaves it out of every history it sends (:func:`without_withheld`).
+stays in the session. Whatever this process gives the model from the ADK session would carry
+the blocked turn to the model after all: a fresh session's history (after a dead handle, for
+the child of an agent transfer, for a new ``run_live`` of the same session) and the catch-up
+that goes with a handle stored in the session (:mod:`adk_live_resume.handle_coverage`). The
+live loop notes the session event of each user turn the send step took and came back from
+without sending (:class:`~.queue_guard.QueueGuard`, :func:`source_event`), here, per ADK
+session; :func:`of_session` is the one filter every history and catch-up goes through.
 
 Guarantees:
 
-* a noted turn is left out of every history this process builds for that ADK session, once
-  per time it was withheld (the same words sent again and answered stay in);
+* a withheld turn is known by the session event it came from (its id), never by its words:
+  the same words said before it, or sent again after it and answered, stay in;
+* :meth:`Withheld.events` leaves the withheld events out of a list of session events (the
+  catch-up); :meth:`Withheld.history` leaves the turns built from them out of the history ADK
+  rebuilt from those events;
 * the record is per process and bounded (:data:`MAX_SESSIONS` sessions, :data:`MAX_TURNS`
   turns each, the oldest forgotten first): a fresh session started by another worker of a
   deployment still rebuilds its history from the ADK session alone.
+
+What the callback answered instead (its refusal, written by ADK as the agent's turn) is left
+in: it is what the user was shown.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 #: ADK sessions whose withheld turns this process remembers.
@@ -40,39 +49,99 @@ def content_text(content: Any) -> str:
     )
 
 
-def note(session_id: str, content: Any) -> None:
-    """ADK's send step took the user turn ``content`` of ``session_id`` and did not send it."""
+def source_event(events: Sequence[Any], content: Any) -> Any | None:
+    """The session event ADK's send step wrote for the user turn ``content`` it took: the
+    newest user event holding ``content`` itself, else (ADK stored a copy) the newest user
+    event with its text; ``None`` when there is none (a partial turn is not written)."""
     text = content_text(content)
-    if not session_id or not text:
+    by_text = None
+    for event in reversed(events):
+        if getattr(event, "author", None) != "user" or getattr(event, "content", None) is None:
+            continue
+        if event.content is content:
+            return event
+        if by_text is None and text and content_text(event.content) == text:
+            by_text = event
+    return by_text
+
+
+def note(session_id: str, event_id: str) -> None:
+    """ADK's send step took the user turn written as event ``event_id`` of ``session_id`` and
+    did not send it."""
+    if not session_id or not event_id:
         return
     with _lock:
         turns = _by_session.setdefault(session_id, [])
         _by_session.move_to_end(session_id)
-        turns.append(text)
+        if event_id not in turns:
+            turns.append(event_id)
         del turns[:-MAX_TURNS]
         while len(_by_session) > MAX_SESSIONS:
             _by_session.popitem(last=False)
 
 
-def texts(session_id: str) -> list[str]:
-    """The withheld turns of ``session_id``, oldest first."""
+def of_session(session_id: str) -> Withheld:
+    """The filter for what this process gives the model of ``session_id``."""
     with _lock:
-        return list(_by_session.get(session_id, ()))
-
-
-def without_withheld(contents: Sequence[Any], withheld: Sequence[str]) -> list[Any]:
-    """``contents`` without the user turns in ``withheld`` (each taken out once, the earliest
-    matching turn first). ``contents`` itself is not changed."""
-    history = list(contents)
-    for text in withheld:
-        for position, content in enumerate(history):
-            if getattr(content, "role", None) == "user" and content_text(content) == text:
-                del history[position]
-                break
-    return history
+        return Withheld(frozenset(_by_session.get(session_id, ())))
 
 
 def forget(session_id: str) -> None:
     """Drop the record of ``session_id`` (for tests)."""
     with _lock:
         _by_session.pop(session_id, None)
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """The user turns of one ADK session that were withheld from the model, by event id."""
+
+    event_ids: frozenset[str] = frozenset()
+
+    def keeps(self, event: Any) -> bool:
+        """Whether session event ``event`` may be given to the model."""
+        return str(getattr(event, "id", "")) not in self.event_ids
+
+    def events(self, events: Sequence[Any]) -> list[Any]:
+        """``events`` without the withheld ones (a new list)."""
+        return [event for event in events if self.keeps(event)]
+
+    def history(self, contents: Sequence[Any], events: Sequence[Any]) -> list[Any]:
+        """``contents``, the history ADK rebuilt from the session events ``events``, without the
+        user turns built from withheld events (a new list; ``contents`` is not changed).
+
+        ADK's history carries no event ids, and it leaves some events out; the typed user
+        turns it keeps are in the events' order, each with its event's text. So a withheld
+        event is matched to the user turn of the history with its words at the same place
+        among the turns with those words, counted from the end: the third "yes" from the end
+        of the session is the third "yes" from the end of the history."""
+        if not self.event_ids:
+            return list(contents)
+        places: dict[str, set[int]] = {}
+        seen: collections.Counter[str] = collections.Counter()
+        for event in reversed(events):
+            text = _typed_user_text(event)
+            if not text:
+                continue
+            if not self.keeps(event):
+                places.setdefault(text, set()).add(seen[text])
+            seen[text] += 1
+        kept: list[Any] = []
+        counted: collections.Counter[str] = collections.Counter()
+        for content in reversed(contents):
+            text = content_text(content) if getattr(content, "role", None) == "user" else ""
+            if text in places:
+                place = counted[text]
+                counted[text] += 1
+                if place in places[text]:
+                    continue
+            kept.append(content)
+        kept.reverse()
+        return kept
+
+
+def _typed_user_text(event: Any) -> str:
+    """The text of a user turn ADK's history holds as it was written ("" for other events)."""
+    if getattr(event, "author", None) != "user" or getattr(event, "partial", None):
+        return ""
+    return content_text(getattr(event, "content", None))

@@ -116,3 +116,20 @@ def test_the_catch_up_goes_before_the_replay_context_first_then_the_unanswered_t
     assert first.kwargs["turn_complete"] is True
     assert [c.parts[0].text for c in first.kwargs["turns"]] == ["c"]
     assert with_catch_up(None, replay) is replay and with_catch_up(CatchUp(), replay) is replay
+
+
+def test_the_catch_up_leaves_out_the_turns_withheld_from_the_model() -> None:
+    from adk_live_resume.withheld import Withheld
+
+    one, echo = _event("user", "one"), _event(AGENT, "echo: one")
+    blocked, refusal = _event("user", "a forbidden thing"), _event(AGENT, "not allowed")
+    later = _event("user", "a forbidden thing")  # the same words, not withheld
+    events = [one, echo, blocked, refusal, later]
+    screened = Withheld(frozenset({blocked.id}))
+    assert catch_up(events, echo.id, AGENT, screened) == CatchUp(
+        context=[("model", "not allowed")], unanswered=["a forbidden thing"]
+    )
+    assert catch_up(events, echo.id, AGENT) == CatchUp(
+        context=[("user", "a forbidden thing"), ("model", "not allowed")],
+        unanswered=["a forbidden thing"],
+    )

@@ -239,3 +239,83 @@ def test_a_token_older_than_the_newest_this_session_stored_is_refused_and_logged
     ctx = SimpleNamespace(session=_session_with_tokens([old, new], current=new))
     loaded = SessionHandleStore(ctx, sealer, OWNER, "voice").load(ttl=3600)
     assert loaded is not None and loaded[0].handle == "h-new-handle-111"
+
+
+def test_only_a_run_whose_consumer_went_away_ends_without_waiting_for_the_store() -> None:
+    from adk_live_resume.handle_store import run_end_waits
+
+    assert run_end_waits(None)  # the queue was closed: the run returned
+    assert run_end_waits(RuntimeError("the connection could not be resumed"))
+    assert not run_end_waits(asyncio.CancelledError())
+    assert not run_end_waits(GeneratorExit())
+
+
+async def test_latest_writer_lets_go_of_the_newest_value_without_waiting() -> None:
+    async with asyncio.timeout(5):
+        written: list[str] = []
+        delay = [0.2]
+
+        async def write(value: str) -> None:
+            await asyncio.sleep(delay[0])
+            written.append(value)
+
+        writer = LatestWriter(write, lambda v: "<v>", interval=600)
+        writer.offer("a")
+        await asyncio.sleep(0.3)
+        writer.offer("b")  # waits for the interval
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        writer.let_go(timeout=1.0)
+        assert loop.time() - started < 0.05 and written == ["a"]
+        await asyncio.sleep(0.3)
+        assert written == ["a", "b"], "written in the background, at once"
+
+        delay[0] = 60.0  # a write that hangs is given up after the timeout
+        writer.offer("c")
+        await asyncio.sleep(0.01)
+        writer.let_go(timeout=0.1)
+        await asyncio.sleep(0.3)
+        assert written == ["a", "b"] and writer.written == 2
+        assert all(not t.get_name().startswith("adk_live_resume") for t in asyncio.all_tasks())
+
+
+def _store_writes() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "adk_live_resume handle store"]
+
+
+async def test_the_next_run_of_a_session_gives_up_the_write_its_last_run_let_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from google.adk.sessions.session import Session
+
+    from adk_live_resume.handle_store import SessionHandleStore
+
+    monkeypatch.setenv(HANDLE_KEY_ENV, Fernet.generate_key().decode())
+    async with asyncio.timeout(5):
+        written: list[Any] = []
+        entered = asyncio.Event()
+
+        async def append_event(session: Any, event: Any) -> None:
+            entered.set()
+            await asyncio.sleep(60)  # a session database far away
+            written.append(event)
+
+        def context(session_id: str) -> Any:
+            session = Session(id=session_id, app_name="app", user_id="user")
+            service = SimpleNamespace(append_event=append_event)
+            return SimpleNamespace(
+                session=session, session_service=service, invocation_id="i", branch=None
+            )
+
+        ended = SessionHandleStore.for_context(context("session-1"), agent_name="voice")
+        ended.save(ResumeHandle(HANDLE, time.time()))
+        await entered.wait()
+        ended.let_go(timeout=30)  # the run ended; its write goes on
+        SessionHandleStore.for_context(context("session-2"), agent_name="voice")
+        await asyncio.sleep(0.05)
+        assert _store_writes(), "another session's run leaves it alone"
+        SessionHandleStore.for_context(context("session-1"), agent_name="voice")
+        await asyncio.sleep(0.05)
+        assert not _store_writes() and written == [], "given up: it never lands"

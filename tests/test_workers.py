@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 from google.adk.agents import LlmAgent
+from google.adk.sessions import InMemorySessionService
 
 import adk_live_resume
 from adk_live_resume import HandleKeyError, ReconnectInfo, ResumePolicy
@@ -25,7 +26,7 @@ from adk_live_resume.stored_handle import HANDLE_KEY_ENV, HandleSealer, SessionK
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import our_tasks
+from .conftest import AgentFactory, our_tasks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -435,3 +436,89 @@ async def test_a_worker_that_dies_before_writing_its_newest_handle_loses_nothing
         else:
             assert not last.resumed and last.resume_handle is None and last.history_sends == 1
         assert server.duplicate_history_sends() == 0
+
+
+# ---- a cancelled run and a slow session service --------------------------------------------------
+
+
+class SlowHandleWrites(InMemorySessionService):  # type: ignore[misc]
+    """Writes of the stored handle by the run of invocation ``slow_invocation`` take
+    ``delay`` seconds, like a session database far away; ``handle_writes`` counts the writes
+    of the stored handle that completed."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.slow_invocation = ""
+        self.handle_writes = 0
+
+    async def append_event(self, session: Any, event: Any) -> Any:
+        delta = getattr(event.actions, "state_delta", None) or {}
+        if STATE_KEY in delta and event.invocation_id == self.slow_invocation:
+            await asyncio.sleep(self.delay)
+        stored = await super().append_event(session, event)
+        if STATE_KEY in delta:
+            self.handle_writes += 1
+        return stored
+
+
+@pytest.mark.parametrize("next_run", ["after the write", "at once"])
+async def test_a_cancelled_run_ends_at_once_and_the_next_run_resumes_what_the_model_heard(
+    make_agent: AgentFactory, handle_key: str, next_run: str
+) -> None:
+    """The run's end does not wait for the session service: the newest handle is written
+    after the run ended. A next run that starts after that resumes with it; one that starts
+    while it is written gives that write up (it read the session without it) and resumes with
+    the older handle, the exchange after it as catch-up. Either way it knows everything."""
+    async with asyncio.timeout(45), FakeLiveServer() as server:
+        service = SlowHandleWrites(delay=1.5)
+        agent = make_agent(server, policy=STORE)  # handle_store_interval: the default 30 s
+        config = _text_config(resumption=False)
+        live = await LiveDriver.start(agent, run_config=config, session_service=service)
+        assert await live.say("my name is Ada") == "echo: my name is Ada"
+        first = await _stored_token(service, live.session)  # the first write goes at once
+        # this run's next write waits for its end (the interval), then takes 1.5 s
+        service.slow_invocation = live.events[-1].invocation_id
+        assert await live.say("I live in Paris") == "echo: I live in Paris"
+        owner = SessionKey(live.session.app_name, live.session.user_id, live.session.id)
+        older = HandleSealer.from_environment().open(first, owner).handle.handle
+        newest = server.handles_issued()[-1]
+        assert older != newest
+        await server.wait_for(
+            lambda: getattr(adk_live_resume.current_handle(live.queue), "handle", None) == newest,
+            5,
+            what="the run holds the newest handle",
+        )
+        assert await live.cancel() < 1.0
+        cancelled_at = asyncio.get_running_loop().time()
+        if next_run == "after the write":
+            token = await asyncio.wait_for(
+                _stored_token(service, live.session, changed_from=first), 5
+            )
+            assert HandleSealer.from_environment().open(token, owner).handle.handle == newest
+            assert service.handle_writes == 2
+            await asyncio.sleep(0.05)
+            assert our_tasks() == [], "the write ended with itself"
+        again = await service.get_session(
+            app_name=owner.app_name, user_id=owner.user_id, session_id=owner.session_id
+        )
+        later = await _start(live.runner, again, config)
+        async with later:
+            assert await later.say("recall") == "you said: my name is Ada | I live in Paris"
+            await later.close()
+        resumed = server.connections[-1]
+        assert resumed.resumed
+        if next_run == "after the write":
+            assert resumed.resume_handle == newest and server.history_sends() == 0
+        else:  # the exchange after the older handle went as context (the catch-up)
+            assert resumed.resume_handle == older and resumed.history_sends == 1
+        assert server.user_turns_answered().count("recall") == 1
+        assert server.duplicate_history_sends() == 0
+        # the session ends with the next run's newest handle: nothing of the first run's
+        # landed under it (its slow write would have by now)
+        await asyncio.sleep(max(0.0, cancelled_at + 2.0 - asyncio.get_running_loop().time()))
+        stored = await service.get_session(
+            app_name=owner.app_name, user_id=owner.user_id, session_id=owner.session_id
+        )
+        sealed = HandleSealer.from_environment().open(stored.state[STATE_KEY], owner)
+        assert sealed.handle.handle == resumed.handles_issued[-1]
