@@ -78,14 +78,14 @@ def test_a_withheld_turn_is_found_when_adk_left_an_earlier_event_out_of_the_hist
 
 
 def test_the_source_event_is_the_one_holding_the_content_else_the_newest_with_its_words() -> None:
-    content = content("user", "yes")
+    said = content("user", "yes")
     events = _events(("user", "yes"), ("model", "yes"))
-    mine = Event(author="user", content=content)
-    assert withheld.source_event([*events, mine, *_events(("user", "yes"))], content) is mine
-    copy = content.model_copy()  # ADK stored a copy (it set the role)
+    mine = Event(author="user", content=said)
+    assert withheld.source_event([*events, mine, *_events(("user", "yes"))], said) is mine
+    copy = said.model_copy()  # ADK stored a copy (it set the role)
     assert withheld.source_event(events, copy) is events[0]
     assert withheld.source_event(events, content("user", "no")) is None
-    assert withheld.source_event([], content) is None
+    assert withheld.source_event([], said) is None
 
 
 def test_the_record_is_per_session_and_bounded() -> None:
