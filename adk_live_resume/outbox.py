@@ -101,6 +101,9 @@ class Replay:
 
     context: list[tuple[str, str]] = field(default_factory=list)
     messages: list[ClientMessage] = field(default_factory=list)
+    #: Tool calls whose whole exchange is in the finished part that goes as context (not
+    #: replayed): the resumed session has their exchange, the model will not issue them anew.
+    context_calls: tuple[str, ...] = ()
     #: Voiced user audio (speech) that left the outbox uncovered since the previous replay
     #: (ms): what the user said that the resumed session will not hear.
     dropped_audio_ms: float = 0.0
@@ -476,7 +479,16 @@ class Outbox:
         items, self._items = self._items, []
         self._audio_ms = 0.0
         resolved = self._resolved_position(items)
-        replay = Replay(context=_context(items[: resolved + 1]))
+        finished = items[: resolved + 1]
+        replay = Replay(
+            context=_context(finished),
+            context_calls=tuple(
+                call_id
+                for item in finished
+                if isinstance(item, _Fact) and item.kind == "tool_call"
+                for call_id in item.ids
+            ),
+        )
         for item in items[resolved + 1 :]:
             if not isinstance(item, ClientMessage):
                 continue

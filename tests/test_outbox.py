@@ -281,3 +281,19 @@ def test_an_audio_answer_cut_off_answers_nothing() -> None:
     outbox.interrupted()
     assert outbox.activity.unanswered
     assert any(m.voiced for m in outbox.take_replay().messages), "replayed to be answered"
+
+
+def test_a_replay_names_the_calls_whose_whole_exchange_goes_as_context() -> None:
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("call balance"))
+    outbox.tool_call(["c1"])
+    outbox.record("send_tool_response", _response("c1"))
+    outbox.model_text("balance returned 100")
+    outbox.turn_complete()  # resolved: the exchange goes as context
+    outbox.record("send_client_content", _text("call lookup"))
+    outbox.tool_call(["c2"])
+    outbox.turn_complete()  # c2's response has not come: replayed from its request
+    replay = outbox.take_replay()
+    assert replay.context_calls == ("c1",)
+    assert replay.context == [("user", "call balance"), ("model", "balance returned 100")]
+    assert [m.user_text for m in replay.messages] == ["call lookup"]
