@@ -6,12 +6,12 @@
   pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
   pieces follow the speech as it is decoded when the setup asks for them
   (``inputAudioTranscription``; the service sends none otherwise, see
-  :mod:`~adk_live_resume.testing.generation` for the sources), and the finished
-  utterance is a user turn (on the Vertex AI dialect, recognised by its websocket path, a
+  :mod:`~adk_live_resume.testing.generation` for the sources), and the finished utterance
+  is a user turn (on the Vertex AI dialect, recognised by its websocket path, a
   transcription ends with ``finished: true`` at the end of the utterance; the Gemini API
-  sends no such end). Text,
-  ``clientContent`` or ``activityEnd`` arriving mid-utterance end the utterance there (it
-  becomes a turn first); ``audioStreamEnd`` too, with automatic detection;
+  sends no such end). Text, ``clientContent`` or ``activityEnd`` arriving mid-utterance end
+  the utterance there (it becomes a turn first); ``audioStreamEnd`` too, with automatic
+  detection;
 * ``clientContent`` holding several turns, or a model turn, is history: remembered, and
   answered only when it ends with a complete user turn; the model family
   (:mod:`~adk_live_resume.testing.families`) rules mid-session ``clientContent`` (else kept in
