@@ -82,9 +82,17 @@ class ClientMessage:
 class _Fact:
     """A server fact kept for replay (one per transcription piece: no ``__dict__``)."""
 
-    kind: Literal["model_text", "input_text", "tool_call", "turn_complete", "interrupted"]
+    kind: Literal[
+        "model_text", "model_audio", "input_text", "tool_call", "turn_complete", "interrupted"
+    ]
     text: str = ""
     ids: tuple[str, ...] = ()
+
+
+#: Model output without text (audio, a thought): one fact stands for a run of them.
+_MODEL_AUDIO = _Fact("model_audio")
+#: Facts that are model output, whatever its form: the server took in what came before.
+_MODEL_OUTPUT = frozenset({"model_text", "model_audio", "tool_call"})
 
 
 @dataclass
@@ -93,6 +101,9 @@ class Replay:
 
     context: list[tuple[str, str]] = field(default_factory=list)
     messages: list[ClientMessage] = field(default_factory=list)
+    #: Tool calls whose whole exchange is in the finished part that goes as context (not
+    #: replayed): the resumed session has their exchange, the model will not issue them anew.
+    context_calls: tuple[str, ...] = ()
     #: Voiced user audio (speech) that left the outbox uncovered since the previous replay
     #: (ms): what the user said that the resumed session will not hear.
     dropped_audio_ms: float = 0.0
@@ -258,9 +269,14 @@ class Outbox:
             self._items.append(_Fact("model_text", text))
 
     def model_audio(self) -> None:
-        """Model output without text (audio) arrived: it answers a pending turn as text does,
-        and carries nothing to keep for replay."""
+        """Model output without text (audio, a thought) arrived: model output as text is, for
+        the utterance and the typed turns it answers and for what a handle covers (an app
+        that turns output transcription off gets nothing else); it carries no text to give
+        back as context. Consecutive parts are kept as one fact."""
+        self.activity.on_model_output()
         self.turns.on_model_output()
+        if not self._items or self._items[-1] is not _MODEL_AUDIO:
+            self._items.append(_MODEL_AUDIO)
 
     def input_text(self, text: str) -> str:
         """Record an ``inputTranscription`` piece; return what of it to show the user (pass
@@ -307,7 +323,9 @@ class Outbox:
         # been answered for.
         answered_until = -1
         for position, item in enumerate(self._items):
-            if isinstance(item, _Fact) and item.kind in ("model_text", "tool_call", "interrupted"):
+            if isinstance(item, _Fact) and (
+                item.kind in _MODEL_OUTPUT or item.kind == "interrupted"
+            ):
                 answered_until = position
         current = self._current_utterance()
         self._keep(
@@ -422,7 +440,7 @@ class Outbox:
                 pending.update(item.ids)
             elif item.kind == "input_text":
                 answered = False
-            elif item.kind == "model_text":
+            elif item.kind in ("model_text", "model_audio"):
                 answered = True
             elif item.kind == "turn_complete" and not pending and answered:
                 resolved = position
@@ -461,7 +479,16 @@ class Outbox:
         items, self._items = self._items, []
         self._audio_ms = 0.0
         resolved = self._resolved_position(items)
-        replay = Replay(context=_context(items[: resolved + 1]))
+        finished = items[: resolved + 1]
+        replay = Replay(
+            context=_context(finished),
+            context_calls=tuple(
+                call_id
+                for item in finished
+                if isinstance(item, _Fact) and item.kind == "tool_call"
+                for call_id in item.ids
+            ),
+        )
         for item in items[resolved + 1 :]:
             if not isinstance(item, ClientMessage):
                 continue

@@ -123,6 +123,7 @@ async def serve(
             if handle:
                 run.tool_calls.on_resumed()
                 replay = run.outbox.take_replay(run.tool_calls.unknown_ids())
+                run.tool_calls.in_context(replay.context_calls)
                 replay = with_catch_up(run.keeper.catch_up, replay)  # (once: sent below)
                 run.keeper.catch_up = None
             else:

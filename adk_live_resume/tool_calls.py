@@ -12,7 +12,11 @@ And:
   them, so a response for one of them must not be sent to it (the model would get an answer
   to a question it never asked) but is kept;
 * *repeatable* calls: after a resume, the model answers the replayed input again and may
-  issue the same call anew, under a new id. The first new call with the same key (earliest
+  issue the same call anew, under a new id. A call is repeatable only while no context the
+  resumed session receives holds its exchange: a call whose exchange finished (its response
+  answered) goes back to the model as context, not replayed, so the model never issues it
+  anew, and a later request for the same tool is the user's and runs
+  (:meth:`ToolCallBook.in_context`). The first new call with the same key (earliest
   earlier call first, in issue order) is then a *repeat* of it:
 
   - the earlier call was answered: the repeat is answered at once with its result;
@@ -32,9 +36,10 @@ And:
 Guarantees:
 
 * a repeat is recognised only on a connection resumed from a handle older than the earlier
-  call, only until the resumed session finished answering (its first turn with model output
-  completes), and each earlier call answers at most one repeat; identical calls are paired
-  in issue order (the n-th repeat gets the n-th earlier call's result);
+  call, whose exchange that connection did not get as context, only until the resumed
+  session finished answering (its first turn with model output completes), and each
+  earlier call answers at most one repeat; identical calls are paired in issue order (the
+  n-th repeat gets the n-th earlier call's result);
 * after a fresh session (the handle was dead) the rebuilt history holds the calls the ADK
   session has with their results; a call without its result is left out of it by ADK, so it
   is repeatable there as after a resume, and if the model does not issue it anew, its
@@ -210,6 +215,14 @@ class ToolCallBook:
         # must not make the call forgettable), and in issue order.
         self._repeatable.update((i, self._keys[i]) for i in missed)
         self._since_handle.clear()
+
+    def in_context(self, call_ids: Iterable[str]) -> None:
+        """The resumed session receives the exchanges of ``call_ids`` as context (they
+        finished after the handle): the model knows they were made and answered and will not
+        issue them anew, so none of them is repeatable; a new call with the same key is a new
+        request and runs its tool."""
+        for call_id in call_ids:
+            self._repeatable.pop(call_id, None)
 
     def on_fresh_session(self, answered_in_history: Iterable[str] = ()) -> None:
         """A new session started without a handle: it knows no call id at all. Its history,

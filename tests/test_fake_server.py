@@ -40,11 +40,18 @@ def config(
     resume: bool = True,
     handle: str | None = None,
     tools: list[types.Tool] | None = None,
+    input_transcription: bool = False,
+    output_transcription: bool = False,
 ) -> types.LiveConnectConfig:
+    """A bare SDK config; transcriptions come only when asked for, as from the service."""
     return types.LiveConnectConfig(
         response_modalities=[types.Modality(modality)],
         session_resumption=types.SessionResumptionConfig(handle=handle) if resume else None,
         tools=tools,
+        input_audio_transcription=types.AudioTranscriptionConfig() if input_transcription else None,
+        output_audio_transcription=(
+            types.AudioTranscriptionConfig() if output_transcription else None
+        ),
     )
 
 
@@ -148,11 +155,13 @@ async def raw_until(ws: ClientConnection, key: str) -> list[dict[str, Any]]:
             "model": "models/x",
             "generationConfig": {"responseModalities": ["AUDIO"]},
             "sessionResumption": {},
+            "outputAudioTranscription": {},
         },
         {
             "model": "models/x",
             "generation_config": {"response_modalities": ["AUDIO"]},
             "session_resumption": {},
+            "output_audio_transcription": {},
         },
     ],
     ids=["camelCase", "snake_case"],
@@ -177,7 +186,8 @@ async def test_setup_is_answered_in_either_casing(
     keys = {key for message in messages for key in message}
     assert keys <= {"serverContent", "sessionResumptionUpdate", "usageMetadata"}
     contents = [m["serverContent"] for m in messages if "serverContent" in m]
-    assert any("outputTranscription" in c for c in contents), "AUDIO modality was honoured"
+    assert any("inlineData" in str(c.get("modelTurn")) for c in contents), "AUDIO honoured"
+    assert any("outputTranscription" in c for c in contents), "transcription asked for"
     record = (await server.wait_for_connections(1))[0]
     assert record.resumption_enabled and record.user_turns == ["hi"]
 
@@ -244,10 +254,34 @@ async def test_memory_questions_and_tools(fake_live_server_factory: Any) -> None
     assert record.errors == []
 
 
+@pytest.mark.parametrize(("asked_in", "asked_out"), [(False, False), (True, False), (False, True)])
+async def test_transcriptions_come_only_when_the_setup_asks_for_them(
+    fake_live_server_factory: Any, asked_in: bool, asked_out: bool
+) -> None:
+    server = await fake_live_server_factory(chunk_delay=0.001)
+    pcm = speech_pcm("hello audio", seconds=0.3) + silence_pcm(0.6)
+    cfg = config(
+        modality="AUDIO",
+        resume=False,
+        input_transcription=asked_in,
+        output_transcription=asked_out,
+    )
+    async with asyncio.timeout(20), session(server, cfg) as live:
+        await live.send_realtime_input(audio=types.Blob(data=pcm, mime_type="audio/pcm;rate=16000"))
+        messages = await turn(live)
+    contents = [m.server_content for m in messages if m.server_content]
+    assert any(c.model_turn for c in contents), "the answer came, in audio"
+    assert any(c.input_transcription for c in contents) == asked_in
+    assert any(c.output_transcription for c in contents) == asked_out
+
+
 async def test_audio_in_and_out_with_transcriptions(fake_live_server_factory: Any) -> None:
     server = await fake_live_server_factory(chunk_delay=0.001)
     pcm = speech_pcm("hello audio", seconds=0.3) + silence_pcm(0.6)  # the VAD ends it at 500 ms
-    async with session(server, config(modality="AUDIO", resume=False)) as live:
+    cfg = config(
+        modality="AUDIO", resume=False, input_transcription=True, output_transcription=True
+    )
+    async with session(server, cfg) as live:
         for start in range(0, len(pcm), 777):  # odd sizes: chunks never align with samples
             await live.send_realtime_input(
                 audio=types.Blob(data=pcm[start : start + 777], mime_type="audio/pcm;rate=16000")

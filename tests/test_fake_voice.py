@@ -165,7 +165,7 @@ async def test_handles_every_interval_while_idle(fake_live_server_factory: Any) 
 
 async def test_transcription_while_speaking_then_the_turn(fake_live_server_factory: Any) -> None:
     server = await fake_live_server_factory(chunk_delay=0.001)
-    async with session(server, config(resume=False)) as live:
+    async with session(server, config(resume=False, input_transcription=True)) as live:
         await send_audio(live, silence_pcm(0.3) + speech_pcm("hello there", seconds=0.8))
         pieces: list[types.LiveServerMessage] = []
 
@@ -440,7 +440,7 @@ async def test_compression_or_text_keeps_the_session_going(fake_live_server_fact
     server = await fake_live_server_factory(
         time_scale=0.001, connection_lifetime=20_000, chunk_delay=0.001
     )
-    compressed = config(modality="AUDIO")
+    compressed = config(modality="AUDIO", output_transcription=True)
     compressed.context_window_compression = types.ContextWindowCompressionConfig(
         sliding_window=types.SlidingWindow()
     )

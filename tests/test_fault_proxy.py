@@ -34,7 +34,7 @@ def _config(handle: str | None) -> types.LiveConnectConfig:
     )
 
 
-async def _turn(session: Any, text: str) -> tuple[str, str | None]:
+async def _exchange(session: Any, text: str) -> tuple[str, str | None]:
     """Send ``text``; read the answer and the handle that follows it."""
     await session.send_client_content(
         turns=types.Content(role="user", parts=[types.Part(text=text)]), turn_complete=True
@@ -65,11 +65,11 @@ async def test_messages_pass_both_ways_and_a_resume_goes_through(vertex: bool) -
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client(vertex=vertex)
         async with client.aio.live.connect(model="gemini-live-fake", config=_config(None)) as s:
-            answer, handle = await _turn(s, "hello")
+            answer, handle = await _exchange(s, "hello")
         assert answer == "echo: hello"
         assert handle is not None
         async with client.aio.live.connect(model="gemini-live-fake", config=_config(handle)) as s:
-            answer, _ = await _turn(s, "recall")
+            answer, _ = await _exchange(s, "recall")
         assert answer == "you said: hello"
         assert [c.resumed for c in server.connections] == [False, True]
         assert ("aiplatform" in server.connections[0].path) is vertex
@@ -84,7 +84,7 @@ async def test_go_away_then_the_deadline_close_1011() -> None:
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-            await _turn(s, "hi")
+            await _exchange(s, "hi")
             loop = asyncio.get_running_loop()
             sent = loop.time()
             assert proxy.go_away(0.5) == [1]
@@ -103,7 +103,7 @@ async def test_a_close_with_a_code_reaches_the_client(code: int) -> None:
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-            await _turn(s, "hi")
+            await _exchange(s, "hi")
             proxy.close(code, "injected")
             error, _ = await _until_error(s)  # a close with a reason is an error, 1000 too
             assert error.code == code
@@ -115,7 +115,7 @@ async def test_an_abort_has_no_close_frame() -> None:
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-            await _turn(s, "hi")
+            await _exchange(s, "hi")
             proxy.abort()
             error, _ = await _until_error(s)
         assert error.code == 1006
@@ -126,7 +126,7 @@ async def test_an_upstream_close_is_passed_on_with_its_code() -> None:
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-            await _turn(s, "hi")
+            await _exchange(s, "hi")
             await server.close_open(4003, "from the fake")
             error, _ = await _until_error(s)
         assert error.code == 4003
@@ -140,7 +140,7 @@ async def test_latency_delays_each_way() -> None:
             proxy.latency = 0.15
             loop = asyncio.get_running_loop()
             sent = loop.time()
-            answer, _ = await _turn(s, "slow")
+            answer, _ = await _exchange(s, "slow")
             assert loop.time() - sent >= 0.29  # one way up, one way down
         assert answer == "echo: slow"
 
@@ -149,18 +149,18 @@ async def test_a_refused_resume_is_closed_1008_and_never_reaches_the_upstream() 
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-            _, handle = await _turn(s, "hello")
+            _, handle = await _exchange(s, "hello")
         proxy.refuse_resumes(1)
         with pytest.raises(errors.APIError) as raised:
             async with client.aio.live.connect(
                 model="gemini-live-fake", config=_config(handle)
             ) as s:
-                await _turn(s, "recall")
+                await _exchange(s, "recall")
         assert raised.value.code == 1008
         assert proxy.connections[1].ended_by == "refused"
         assert not any(c.resumed for c in server.connections)
         async with client.aio.live.connect(model="gemini-live-fake", config=_config(handle)) as s:
-            answer, _ = await _turn(s, "recall")  # the next one goes through
+            answer, _ = await _exchange(s, "recall")  # the next one goes through
         assert answer == "you said: hello"
 
 
@@ -239,9 +239,9 @@ async def test_the_log_holds_no_whole_handle_nor_key(caplog: pytest.LogCaptureFi
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-            _, handle = await _turn(s, "hello")
+            _, handle = await _exchange(s, "hello")
         async with client.aio.live.connect(model="gemini-live-fake", config=_config(handle)) as s:
-            await _turn(s, "again")
+            await _exchange(s, "again")
     assert handle is not None
     text = "\n".join(record.getMessage() for record in caplog.records)
     assert "resumes with handle" in text
@@ -286,7 +286,7 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin() -> None:
 
             client = genai_client(_Address(base_url, bundle))
             async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
-                assert (await _turn(s, "via the command"))[0] == "echo: via the command"
+                assert (await _exchange(s, "via the command"))[0] == "echo: via the command"
                 process.stdin.write(b"goaway 0.3\n")
                 await process.stdin.drain()
                 error, seen = await _until_error(s)

@@ -233,3 +233,60 @@ def test_a_fresh_session_gets_the_unanswered_typed_turns_its_history_lacks_once(
     outbox.record("send_client_content", _text("three"))
     replay = outbox.take_audio(utterance_in_history=False, waiting_in_history=user_texts(history))
     assert [m.user_text for m in replay.messages] == ["three"]
+
+
+def _speak(outbox: Outbox, text: str) -> None:
+    """An utterance of ``text`` and the silence after it, in 20 ms microphone chunks."""
+    from adk_live_resume.testing import silence_pcm, speech_pcm
+
+    pcm = speech_pcm(text, seconds=0.4) + silence_pcm(0.6)
+    for start in range(0, len(pcm), 640):
+        outbox.record("send_realtime_input", audio_input(pcm[start : start + 640]))
+
+
+def test_an_answer_in_audio_only_answers_the_utterance_for_handles_and_replays() -> None:
+    """Model output is model output whatever its form: an answer with no text (output
+    transcription off) answers the utterance, so a handle after it covers it, and a replay
+    from an older handle resolves it instead of sending it to be answered again."""
+    covered = Outbox()
+    _speak(covered, "hello")
+    assert covered.activity.unanswered
+    covered.model_audio()
+    covered.model_audio()
+    covered.turn_complete()
+    assert not covered.activity.unanswered, "the utterance was answered"
+    covered.covered(None)
+    assert len(covered) == 0, "the handle after the answer holds the utterance"
+
+    older_handle = Outbox()
+    _speak(older_handle, "hello")
+    older_handle.model_audio()
+    older_handle.turn_complete()
+    replay = older_handle.take_replay()
+    assert replay.messages == [], "the answered utterance is not replayed"
+    assert replay.context == [], "audio has no text to give back"
+
+
+def test_an_audio_answer_cut_off_answers_nothing() -> None:
+    outbox = Outbox()
+    _speak(outbox, "hello")
+    outbox.model_audio()
+    outbox.interrupted()
+    assert outbox.activity.unanswered
+    assert any(m.voiced for m in outbox.take_replay().messages), "replayed to be answered"
+
+
+def test_a_replay_names_the_calls_whose_whole_exchange_goes_as_context() -> None:
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("call balance"))
+    outbox.tool_call(["c1"])
+    outbox.record("send_tool_response", _response("c1"))
+    outbox.model_text("balance returned 100")
+    outbox.turn_complete()  # resolved: the exchange goes as context
+    outbox.record("send_client_content", _text("call lookup"))
+    outbox.tool_call(["c2"])
+    outbox.turn_complete()  # c2's response has not come: replayed from its request
+    replay = outbox.take_replay()
+    assert replay.context_calls == ("c1",)
+    assert replay.context == [("user", "call balance"), ("model", "balance returned 100")]
+    assert [m.user_text for m in replay.messages] == ["call lookup"]

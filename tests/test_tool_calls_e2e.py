@@ -4,6 +4,8 @@ real TLS websockets, the fake server. Both entry points.
 * A NON_BLOCKING tool still running when the socket drops runs once: the resumed session's
   repeat of the call waits for its result, which goes to the repeat's id, once.
 * Identical calls cut by a drop are answered in issue order.
+* A call whose whole exchange went back to the model as context is never paired with a new
+  request for the same tool: the tool runs again.
 """
 
 from __future__ import annotations
@@ -215,6 +217,40 @@ async def test_identical_calls_cut_by_a_drop_are_answered_in_issue_order(
         results = [server.tool_call(c.id).responses for c in second.tool_calls]
         assert results == [[{"n": n}] for n in range(1, calls + 1)]
         assert json.dumps(second.answers).count("counter returned") == calls
+
+
+async def test_a_tool_asked_for_again_after_a_reconnect_runs_again(
+    make_agent: AgentFactory,
+) -> None:
+    """The first lookup's whole exchange came after the newest handle: the resumed session
+    gets it back as context, so the model never repeats that call; the user's new request
+    for the same tool and arguments is a new call, and the tool runs for it."""
+    balances = iter([{"balance": 100}, {"balance": 40}])
+    ran: list[int] = []
+
+    def get_balance() -> dict[str, int]:
+        """Return the account balance."""
+        result = next(balances)
+        ran.append(result["balance"])
+        return result
+
+    server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
+    async with asyncio.timeout(30), server:
+        agent = make_agent(server, tools=[get_balance])
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("hello") == "echo: hello"
+            assert (await server.issue_handles_now())[1] is not None  # older than the call
+            assert await live.say("call get_balance") == 'get_balance returned {"balance":100}'
+            await server.close_open(1011)
+            await server.wait_for_connections(2)
+            assert await live.say("call get_balance") == 'get_balance returned {"balance":40}'
+            await live.close()
+        first, second = server.connections
+        assert second.resumed and second.resume_handle == first.handles_issued[-1]
+        assert server.history_sends() >= 1, "the first lookup went back as context"
+        assert ran == [100, 40], "the tool ran for the new request"
+        [new_call] = second.tool_calls
+        assert server.tool_call(new_call.id).responses == [{"balance": 40}]
 
 
 @needs_background_tools

@@ -318,6 +318,35 @@ def test_after_the_resumed_session_answered_the_same_call_is_new() -> None:
     assert book.on_calls([("c2", "balance", {})]).run == ("c2",)
 
 
+def test_a_call_whose_exchange_goes_back_as_context_is_not_repeatable() -> None:
+    """A call is repeatable only while no context the resumed session receives holds its
+    exchange: the model knows that call was answered and will not issue it anew, so the
+    same tool asked for again is a new request and runs; a call replayed (not in the
+    context) is still repeatable."""
+    book = ToolCallBook()
+    book.on_calls([("c1", "balance", {})])
+    book.on_result("c1", {"v": 100})
+    book.on_calls([("c2", "lookup", {"item": "a"})])  # its exchange did not finish
+    book.on_resumed()  # the handle predates both
+    book.in_context(["c1"])
+    assert book.is_unknown("c1") and book.is_unknown("c2"), "still never sent a response"
+    decision = book.on_calls([("n1", "balance", {}), ("n2", "lookup", {"item": "a"})])
+    assert decision.run == ("n1", "n2") and decision.answer == ()
+    assert book.reused == 0
+
+
+def test_a_call_in_context_after_a_second_drop_is_no_longer_repeatable() -> None:
+    """Repeatable after one resume (replayed), then answered and given back as context
+    after the next: it is repeatable no longer."""
+    book = ToolCallBook()
+    book.on_calls([("c1", "balance", {})])
+    book.on_result("c1", {"v": 100})
+    book.on_resumed()  # replayed: the model may issue it anew
+    book.on_resumed()  # dropped again before it did; now the exchange goes as context
+    book.in_context(["c1"])
+    assert book.on_calls([("n1", "balance", {})]).run == ("n1",)
+
+
 def test_after_a_fresh_session_nothing_is_repeatable_and_every_old_id_is_unknown() -> None:
     book = ToolCallBook()
     book.on_calls([("c1", "balance", {})])

@@ -181,6 +181,8 @@ class LiveConnection(TurnTaking):
         self._non_blocking = frozenset(non_blocking)
         self._history_in_client_content = history_in_client_content(setup)
         self._compression = bool(pick(setup, "contextWindowCompression"))
+        self._input_transcription = has(setup, "inputAudioTranscription")
+        self._output_transcription = has(setup, "outputAudioTranscription")
         self._tracker = SpeechTracker(VadConfig.from_setup(setup))
         resumption = pick(setup, "sessionResumption")
         if has(setup, "sessionResumption") and (resumption is None or isinstance(resumption, dict)):

@@ -90,6 +90,10 @@ class ConnectionCore:
         self._gemini3 = False
         self._history_in_client_content = False
         self._compression = False
+        #: The setup asked for transcriptions (``inputAudioTranscription``,
+        #: ``outputAudioTranscription``): the service sends them only then.
+        self._input_transcription = False
+        self._output_transcription = False
         # The session: restored from the handle's snapshot on a resume.
         self._session = SessionInfo(secrets.token_hex(8), self._loop.time(), audio=False)
         self._session_audio = False

@@ -9,9 +9,14 @@
   the turn nor the resumable point; they stay open in the session (and in the snapshots of
   the handles issued meanwhile) until their response arrives, which the model then answers
   per its ``scheduling`` (see :mod:`~adk_live_resume.testing.model`);
-* AUDIO answers are synthetic speech at 24 kHz (:mod:`~adk_live_resume.testing.speech`) with
-  an ``outputTranscription`` per chunk; on the Vertex AI dialect the transcription ends with
-  ``finished: true`` before ``generationComplete``;
+* AUDIO answers are synthetic speech at 24 kHz (:mod:`~adk_live_resume.testing.speech`);
+  when the setup asks for it (``outputAudioTranscription``), with an ``outputTranscription``
+  per chunk: the service sends transcriptions only when the setup enables them (the Live
+  API capabilities guide, "Audio transcriptions"; Firebase AI Logic's ``Transcription``
+  reference: "returned ... if transcription is enabled with the inputAudioTranscription or
+  outputAudioTranscription properties"); the recordings in the protocol notes ("Facts from
+  recordings of real sessions") had both asked for; on the Vertex AI dialect the
+  transcription ends with ``finished: true`` before ``generationComplete``;
 * the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule).
 """
 
@@ -175,7 +180,7 @@ class Generation(ConnectionClocks):
                 await self._send_chunk(chunk)
                 if number == 0 and self._faults.fire(lambda f: f.mid_turn):
                     return
-            if self._vertex and self._modality != "TEXT":
+            if self._vertex and self._modality != "TEXT" and self._output_transcription:
                 await self._send(wire.server_content(output_transcription={"finished": True}))
             await self._send(wire.server_content(generation_complete=True))
             self._finishing = True
@@ -211,7 +216,10 @@ class Generation(ConnectionClocks):
             return
         seconds = OUTPUT_SAMPLES_PER_BYTE * len(chunk.encode()) / OUTPUT_SAMPLE_RATE
         pcm = speech_pcm(chunk, sample_rate=OUTPUT_SAMPLE_RATE, seconds=seconds)
-        await self._send(
-            wire.server_content(model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}),
-            wire.server_content(output_transcription={"text": chunk}),
+        audio = wire.server_content(
+            model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}
         )
+        if not self._output_transcription:
+            await self._send(audio)
+            return
+        await self._send(audio, wire.server_content(output_transcription={"text": chunk}))

@@ -4,11 +4,14 @@
   through voice activity detection (:mod:`~adk_live_resume.testing.vad`): speech that starts
   while the model answers cuts the answer (``interrupted``, and ``toolCallCancellation`` for
   pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
-  pieces follow the speech as it is decoded, and the finished utterance is a user turn (on the
-  Vertex AI dialect, recognised by its websocket path, a transcription ends with
-  ``finished: true`` at the end of the utterance; the Gemini API sends no such end). Text,
-  ``clientContent`` or ``activityEnd`` arriving mid-utterance end the utterance there (it
-  becomes a turn first); ``audioStreamEnd`` too, with automatic detection;
+  pieces follow the speech as it is decoded when the setup asks for them
+  (``inputAudioTranscription``; the service sends none otherwise, see
+  :mod:`~adk_live_resume.testing.generation` for the sources), and the finished utterance
+  is a user turn (on the Vertex AI dialect, recognised by its websocket path, a
+  transcription ends with ``finished: true`` at the end of the utterance; the Gemini API
+  sends no such end). Text, ``clientContent`` or ``activityEnd`` arriving mid-utterance end
+  the utterance there (it becomes a turn first); ``audioStreamEnd`` too, with automatic
+  detection;
 * ``clientContent`` holding several turns, or a model turn, is history: remembered, and
   answered only when it ends with a complete user turn; the model family
   (:mod:`~adk_live_resume.testing.families`) rules mid-session ``clientContent`` (else kept in
@@ -227,12 +230,13 @@ class TurnTaking(Generation):
                 if self._tracker.config.interrupts:
                     await self._interrupt()
             elif isinstance(event, Transcribed):
-                await self._send(wire.server_content(input_transcription={"text": event.text}))
+                if self._input_transcription:
+                    await self._send(wire.server_content(input_transcription={"text": event.text}))
             elif isinstance(event, Utterance):
                 ending: JsonDict = {} if event.has_text else {"text": event.text}
                 if self._vertex:  # Vertex AI marks the end of a transcription
                     ending["finished"] = True
-                if ending:
+                if ending and self._input_transcription:
                     await self._send(wire.server_content(input_transcription=ending))
                 spoken = HeardTurn(
                     event.text,
