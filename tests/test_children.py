@@ -234,16 +234,22 @@ def test_the_exit_hook_reaps_what_is_left_when_the_parent_exits(
             """
             from adk_live_resume.testing import children
 
+            import sys
+
             children._libc_prctl = lambda: None  # no parent-death signal: the exit hook alone
             print(children.spawn(["sleep", "600"]).pid, flush=True)
+            sys.stdin.readline()  # exits once the test has seen the child
             """
         ),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env=_env(),
     )
     reaped.append(parent)
     child = _process(int(_first_line(parent)))
+    assert parent.stdin is not None
+    parent.stdin.close()
     assert parent.wait(timeout=30) == 0
     assert _wait_gone([child], 1) == []
 
