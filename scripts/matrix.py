@@ -12,10 +12,10 @@ Needs only the standard library (environments are built by ``scripts/dev.py``'s
     python3 scripts/matrix.py --dependency-bounds --versions 1.27.2,2.13.0
     python3 scripts/matrix.py --versions 2.13.0 --python 3.13   # under another interpreter
 
-By default each release runs the end-to-end resumption scenarios: the adapter tests, the
-install tests, stock ADK's behaviour and every test file marked ``e2e``. ``--full`` runs the
-whole suite. Environments are built first, ``--install-jobs`` at a time (40-120 s each
-with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on 2 cores),
+By default each release runs the end-to-end resumption scenarios: every test marked
+``e2e`` or ``core`` (the adapter tests, the install tests, stock ADK's behaviour, the resume
+tests). ``--full`` runs the whole suite. Environments are built first, ``--install-jobs``
+at a time (40-120 s each with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on 2 cores),
 then the tests run, ``--jobs`` releases at a time, each with ``--workers`` pytest-xdist
 workers (the end-to-end tests mostly wait on the fake server; see ``dev.TEST_WORKERS``). A
 failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
@@ -27,8 +27,8 @@ summary table; exits non-zero if any release failed.
 ``--dependency-bounds``: for each release, two more environments, with the oldest and with the
 newest google-genai and websockets that the release allows (read from its metadata in
 ``.venv-adk-<version>``, which is built first), running only the core resumption tests
-(:data:`CORE_FILES` but stock ADK's documented failures, whose exception types move with
-google-genai). Dependencies move under us between our releases; this catches it.
+(``core`` but stock ADK's documented failures, whose exception types move with google-genai).
+Dependencies move under us between our releases; this catches it.
 """
 
 from __future__ import annotations
@@ -73,13 +73,12 @@ DEFAULT_VERSIONS = (
     "2.13.0",
 )
 
-#: Always part of the end-to-end selection, plus every test file marked ``e2e``.
-CORE_FILES = (
-    "tests/test_adk_compat.py",
-    "tests/test_install.py",
-    "tests/test_resume_e2e.py",
-    "tests/test_stock_adk.py",
-)
+#: The end-to-end selection: pytest options (markers, not files, so that a file's other
+#: tests, such as the README's documentation blocks, run only in the full suites).
+E2E_SELECTION = ("tests", "-m", "e2e or core")
+#: What ``--dependency-bounds`` runs: the core resumption tests but stock ADK's documented
+#: failures.
+CORE_SELECTION = ("tests", "-m", "core and not stock")
 
 
 #: What ``--dependency-bounds`` moves: the libraries ADK's live path talks through.
@@ -141,16 +140,6 @@ class Result:
             and self.errors == 0
             and self.passed > 0
         )
-
-
-def e2e_selection() -> list[str]:
-    """The end-to-end scenarios: :data:`CORE_FILES` and every test file marked ``e2e``."""
-    files = [name for name in CORE_FILES if (ROOT / name).exists()]
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
-        name = path.relative_to(ROOT).as_posix()
-        if name not in files and "pytest.mark.e2e" in path.read_text(encoding="utf-8"):
-            files.append(name)
-    return files
 
 
 def _install(
@@ -419,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if args.if_python_present else 2
     log_dir: Path = args.log_dir or Path(tempfile.mkdtemp(prefix="adk-matrix-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    selection = ([] if args.full else e2e_selection()) + list(args.pytest_args)
+    selection = ([] if args.full else list(E2E_SELECTION)) + list(args.pytest_args)
     what = "whole suite" if args.full else "end-to-end scenarios"
     started = time.monotonic()
     results = {
@@ -443,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[matrix] {label}: {' '.join(pins)}", flush=True)
         # the patch's guarantees; not stock ADK's documented failures (test_stock_adk.py),
         # whose exact exception types move with google-genai
-        selection = [n for n in CORE_FILES if (ROOT / n).exists() and "stock" not in n]
+        selection = list(CORE_SELECTION)
         selection += list(args.pytest_args)
         what = "core resumption tests, oldest and newest google-genai and websockets"
     print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)

@@ -21,6 +21,9 @@ from google.adk.models.llm_response import LlmResponse
 
 from adk_live_resume import adk_compat
 
+#: Part of the core resumption tests every release of the matrix runs.
+pytestmark = pytest.mark.core
+
 ROOT = Path(__file__).resolve().parent.parent
 surface = adk_compat.surface()
 

@@ -21,6 +21,9 @@ from adk_live_resume import (
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
+#: Part of the core resumption tests every release of the matrix runs.
+pytestmark = pytest.mark.core
+
 ORIGINAL = BaseLlmFlow.__dict__["run_live"]
 
 

@@ -23,7 +23,7 @@ from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory, our_tasks
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.core, pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 def _resumption_updates(server: FakeLiveServer, connection: int) -> list[dict[str, object]]:

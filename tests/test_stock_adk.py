@@ -29,7 +29,7 @@ from adk_live_resume import adk_compat, is_installed
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
-pytestmark = [pytest.mark.stock, pytest.mark.e2e, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.core, pytest.mark.stock, pytest.mark.e2e, pytest.mark.timeout(60)]
 
 never_reconnects = pytest.mark.skipif(
     "go_away" in LlmResponse.model_fields,
