@@ -12,17 +12,17 @@ Needs only the standard library (environments are built by ``scripts/dev.py``'s
     python3 scripts/matrix.py --dependency-bounds --versions 1.27.2,2.13.0
     python3 scripts/matrix.py --versions 2.13.0 --python 3.13   # under another interpreter
 
-By default each release runs the end-to-end resumption scenarios: every test marked
-``e2e`` or ``core`` (the adapter tests, the install tests, stock ADK's behaviour, the resume
-tests). ``--full`` runs the whole suite. Environments are built first, ``--install-jobs``
-at a time (40-120 s each with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on 2 cores),
-then the tests run, ``--jobs`` releases at a time, each with ``--workers`` pytest-xdist
-workers (the end-to-end tests mostly wait on the fake server; see ``dev.TEST_WORKERS``). A
-failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
+By default each release runs the end-to-end resumption scenarios: every test marked ``e2e`` or
+``core`` (the adapter tests, the install tests, stock ADK's behaviour, the resume tests).
+``--full`` runs the whole suite. Environments are built first, ``--install-jobs`` at a time
+(40-120 s each with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on
+2 cores), then the tests run, ``--jobs`` releases at a time, each with ``--workers`` pytest-
+xdist workers (the end-to-end tests mostly wait on the fake server; see ``dev.TEST_WORKERS``).
+A failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
 bug, and a pass there is reported as flaky but still fails the release (a flake is a bug to
 fix, never retried away). ``--python 3.13`` builds the environments with that interpreter
-(``dev.find_python``); a missing one fails unless ``--if-python-present``. Ends with a
-summary table; exits non-zero if any release failed.
+(``dev.find_python``); a missing one fails unless ``--if-python-present``. Ends with a summary
+table; exits non-zero if any release failed.
 
 ``--dependency-bounds``: for each release, two more environments, with the oldest and with the
 newest google-genai and websockets that the release allows (read from its metadata in
