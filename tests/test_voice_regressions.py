@@ -448,7 +448,9 @@ async def test_the_audio_session_limit_ends_the_run_with_a_clear_error(
     refused, and the run ends with SessionLimitError instead of retrying in a loop."""
     from adk_live_resume import SessionLimitError
 
-    async with FakeLiveServer(session_limit=1.5) as server:
+    # 4 s: the utterance is answered well inside the session's limit even on a loaded machine
+    # (with 1.5 s, a slow answer let the limit end a session that had no handle yet).
+    async with FakeLiveServer(session_limit=4.0) as server:
         agent = make_agent(server)
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
