@@ -371,6 +371,13 @@ def _holding_run(tmp_path: Path, xdist: bool) -> tuple[subprocess.Popen[str], di
         # whose controller died is then not ended by execnet's SIGINT to itself (after 5 s;
         # it calls os._exit 10 s later), only by the plugin's parent-death SIGTERM.
         command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
+    else:
+        # SIGINT as a terminal gives its foreground job, whatever this run inherited (a
+        # script's background job, such as a CI step started with &, has it ignored, and a
+        # Python started so never turns it into KeyboardInterrupt).
+        default_int = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL);"
+        default_int += " os.execv(sys.argv[1], sys.argv[1:])"
+        command = [sys.executable, "-c", default_int, *command]
     log = (tmp_path / "run.log").open("w")
     proc = children.spawn(
         command,
