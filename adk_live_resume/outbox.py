@@ -495,6 +495,32 @@ class Outbox:
         earlier = before if current and number == current else ""
         return (earlier + self.utterance_transcript()).strip()
 
+    def cut_by_typed_turns(self) -> list[tuple[str, str]]:
+        """``(typed turn, model text)`` for each generation held here that a typed turn cut
+        off: the model's output was streaming when the turn was sent, and the server's
+        ``interrupted`` came after it. ``typed turn`` is the first turn sent meanwhile and
+        ``model text`` what the cut generation said before ``interrupted``.
+
+        ADK writes a typed turn to its session when its sender takes it, and the text of the
+        generation it cut off when ``interrupted`` arrives: after the turn, where the server
+        had it before (see :func:`~adk_live_resume.fresh_history.fresh_history`)."""
+        cut: list[tuple[str, str]] = []
+        text = ""  # what the generation in progress said so far
+        turn = ""  # the first typed turn sent while it streamed
+        for item in self._items:
+            if isinstance(item, ClientMessage):
+                if item.user_text and text and not turn:
+                    turn = item.user_text
+            elif item.kind == "model_text":
+                text += item.text
+            elif item.kind == "interrupted":
+                if turn and text.strip():
+                    cut.append((turn, text))
+                text = turn = ""
+            elif item.kind in ("turn_complete", "tool_call"):
+                text = turn = ""
+        return cut
+
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()
     ) -> Replay:
