@@ -54,7 +54,7 @@ def fresh_history(
     output a typed turn cut off, that turn and the output's text. ADK writes the turn to its
     session when it sends it and the cut output when ``interrupted`` arrives, so its history
     reads turn, then output, though the server had the output first. The output is put back
-    before the turn (and the typed turns after it, up to the output): the turn stays the one
+    before the turn (when only user turns stand between them): the turn is again the one
     the history waits on, as it was on the server, and the fresh session answers it (a
     history ending with a model turn asks for no answer). A model turn after the turn in
     the history that is not that output (the turn's own answer, cut off) stays where it is.

@@ -467,16 +467,47 @@ def test_output_a_typed_turn_cut_off_goes_back_before_it_in_a_fresh_history() ->
     assert replay.messages == [], "answered from the history, not sent again"
 
 
+def test_the_outbox_names_the_output_a_typed_turn_cut_off() -> None:
+    """Output whose first text came after the turn was sent is still the output the turn cut
+    off when nothing else can have cut it (silence only after it); with the user's voice
+    after the turn it may be the turn's own answer, cut by their speech: not named. An
+    answer cut off by a later typed turn goes before that later turn."""
+    raced = Outbox(1000.0)
+    raced.record("send_client_content", _text("recall"))
+    raced.record("send_realtime_input", audio_input(QUIET))
+    raced.model_text("job returned {")  # the server began it before it had the turn
+    raced.interrupted()
+    raced.model_text("you said: ")
+    assert raced.cut_by_typed_turns() == [("recall", "job returned {")]
+    spoken = Outbox(1000.0)
+    spoken.record("send_client_content", _text("story"))
+    spoken.model_text("echo: st")
+    spoken.record("send_realtime_input", audio_input(SPEECH))
+    spoken.interrupted()
+    assert spoken.cut_by_typed_turns() == []
+    typed = Outbox(1000.0)
+    typed.record("send_client_content", _text("story"))
+    typed.model_text("echo: st")
+    typed.record("send_client_content", _text("later"))
+    typed.model_text("ory")
+    typed.interrupted()
+    typed.model_text("echo: later")
+    typed.turn_complete()
+    assert typed.cut_by_typed_turns() == [("later", "echo: story")]
+
+
 def test_a_typed_turns_own_cut_answer_stays_after_it_in_a_fresh_history() -> None:
     """Only the output the turn cut off moves: the turn's own answer, cut off (and stored by
     ADK), stays after it, and so does output that is not in the outbox's record."""
     cut = [("later", "echo: a long t")]
     own = [content("user", "later"), content("model", "echo: lat")]
     assert fresh_history(own, "", speaking=False, cut=cut) == (own, False)
-    # Several typed turns sent while it streamed: the output goes before the first of them.
+    # Another typed turn between them: the output goes just before the turn named.
     two = [content("user", "later"), content("user", "more"), content("model", "echo: a long t")]
     history, _ = fresh_history(two, "", speaking=False, cut=cut)
     assert history == [two[2], two[0], two[1]]
+    history, _ = fresh_history(two, "", speaking=False, cut=[("more", "echo: a long t")])
+    assert history == [two[0], two[2], two[1]]
     # A model turn between them: not the output a turn sent meanwhile cut off.
     apart = [content("user", "later"), content("model", "x"), content("model", "echo: a long t")]
     assert fresh_history(apart, "", speaking=False, cut=cut) == (apart, False)
