@@ -81,6 +81,7 @@ SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
 #: on 2.13. They run in the fast suite; their plans are held by ``tests/pinned_plans.json``.
 PINNED = (
     PinnedSeed(9, "typed_turn_between_a_late_result_and_its_call_reaches_a_fresh_session"),
+    PinnedSeed(16, "typed_turn_that_cut_output_off_is_answered_after_a_fresh_start"),
     PinnedSeed(32, "vertex_spoken_turns_reach_a_fresh_history_on_adk_1"),
     PinnedSeed(65, "silence_after_an_utterance_keeps_its_speech_in_the_replay"),
     PinnedSeed(116, "typed_turn_mid_utterance_is_not_replayed_with_it"),
