@@ -27,6 +27,7 @@ def fresh_history(
     speaking: bool,
     fragments: Sequence[str] = (),
     stored: str = "",
+    cut: Sequence[tuple[str, str]] = (),
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -48,9 +49,20 @@ def fresh_history(
     connection's transcription of the utterance joined: the history holds that when a replay
     from its start was cut before (or while) a connection heard it, so that no doubled
     fragment could be taken out.
+
+    ``cut`` (:meth:`~adk_live_resume.outbox.Outbox.cut_by_typed_turns`) holds, per model
+    output a typed turn cut off, that turn and the output's text. ADK writes the turn to its
+    session when it sends it and the cut output when ``interrupted`` arrives, so its history
+    reads turn, then output, though the server had the output first. The output is put back
+    before the turn (when only user turns stand between them): the turn is again the one
+    the history waits on, as it was on the server, and the fresh session answers it (a
+    history ending with a model turn asks for no answer). A model turn after the turn in
+    the history that is not that output (the turn's own answer, cut off) stays where it is.
     """
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
+    for turn, output in cut:
+        _put_output_before_turn(history, turn, output)
     at = _unanswered_user_turn(history, heard) if heard else None
     joined = _squeeze(stored)
     if at is None and joined and joined != heard:
@@ -76,6 +88,32 @@ def _unanswered_user_turn(history: Sequence[Any], heard: str) -> int | None:
         if _squeeze(_user_text([content])) == heard:
             return position
     return None
+
+
+def _put_output_before_turn(history: list[Any], turn: str, output: str) -> None:
+    """Move the newest model turn that is exactly ``output``, when only user turns stand
+    between it and the user turn ``turn`` before it, to just before ``turn``."""
+    said, typed = _squeeze(output), _squeeze(turn)
+    for position in range(len(history) - 1, 0, -1):
+        content = history[position]
+        if content.role != "model" or _squeeze(_model_text(content)) != said:
+            continue
+        before = position - 1
+        while before >= 0 and history[before].role == "user":
+            if _squeeze(_user_text([history[before]])) == typed:
+                history.insert(before, history.pop(position))
+                return
+            before -= 1
+        return
+
+
+def _model_text(content: Any) -> str:
+    """The text of a model turn, without thought parts (as the outbox records it)."""
+    return "".join(
+        getattr(part, "text", None) or ""
+        for part in content.parts or []
+        if not getattr(part, "thought", None)
+    )
 
 
 def _without_fragments(contents: Sequence[Any], fragments: Sequence[str]) -> list[Any]:

@@ -522,6 +522,39 @@ class Outbox:
         earlier = before if current and number == current else ""
         return (earlier + self.utterance_transcript()).strip()
 
+    def cut_by_typed_turns(self) -> list[tuple[str, str]]:
+        """``(typed turn, model text)`` for each generation held here that a typed turn cut
+        off (the server's ``interrupted`` came after the turn was sent): the last typed turn
+        sent before ``interrupted``, and what the cut generation said.
+
+        The generation began before that turn reached the server when its first text came
+        before the turn was sent, or when nothing but that turn can have cut it: no voiced
+        audio was sent after the turn. (Text that came after the turn, with the user's voice
+        after it, may be the turn's own answer cut off by their speech: not reported.)
+
+        ADK writes a typed turn to its session when its sender takes it, and the text of the
+        generation it cut off when ``interrupted`` arrives: after the turn, where the server
+        had it before (see :func:`~adk_live_resume.fresh_history.fresh_history`)."""
+        cut: list[tuple[str, str]] = []
+        text = ""  # what the generation in progress said so far
+        turn = ""  # the last typed turn sent since the last turn's end
+        began_before = voiced = False  # its text began before that turn; voice after it
+        for item in self._items:
+            if isinstance(item, ClientMessage):
+                if item.user_text:
+                    turn, began_before, voiced = item.user_text, bool(text), False
+                elif item.voiced and turn:
+                    voiced = True
+            elif item.kind == "model_text":
+                text += item.text
+            elif item.kind == "interrupted":
+                if turn and text.strip() and (began_before or not voiced):
+                    cut.append((turn, text))
+                text, turn = "", ""
+            elif item.kind in ("turn_complete", "tool_call"):
+                text, turn = "", ""
+        return cut
+
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()
     ) -> Replay:

@@ -137,6 +137,7 @@ async def serve(
                     speaking=run.outbox.activity.speaking,
                     fragments=run.outbox.transcript_fragments,
                     stored=run.outbox.utterance_transcript_stored(),
+                    cut=run.outbox.cut_by_typed_turns(),
                 )
                 replay = run.outbox.take_audio(
                     utterance_in_history=in_history,

@@ -166,3 +166,27 @@ async def test_the_behavior_is_read_in_either_casing(spelling: str) -> None:
             texts = await raw_until(ws, "turnComplete")
             parts = [m["serverContent"].get("modelTurn", {}) for m in texts]
             assert "".join(p["parts"][0]["text"] for p in parts if p) == "slow started"
+
+
+async def test_a_history_ending_with_a_background_result_tells_it_answering_no_turn(
+    fake_live_server_factory: Any,
+) -> None:
+    """A fresh session's history whose last turn is a NON_BLOCKING call's result (the call
+    ended after its turn was answered with "started"): the model tells the result, and that
+    telling answers no user turn, as a result told in mid-session does not."""
+    server = await fake_live_server_factory()
+    call = types.FunctionCall(id="old-call", name="slow", args={})
+    history = [
+        types.Content(role="user", parts=[types.Part(text="call slow {}")]),
+        types.Content(role="model", parts=[types.Part(function_call=call)]),
+        types.Content(
+            role="user",
+            parts=[types.Part(function_response=response("old-call", {"v": 1}))],
+        ),
+    ]
+    async with session(server, config(tools=[SLOW])) as live:
+        await live.send_client_content(turns=history, turn_complete=True)
+        assert text_of(await turn(live)) == 'slow returned {"v":1}'
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    assert record.answers == ['slow returned {"v":1}'] and record.errors == []
+    assert server.user_turns_answered() == [], "the result's telling answers no user turn"

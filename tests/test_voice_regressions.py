@@ -847,3 +847,30 @@ async def test_an_utterance_whose_answer_was_cut_by_a_drop_is_replayed_once(
             await live.close()
         assert server.connections[0].answers == [], "the first answer was cut"
         assert server.connections[2].resumed
+
+
+async def test_a_typed_turn_that_cut_an_answer_off_is_answered_after_a_fresh_start(
+    make_agent: AgentFactory,
+) -> None:
+    """A typed turn sent while an answer streams cuts that answer off (``interrupted``), and
+    its own answer is cut off with its connection; the handle is refused. ADK wrote the turn
+    to its session when it sent it and the cut answer's text when ``interrupted`` came, after
+    it: the fresh session's history ended with that model turn, asked for no answer, and the
+    turn was never answered. The cut answer goes back before the turn, which the fresh
+    session answers, once."""
+    async with FakeLiveServer(chunk_delay=0.3) as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            await _answer_streaming(live, LONG_TURN)
+            # The next answer (the turn's own) is cut with its connection at its first chunk.
+            server.script(Fault.close(1011, mid_turn=True), connection=1)
+            later = live.send_text("later")
+            assert await live.answer_after(later, timeout=20) == "echo: later"
+            assert await live.say("recall") == f"you said: one | {LONG_TURN} | later"
+            await live.close()
+        first, fresh = server.connections[0], server.connections[2]
+        assert first.interrupted == 1, "the turn cut the answer in progress off"
+        assert "echo: later" not in first.answers, "its own answer was cut with its connection"
+        assert fresh.resume_handle is None, "a fresh session"
+        assert server.user_turns_answered().count("later") == 1

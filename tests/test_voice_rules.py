@@ -15,7 +15,7 @@ from google.genai import types
 
 from adk_live_resume.activity import UserActivity, is_voiced, pcm_rms
 from adk_live_resume.client_sends import audio_pcm, signals
-from adk_live_resume.fresh_history import fresh_history
+from adk_live_resume.fresh_history import fresh_history, user_texts
 from adk_live_resume.outbox import Outbox
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
 
@@ -469,6 +469,77 @@ def test_only_a_user_turn_of_its_own_after_the_last_answer_is_the_utterance() ->
     assert fresh_history(earlier, "yes", speaking=False) == (earlier, False)
     stored = [*typed, content("user", "n u l v s")]
     assert fresh_history(stored, "nulvs", speaking=False) == (stored, True)
+
+
+def test_output_a_typed_turn_cut_off_goes_back_before_it_in_a_fresh_history() -> None:
+    """The model was telling something when the user typed "recall"; the server cut that off
+    and began the answer, which a drop cut too. ADK stored the turn, then the cut output:
+    the fresh history puts the output back before the turn, which then ends the history
+    (the fresh session answers it) and is not sent again after it."""
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", _text("one"))
+    outbox.model_text("echo: one")
+    outbox.turn_complete()
+    outbox.model_text("job returned {")  # a background result being told
+    outbox.record("send_client_content", _text("recall"))
+    outbox.model_text('"done":')  # (in flight when the turn went out: same generation)
+    outbox.interrupted()
+    outbox.model_text("you said: one")  # the turn's own answer, cut with its connection
+    assert outbox.cut_by_typed_turns() == [("recall", 'job returned {"done":')]
+    told = content("model", 'job returned {"done":')
+    contents = [content("user", "one"), content("model", "echo: one")]
+    stored = [*contents, content("user", "recall"), told]
+    history, _ = fresh_history(stored, "", speaking=False, cut=outbox.cut_by_typed_turns())
+    assert history == [*contents, told, content("user", "recall")]
+    assert stored[-1] is told, "ADK's contents are not changed"
+    replay = outbox.take_audio(utterance_in_history=False, waiting_in_history=user_texts(history))
+    assert replay.messages == [], "answered from the history, not sent again"
+
+
+def test_the_outbox_names_the_output_a_typed_turn_cut_off() -> None:
+    """Output whose first text came after the turn was sent is still the output the turn cut
+    off when nothing else can have cut it (silence only after it); with the user's voice
+    after the turn it may be the turn's own answer, cut by their speech: not named. An
+    answer cut off by a later typed turn goes before that later turn."""
+    raced = Outbox(1000.0)
+    raced.record("send_client_content", _text("recall"))
+    raced.record("send_realtime_input", audio_input(QUIET))
+    raced.model_text("job returned {")  # the server began it before it had the turn
+    raced.interrupted()
+    raced.model_text("you said: ")
+    assert raced.cut_by_typed_turns() == [("recall", "job returned {")]
+    spoken = Outbox(1000.0)
+    spoken.record("send_client_content", _text("story"))
+    spoken.model_text("echo: st")
+    spoken.record("send_realtime_input", audio_input(SPEECH))
+    spoken.interrupted()
+    assert spoken.cut_by_typed_turns() == []
+    typed = Outbox(1000.0)
+    typed.record("send_client_content", _text("story"))
+    typed.model_text("echo: st")
+    typed.record("send_client_content", _text("later"))
+    typed.model_text("ory")
+    typed.interrupted()
+    typed.model_text("echo: later")
+    typed.turn_complete()
+    assert typed.cut_by_typed_turns() == [("later", "echo: story")]
+
+
+def test_a_typed_turns_own_cut_answer_stays_after_it_in_a_fresh_history() -> None:
+    """Only the output the turn cut off moves: the turn's own answer, cut off (and stored by
+    ADK), stays after it, and so does output that is not in the outbox's record."""
+    cut = [("later", "echo: a long t")]
+    own = [content("user", "later"), content("model", "echo: lat")]
+    assert fresh_history(own, "", speaking=False, cut=cut) == (own, False)
+    # Another typed turn between them: the output goes just before the turn named.
+    two = [content("user", "later"), content("user", "more"), content("model", "echo: a long t")]
+    history, _ = fresh_history(two, "", speaking=False, cut=cut)
+    assert history == [two[2], two[0], two[1]]
+    history, _ = fresh_history(two, "", speaking=False, cut=[("more", "echo: a long t")])
+    assert history == [two[0], two[2], two[1]]
+    # A model turn between them: not the output a turn sent meanwhile cut off.
+    apart = [content("user", "later"), content("model", "x"), content("model", "echo: a long t")]
+    assert fresh_history(apart, "", speaking=False, cut=cut) == (apart, False)
 
 
 def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it() -> None:

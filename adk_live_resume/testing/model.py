@@ -36,7 +36,9 @@ user turn                        answer
                                  call stays open in handles); ``SILENT`` answers nothing (the
                                  result is recorded only). These answers answer no user turn.
 a ``clientContent`` user turn     told as the result of a NON_BLOCKING call is, per its
-with only function responses     ``scheduling``: ``<tool> returned <json>``.
+with only function responses     ``scheduling``: ``<tool> returned <json>``. A history
+                                 ending with NON_BLOCKING calls' results is told so too
+                                 (answering no user turn).
 ``what did I say first?``        ``you first said: <first user turn in memory>``
 ``recall``                       ``you said: <t1> | <t2> | ...``: every user turn in memory, in
                                  order, duplicates included

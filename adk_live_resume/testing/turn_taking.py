@@ -158,6 +158,11 @@ class TurnTaking(Generation):
             # with the tool results the history ends with, if any.
             self._awaiting_trigger = True
             self._trigger_tool_results = tool_results
+        elif answer and tool_results and all(n in self._non_blocking for n, _ in tool_results):
+            # History ending with NON_BLOCKING calls' results (a fresh session after they
+            # ended): told as such a result is, answering no user turn (the turn that asked
+            # was answered when the call started).
+            self._start_generation("", tool_results=tool_results, answers_user=False)
         elif answer and tool_results:
             # History ending with a tool's result: answer with it, as after a toolResponse,
             # for the user turn that asked for the tool.
