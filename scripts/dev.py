@@ -21,9 +21,10 @@ The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``, a ``
 with ``--python``). It is created when missing and re-installed only when ``pyproject.toml`` or
 the requested pins change, so repeat runs start in seconds.
 
-``test`` and ``soak`` run pytest-xdist with :data:`TEST_WORKERS` workers (``--workers N``; 0
-runs the tests in this process, one after another, as ``-p no:xdist`` or ``-n`` in the pytest
-options do too).
+``test`` and ``soak`` run pytest-xdist with :data:`TEST_WORKERS` workers, or none when test
+files are named (``--workers N`` chooses; 0 runs the tests in this process, one after another,
+as ``-p no:xdist`` or ``-n`` in the pytest options do too). A ``-m EXPR`` of yours is joined
+with the job's own selection (``not soak``, ``chaos``).
 """
 
 from __future__ import annotations
@@ -195,6 +196,23 @@ def soak_env(seeds: int | None, first_seed: int | None, load: int | None) -> dic
     return env
 
 
+def with_marker(rest: list[str], base: str) -> list[str]:
+    """``-m base`` joined with the user's own ``-m EXPR`` in ``rest`` (pytest keeps only the last
+    ``-m``, so ``test -m "not e2e"`` would otherwise bring the soaks back)."""
+    out: list[str] = []
+    chosen: list[str] = []
+    words = iter(rest)
+    for word in words:
+        if word == "-m":
+            chosen.append(next(words, ""))
+        elif word.startswith("-m") and len(word) > 2:
+            chosen.append(word[2:])
+        else:
+            out.append(word)
+    expression = " and ".join(f"({e})" for e in [base, *chosen]) if chosen else base
+    return ["-m", expression, *out]
+
+
 def _names_tests(rest: list[str]) -> bool:
     """Whether the pytest options name test files or ids (else the soak names its own)."""
     return any(not a.startswith("-") and (".py" in a or a.startswith("tests")) for a in rest)
@@ -270,8 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         job.add_argument(
             "--workers",
             type=int,
-            default=TEST_WORKERS,
-            help="pytest-xdist workers (default %(default)s; 0: one process, in order)",
+            help=f"pytest-xdist workers (default {TEST_WORKERS}, none when test files are named; "
+            "0: one process, in order)",
         )
     bench = sub.add_parser(
         "bench",
@@ -309,12 +327,16 @@ def main(argv: list[str] | None = None) -> int:
         except MissingPython as missing:
             print(f"[dev] {missing}", flush=True)
             return 0 if args.if_python_present else 2
-        parallel = parallel_args(rest, args.workers)
+        named = _names_tests(rest)
+        # Named files start in a second without workers; a whole run gains from them.
+        workers = args.workers if args.workers is not None else (0 if named else TEST_WORKERS)
+        parallel = parallel_args(rest, workers)
         if args.job == "test":
-            return _run([str(python), "-m", "pytest", *parallel, "-m", "not soak", *rest])
-        files = [] if _names_tests(rest) else list(SOAK_FILES)
+            return _run([str(python), "-m", "pytest", *parallel, *with_marker(rest, "not soak")])
+        files = [] if named else list(SOAK_FILES)
         env = soak_env(args.seeds, args.first_seed, args.load)
-        return _run([str(python), "-m", "pytest", *parallel, "-m", "chaos", *files, *rest], env)
+        marked = with_marker(rest, "chaos")
+        return _run([str(python), "-m", "pytest", *parallel, *marked[:2], *files, *marked[2:]], env)
     if args.job == "conformance":
         python = ensure_env(DEV_EXTRAS, args.adk)
         return _run([str(python), "-m", "pytest", "-m", "service", "-rsx", "tests/service", *rest])

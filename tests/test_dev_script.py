@@ -153,11 +153,15 @@ def test_test_runs_every_test_but_the_soaks_in_parallel(monkeypatch: pytest.Monk
     assert dev.main(["test", "--workers", "0", "-k", "resume"]) == 0
     assert dev.main(["test", "-p", "no:xdist"]) == 0
     parallel = ["-n", str(dev.TEST_WORKERS), "--dist", "worksteal"]
+    assert dev.main(["test", "-m", "not e2e"]) == 0
+    assert dev.main(["test", "--workers", "2", "tests/test_outbox.py"]) == 0
     assert [cmd for cmd, _ in commands] == [
         ["py", "-m", "pytest", *parallel, "-m", "not soak"],
-        ["py", "-m", "pytest", *parallel, "-m", "not soak", "tests/test_outbox.py", "-x"],
+        ["py", "-m", "pytest", "-m", "not soak", "tests/test_outbox.py", "-x"],
         ["py", "-m", "pytest", "-m", "not soak", "-k", "resume"],
         ["py", "-m", "pytest", "-m", "not soak", "-p", "no:xdist"],
+        ["py", "-m", "pytest", *parallel, "-m", "(not soak) and (not e2e)"],
+        ["py", "-m", "pytest", *two, "-m", "not soak", "tests/test_outbox.py"],
     ]
 
 
@@ -181,6 +185,9 @@ def test_soak_sets_its_seeds_and_load_and_runs_the_pinned_seeds_too(
     assert long_env["ADK_LIVE_RESUME_CHAOS_LOAD"] == "2"
     parallel = ["-n", "3", "--dist", "worksteal"]
     assert one == ["py", "-m", "pytest", *parallel, "-m", "chaos", "tests/test_chaos.py"]
+    assert dev.main(["soak", "-m", "soak"]) == 0
+    assert commands[-1][0][3:7] == ["-n", str(dev.TEST_WORKERS), "--dist", "worksteal"]
+    assert commands[-1][0][7:9] == ["-m", "(chaos) and (soak)"]
 
 
 def test_a_missing_interpreter_is_named_and_skipped_only_when_asked(
