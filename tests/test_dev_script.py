@@ -153,6 +153,7 @@ def test_test_runs_every_test_but_the_soaks_in_parallel(monkeypatch: pytest.Monk
     assert dev.main(["test", "--workers", "0", "-k", "resume"]) == 0
     assert dev.main(["test", "-p", "no:xdist"]) == 0
     parallel = ["-n", str(dev.TEST_WORKERS), "--dist", "worksteal"]
+    two = ["-n", "2", "--dist", "worksteal"]
     assert dev.main(["test", "-m", "not e2e"]) == 0
     assert dev.main(["test", "--workers", "2", "tests/test_outbox.py"]) == 0
     assert [cmd for cmd, _ in commands] == [
