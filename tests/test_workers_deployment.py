@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -223,3 +224,25 @@ async def test_nothing_the_session_holds_is_lost_when_a_worker_dies_mid_turn(
         assert last.history_sends == (1 if when == "after-answer" else 0)
         assert server.duplicate_history_sends() == 0
         assert b.proc.poll() is None, b.tail()
+
+
+@pytest.mark.parametrize("session_db", ["sqlite"], indirect=True)
+async def test_a_worker_whose_port_was_taken_starts_again_on_another(
+    deployment: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port found free can be taken before the worker binds it (any TLS client's ephemeral
+    port may be it, with the suite's workers beside it): the worker starts again elsewhere."""
+    from adk_live_resume.testing import workers
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real_free_port = workers.free_port
+        monkeypatch.setattr(workers, "free_port", lambda: next(ports, None) or real_free_port())
+        a = _start_worker("a", deployment["tmp"], deployment["server"], deployment["db"], {})
+        deployment["workers"].append(a)
+        first = a.port
+        await _ready(a)
+    assert a.port != first and "address already in use" not in a.tail()
+    assert await _http("GET", f"{a.http}/list-apps") == [APP]

@@ -51,12 +51,31 @@ def free_port() -> int:
 
 @dataclass
 class ApiWorker:
-    """One ``adk api_server`` process."""
+    """One ``adk api_server`` process (``argv`` and ``env`` start it again, on ``port``)."""
 
     name: str
     port: int
     proc: subprocess.Popen[bytes]
     log: Path
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+
+    def lost_its_port(self) -> bool:
+        """Whether the process exited because its port was taken before it could bind it
+        (:func:`free_port` only finds a port free; another process, such as any TLS client's
+        ephemeral port, may take it before the child binds it)."""
+        return self.proc.poll() is not None and "address already in use" in self.tail()
+
+    def restart_on_a_new_port(self) -> None:
+        """Start the same command again on another free port (after :meth:`lost_its_port`)."""
+        self.port = free_port()
+        argv = list(self.argv)
+        argv[argv.index("--port") + 1] = str(self.port)
+        self.argv = tuple(argv)
+        with self.log.open("wb") as out:
+            self.proc = spawn(
+                argv, cwd=self.log.parent, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
 
     @property
     def http(self) -> str:
@@ -148,14 +167,19 @@ def start_adk(
     argv += ["--host", "127.0.0.1", "--port", str(port), "--no-reload", *args, str(agents_dir)]
     with log.open("wb") as out:
         proc = spawn(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    return ApiWorker(name, port, proc, log)
+    return ApiWorker(name, port, proc, log, tuple(argv), env)
 
 
 async def wait_ready(worker: ApiWorker, timeout: float = 90.0) -> None:
     """Wait until ``worker`` serves HTTP; raises ``AssertionError`` with its log if it exits
-    or does not serve within ``timeout`` seconds."""
+    or does not serve within ``timeout`` seconds. A worker whose port was taken before it
+    bound it is started again on another port (at most twice)."""
     deadline = asyncio.get_running_loop().time() + timeout
+    moves = 0
     while True:
+        if worker.lost_its_port() and moves < 2:
+            moves += 1
+            worker.restart_on_a_new_port()
         if worker.proc.poll() is not None:
             raise AssertionError(f"{worker.name} exited:\n{worker.tail()}")
         try:
