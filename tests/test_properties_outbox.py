@@ -66,19 +66,24 @@ def _response(call_id: str) -> dict[str, Any]:
 
 
 def _labels_in(message: ClientMessage) -> list[str]:
-    """The typed turns a message carries: its user text, or the user turns of a context
-    message (``turn_complete=False``) a replay sent."""
+    """The typed turns (their labels) a message carries: its user text, or the user turns of
+    a context message (``turn_complete=False``) a replay sent."""
     if message.user_text:
-        return message.user_text.split()
+        return _labels(message.user_text)
     if message.method == "send_client_content" and not message.kwargs.get("turn_complete"):
         return [
             word
             for turn in message.kwargs.get("turns") or []
             if turn.role == "user"
             for part in turn.parts or []
-            for word in (part.text or "").split()
+            for word in _labels(part.text or "")
         ]
     return []
+
+
+def _labels(text: str) -> list[str]:
+    """The typed turns' labels ("t1", "t2", ...) in a text (transcriptions left out)."""
+    return [word for word in text.split() if word[:1] == "t" and word[1:].isdigit()]
 
 
 def _resolved(items: list[tuple[str, Any]]) -> int:
@@ -293,9 +298,7 @@ class GeminiOutbox(_Sends):
 
     def after_replay(self, context: list[tuple[str, str]], messages: list[ClientMessage]) -> None:
         as_context, replayed = self.expected
-        got_context = [
-            w for role, text in context if role == "user" for w in text.split() if w[1:].isdigit()
-        ]
+        got_context = [w for role, text in context if role == "user" for w in _labels(text)]
         got_replayed = [w for m in messages for w in _labels_in(m)]
         assert got_context == as_context, (
             f"context holds turns {got_context}, the contract {as_context}"
