@@ -26,6 +26,8 @@ settings.register_profile(
 settings.register_profile(
     "long",
     max_examples=100_000,
+    # Shorter runs of the state machines, so that 100,000 of them take minutes, not an hour.
+    stateful_step_count=25,
     deadline=None,
     derandomize=False,
     print_blob=True,
