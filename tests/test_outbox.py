@@ -303,7 +303,9 @@ def test_context_a_replay_sent_goes_again_when_a_later_exchange_finishes_before_
     outbox.begin_connection()
     first = outbox.take_replay()
     assert first.context == [("user", "one"), ("model", "echo: one")]
-    outbox.record("send_client_content", {"turns": first.context_contents(), "turn_complete": False})
+    outbox.record(
+        "send_client_content", {"turns": first.context_contents(), "turn_complete": False}
+    )
     outbox.record("send_client_content", _text("two"))
     outbox.model_text("echo: two")
     outbox.turn_complete()

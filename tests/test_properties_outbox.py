@@ -60,9 +60,7 @@ def _typed(label: str) -> dict[str, Any]:
 
 
 def _response(call_id: str) -> dict[str, Any]:
-    return {
-        "function_responses": [types.FunctionResponse(id=call_id, name="tool", response={})]
-    }
+    return {"function_responses": [types.FunctionResponse(id=call_id, name="tool", response={})]}
 
 
 def _labels_in(message: ClientMessage) -> list[str]:
@@ -270,7 +268,11 @@ class GeminiOutbox(_Sends):
     def resumable_handle(self) -> None:
         """Covers what model output (or an interrupted generation) followed."""
         followed = max(
-            (i for i, (kind, _) in enumerate(self.items) if kind in ("output", "tool_call", "interrupted")),
+            (
+                i
+                for i, (kind, _) in enumerate(self.items)
+                if kind in ("output", "tool_call", "interrupted")
+            ),
             default=-1,
         )
         self.items = [
@@ -336,8 +338,11 @@ class VertexOutbox(_Sends):
             item
             for position, item in enumerate(self.items)
             if (item[0] == "message" and id(item[1]) in kept)
-            or (position and self.items[position - 1][0] == "message"
-                and id(self.items[position - 1][1]) in kept)
+            or (
+                position
+                and self.items[position - 1][0] == "message"
+                and id(self.items[position - 1][1]) in kept
+            )
         ]
         self.handle(index)
 
@@ -372,7 +377,9 @@ class VertexOutbox(_Sends):
         held = [item for item in self.outbox._items if isinstance(item, ClientMessage)]
         assert all(m.index > self.consumed for m in held), "a covered message is kept"
         held_ids = {id(m) for m in held}
-        lost = [m.index for m in self.uncovered.values() if m.audio_ms <= 0 and id(m) not in held_ids]
+        lost = [
+            m.index for m in self.uncovered.values() if m.audio_ms <= 0 and id(m) not in held_ids
+        ]
         assert not lost, f"uncovered messages {lost} left the outbox"
 
 

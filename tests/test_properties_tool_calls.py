@@ -137,7 +137,9 @@ class ToolCallMachine(RuleBasedStateMachine):
         """A call ADK has not answered goes one step on: ADK runs its tool to the end
         (blocking) or starts it in the background; a background run queues its response
         (sent at its next step) or ends without one."""
-        call = self.ref.calls[data.draw(st.sampled_from(self._callable("waiting", "running", "queued")))]
+        call = self.ref.calls[
+            data.draw(st.sampled_from(self._callable("waiting", "running", "queued")))
+        ]
         if call.state == "waiting":
             if step == "background":
                 call.state = "running"

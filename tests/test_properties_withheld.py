@@ -103,7 +103,9 @@ def sessions(draw: st.DrawFn, *, spoken: bool = True, background: bool = True) -
             events.append(_Event(AGENT, types.Content(role="model", parts=[part])))
         response = types.FunctionResponse(id="bg", name="job", response={"done": True})
         events.append(
-            _Event("user", types.Content(role="user", parts=[types.Part(function_response=response)]))
+            _Event(
+                "user", types.Content(role="user", parts=[types.Part(function_response=response)])
+            )
         )
     return _Session(events, blocked)
 
@@ -113,7 +115,9 @@ def adk_history(events: list[_Event]) -> list[tuple[types.Content, list[str]]]:
     events = list(events)
     newest = events[-1] if events else None
     if newest is not None and newest.content is not None:
-        responses = [p.function_response.id for p in newest.content.parts or [] if p.function_response]
+        responses = [
+            p.function_response.id for p in newest.content.parts or [] if p.function_response
+        ]
         if responses:
             at = next(
                 i
@@ -133,7 +137,9 @@ def adk_history(events: list[_Event]) -> list[tuple[types.Content, list[str]]]:
             following = events[position + 1] if position + 1 < len(events) else None
             if following is not None and following.input_transcription is not None:
                 continue
-            text = "".join(e.input_transcription.text or "" for e in spoken if e.input_transcription)
+            text = "".join(
+                e.input_transcription.text or "" for e in spoken if e.input_transcription
+            )
             history.append((_text("user", text), [e.id for e in spoken]))
             spoken = []
         elif event.content is not None:

@@ -94,9 +94,7 @@ def test_turns_adk_leaves_out_before_a_late_result_take_no_place_among_those_wor
     leaves the turns between them out (found by the property tests: the blocked "yes" was
     sent and the allowed one before it removed)."""
     call = types.Part(function_call=types.FunctionCall(id="bg", name="job", args={}))
-    result = types.Part(
-        function_response=types.FunctionResponse(id="bg", name="job", response={})
-    )
+    result = types.Part(function_response=types.FunctionResponse(id="bg", name="job", response={}))
     events = [
         *_events(("user", "yes"), ("model", "not allowed")),
         Event(author="assistant", content=types.Content(role="model", parts=[call])),
