@@ -218,13 +218,17 @@ class _Sends(RuleBasedStateMachine):
         self.outbox.covered(index)
         self.audit.covered += before - self.outbox.audio_ms
 
-    def resume(self) -> list[ClientMessage]:
+    def resume(self, history: list[str] | None = None) -> list[ClientMessage]:
         """Drop and resume: the replay is taken and sent again, each message recorded again on
-        the new connection (the context first, as one message that asks for no answer)."""
+        the new connection (the context first, as one message that asks for no answer). With
+        ``history`` (the user texts of ADK's history), a fresh session instead."""
         self.outbox.begin_connection()
         o = self.outbox
         held, dropped = o.audio_ms, o.dropped_audio_ms_total + o.dropped_silence_ms_total
-        replay = o.take_replay()
+        if history is None:
+            replay = o.take_replay()
+        else:
+            replay = o.take_audio(utterance_in_history=False, waiting_in_history=history)
         # All of it leaves: what the trim drops is counted; the rest the replay takes (sent
         # again, or part of a finished exchange given back as context).
         self.audit.replayed += held - (
@@ -255,11 +259,15 @@ class GeminiOutbox(_Sends):
         #: What the outbox should hold, as the contract reads it: ("turn", label),
         #: ("context", labels), ("response", ids) client messages and server facts.
         self.items: list[tuple[str, Any]] = []
+        #: Every typed turn the user sent (ADK wrote each to its session once).
+        self.typed: list[str] = []
 
     def on_record(self, message: ClientMessage) -> None:
         kind = _kind(message)
         if kind[0] != "other":
             self.items.append(kind)
+        if kind[0] == "turn" and kind[1] not in self.typed:
+            self.typed.append(kind[1])
 
     def on_fact(self, kind: str, call_id: str = "") -> None:
         self.items.append((kind, call_id))
@@ -287,13 +295,26 @@ class GeminiOutbox(_Sends):
         self.expected = self._expected()
         self.resume()
 
-    def _expected(self) -> tuple[list[str], list[str]]:
-        """``(as context, replayed)``: the labels of the typed turns a resume must send."""
+    @rule(data=st.data())
+    def fresh_start(self, data: st.DataObject) -> None:
+        """The handle is dead: a fresh session gets ADK's history, which holds the typed turns
+        (some left out, as ADK does before a late background result); a turn not answered
+        that the history lacks goes after it, once."""
+        history = [label for label in self.typed if data.draw(st.booleans())]
+        _, replayed = self._expected(typed_only=True)
+        self.expected = ([], [label for label in replayed if label not in history])
+        self.resume(history)
+
+    def _expected(self, *, typed_only: bool = False) -> tuple[list[str], list[str]]:
+        """``(as context, replayed)``: the labels of the typed turns a resume must send (only
+        the typed turns' own, not those of a context a replay sent, with ``typed_only``)."""
         resolved = _resolved(self.items)
         context: list[str] = []
         replayed: list[str] = []
         for i, (kind, value) in enumerate(self.items):
             labels = [value] if kind == "turn" else list(value) if kind == "context" else []
+            if typed_only and kind != "turn":
+                labels = []
             (context if i <= resolved else replayed).extend(labels)
         self.items = []
         return context, replayed
