@@ -195,6 +195,23 @@ def describe(method: str, kwargs: Mapping[str, Any]) -> tuple[float, str | None,
     return 0.0, None, ()
 
 
+def context_turns(method: str, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(role, text)`` of each turn of client content that asks for no answer
+    (``turn_complete=False``: the context a replay sends); none for any other send call."""
+    if method != "send_client_content" or kwargs.get("turn_complete", True):
+        return []
+    turns = kwargs.get("turns") or []
+    found: list[tuple[str, str]] = []
+    for turn in turns if isinstance(turns, (list, tuple)) else [turns]:
+        if isinstance(turn, str):
+            found.append(("user", turn))
+            continue
+        text = "".join(_get(part, "text") or "" for part in _get(turn, "parts") or [])
+        if text:
+            found.append((str(_get(turn, "role") or "user"), text))
+    return found
+
+
 def _ids(responses: Iterable[Any] | None) -> tuple[str, ...]:
     return tuple(str(i) for r in responses or [] if (i := _get(r, "id")))
 

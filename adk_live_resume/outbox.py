@@ -23,7 +23,8 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
 ``turnComplete`` with no tool call still waiting for its response):
 
 * before it, the exchange already happened: it is returned as context turns, to be sent as
-  history that does not ask for an answer (nothing is said twice, nothing forgotten). A turn
+  history that does not ask for an answer (nothing is said twice, nothing forgotten; the
+  context an earlier replay sent goes again, the handle predates it too). A turn
   is resolved when the model said something after the latest user input or tool response and
   no tool call waits for its response;
 * after it, the messages are returned as they were sent, to be replayed in order (the model
@@ -47,6 +48,7 @@ from .activity import UserActivity
 from .answers import PendingTurns
 from .client_sends import (
     audio_pcm,
+    context_turns,
     describe,
     plain_audio,
     signals,
@@ -587,9 +589,10 @@ MAX_FRAGMENTS = 64
 
 
 def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:
-    """The finished exchanges in ``items`` as (role, text) turns. Transcription pieces and the
-    model's text chunks carry their own spacing and are joined as they are; typed turns that
-    follow one another are joined with a space."""
+    """The finished exchanges in ``items`` as (role, text) turns, the context an earlier
+    replay sent among them included (a connection resumed from the same handle needs it
+    again). Transcription pieces and the model's text chunks carry their own spacing and are
+    joined as they are; typed turns that follow one another are joined with a space."""
     turns: list[tuple[str, str]] = []
     last_kind = ""
 
@@ -606,6 +609,8 @@ def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:
         if isinstance(item, ClientMessage):
             if item.user_text:
                 add("user", item.user_text, "typed")
+            for role, text in context_turns(item.method, item.kwargs):
+                add(role, text, "context")
         elif item.kind == "input_text":
             add("user", item.text, "input_text")
         elif item.kind == "model_text":

@@ -110,8 +110,9 @@ class Withheld:
         """``contents``, the history ADK rebuilt from the session events ``events``, without the
         user turns built from withheld events (a new list; ``contents`` is not changed).
 
-        ADK's history carries no event ids, and it leaves some events out; the typed user
-        turns it keeps are in the events' order, each with its event's text. So a withheld
+        ADK's history carries no event ids, and it leaves some events out; the user turns it
+        keeps are in the events' order: each typed turn with its event's text, each run of
+        input transcriptions joined into one turn (:func:`_user_turns`). So a withheld
         event is matched to the user turn of the history with its words at the same place
         among the turns with those words, counted from the end: the third "yes" from the end
         of the session is the third "yes" from the end of the history."""
@@ -119,11 +120,8 @@ class Withheld:
             return list(contents)
         places: dict[str, set[int]] = {}
         seen: collections.Counter[str] = collections.Counter()
-        for event in reversed(events):
-            text = _typed_user_text(event)
-            if not text:
-                continue
-            if not self.keeps(event):
+        for text, event in reversed(_user_turns(events)):
+            if event is not None and not self.keeps(event):
                 places.setdefault(text, set()).add(seen[text])
             seen[text] += 1
         kept: list[Any] = []
@@ -138,6 +136,64 @@ class Withheld:
             kept.append(content)
         kept.reverse()
         return kept
+
+
+def _user_turns(events: Sequence[Any]) -> list[tuple[str, Any | None]]:
+    """The user turns of the history ADK builds from ``events``, in order: ``(text, event)``
+    for a typed turn, ``(text, None)`` for a run of input transcriptions (ADK joins them into
+    one user turn). As ADK does, a newest event that answers a call of an earlier event
+    (a background call's late result) is moved next to that call, and the events between
+    them are left out: a turn among them is not in the history, so it takes no place."""
+    events = _without_skipped(events)
+    turns: list[tuple[str, Any | None]] = []
+    spoken = ""
+    for position, event in enumerate(events):
+        if getattr(event, "content", None) is None:
+            piece = _transcribed(event)
+            if piece:
+                spoken += piece
+                following = events[position + 1] if position + 1 < len(events) else None
+                if spoken and not (following is not None and _transcribed(following)):
+                    turns.append((spoken, None))
+                    spoken = ""
+            continue
+        text = _typed_user_text(event)
+        if text:
+            turns.append((text, event))
+    return turns
+
+
+def _transcribed(event: Any) -> str:
+    """The text of an input transcription ADK keeps outside ``content`` ("" for none)."""
+    transcription = getattr(event, "input_transcription", None)
+    return str(getattr(transcription, "text", None) or "")
+
+
+def _without_skipped(events: Sequence[Any]) -> Sequence[Any]:
+    """``events`` as ADK's history takes them: a newest event carrying function responses
+    whose call is in an earlier event than the one before it comes right after that call,
+    and what was between them is left out."""
+    if len(events) < 3:
+        return events
+    answered = {
+        part.function_response.id
+        for part in _parts(events[-1])
+        if getattr(part, "function_response", None) is not None
+    }
+    if not answered:
+        return events
+    for at in range(len(events) - 2, -1, -1):
+        if any(
+            getattr(part, "function_call", None) is not None and part.function_call.id in answered
+            for part in _parts(events[at])
+        ):
+            return [*events[: at + 1], events[-1]]
+    return events
+
+
+def _parts(event: Any) -> list[Any]:
+    content = getattr(event, "content", None)
+    return list(getattr(content, "parts", None) or [])
 
 
 def _typed_user_text(event: Any) -> str:

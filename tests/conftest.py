@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -11,10 +12,28 @@ from typing import Any, Protocol
 
 import pytest
 from google.adk.agents import LlmAgent
+from hypothesis import HealthCheck, settings
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
 from adk_live_resume.testing.children import reap, spawn
+
+# Property tests (tests/test_properties_*.py): a fast profile in the suite, a long one for a
+# soak of the pure rules (``HYPOTHESIS_PROFILE=long``, docs/development.md).
+settings.register_profile(
+    "fast", max_examples=200, deadline=None, derandomize=False, print_blob=True
+)
+settings.register_profile(
+    "long",
+    max_examples=100_000,
+    # Shorter runs of the state machines, so that 100,000 of them take minutes, not an hour.
+    stateful_step_count=25,
+    deadline=None,
+    derandomize=False,
+    print_blob=True,
+    suppress_health_check=list(HealthCheck),
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 
 class AgentFactory(Protocol):

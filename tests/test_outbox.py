@@ -290,3 +290,29 @@ def test_a_replay_names_the_calls_whose_whole_exchange_goes_as_context() -> None
     assert replay.context_calls == ("c1",)
     assert replay.context == [("user", "call balance"), ("model", "balance returned 100")]
     assert [m.user_text for m in replay.messages] == ["call lookup"]
+
+
+def test_context_a_replay_sent_goes_again_when_a_later_exchange_finishes_before_a_handle() -> None:
+    """A second drop resumes from the same handle: the context the first replay sent is
+    needed again, also when the exchange after it finished (found by the property tests: it
+    was left out of the context and the model forgot "one")."""
+    outbox = Outbox()
+    outbox.record("send_client_content", _text("one"))
+    outbox.model_text("echo: one")
+    outbox.turn_complete()
+    outbox.begin_connection()
+    first = outbox.take_replay()
+    assert first.context == [("user", "one"), ("model", "echo: one")]
+    outbox.record(
+        "send_client_content", {"turns": first.context_contents(), "turn_complete": False}
+    )
+    outbox.record("send_client_content", _text("two"))
+    outbox.model_text("echo: two")
+    outbox.turn_complete()
+    outbox.begin_connection()
+    assert outbox.take_replay().context == [
+        ("user", "one"),
+        ("model", "echo: one"),
+        ("user", "two"),
+        ("model", "echo: two"),
+    ]

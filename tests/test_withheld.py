@@ -77,6 +77,37 @@ def test_a_withheld_turn_is_found_when_adk_left_an_earlier_event_out_of_the_hist
     assert _texts(screened.history(history, events)) == ["not allowed", "yes"]
 
 
+def test_a_spoken_turn_with_the_words_of_a_withheld_one_after_it_does_not_take_its_place() -> None:
+    """ADK's history holds a transcription as a user turn: it counts among the turns with its
+    words (found by the property tests: the spoken "yes" was removed, the blocked one sent)."""
+    events = [
+        *_events(("user", "yes"), ("model", "not allowed")),
+        Event(author="user", input_transcription=types.Transcription(text="yes")),
+    ]
+    history = [events[0].content, events[1].content, content("user", "yes")]
+    screened = withheld.Withheld(frozenset({events[0].id}))
+    assert screened.history(history, events) == history[1:]
+
+
+def test_turns_adk_leaves_out_before_a_late_result_take_no_place_among_those_words() -> None:
+    """A background call's late result, the newest event, moves next to its call and ADK
+    leaves the turns between them out (found by the property tests: the blocked "yes" was
+    sent and the allowed one before it removed)."""
+    call = types.Part(function_call=types.FunctionCall(id="bg", name="job", args={}))
+    result = types.Part(function_response=types.FunctionResponse(id="bg", name="job", response={}))
+    events = [
+        *_events(("user", "yes"), ("model", "not allowed")),
+        Event(author="assistant", content=types.Content(role="model", parts=[call])),
+        *_events(("user", "yes")),
+        Event(author="user", content=types.Content(role="user", parts=[result])),
+    ]
+    history = [events[0].content, events[1].content, events[2].content, events[4].content]
+    screened = withheld.Withheld(frozenset({events[0].id}))
+    assert screened.history(history, events) == history[1:]
+    allowed_first = withheld.Withheld(frozenset({events[3].id}))
+    assert allowed_first.history(history, events) == history
+
+
 def test_the_source_event_is_the_one_holding_the_content_else_the_newest_with_its_words() -> None:
     said = content("user", "yes")
     events = _events(("user", "yes"), ("model", "yes"))
