@@ -6,6 +6,7 @@ Fixtures live in ``conftest.py``; plain functions here, imported by name
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from google.genai import types
@@ -48,3 +49,18 @@ def go_away_server(
         chunk_delay=chunk_delay,
         **settings,
     )
+
+
+def balance_tool() -> tuple[Callable[[], dict[str, int]], list[int]]:
+    """A ``get_balance`` tool that answers 100, then 40, and the list of what it returned: a
+    tool run twice for the same (empty) arguments answers differently each time."""
+    balances = iter([{"balance": 100}, {"balance": 40}])
+    ran: list[int] = []
+
+    def get_balance() -> dict[str, int]:
+        """Return the account balance."""
+        result = next(balances)
+        ran.append(result["balance"])
+        return result
+
+    return get_balance, ran

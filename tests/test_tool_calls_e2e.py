@@ -26,6 +26,7 @@ from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
 
 from .conftest import AgentFactory, non_blocking, stream_pcm
+from .helpers import balance_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -225,14 +226,7 @@ async def test_a_tool_asked_for_again_after_a_reconnect_runs_again(
     """The first lookup's whole exchange came after the newest handle: the resumed session
     gets it back as context, so the model never repeats that call; the user's new request
     for the same tool and arguments is a new call, and the tool runs for it."""
-    balances = iter([{"balance": 100}, {"balance": 40}])
-    ran: list[int] = []
-
-    def get_balance() -> dict[str, int]:
-        """Return the account balance."""
-        result = next(balances)
-        ran.append(result["balance"])
-        return result
+    get_balance, ran = balance_tool()
 
     server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
     async with asyncio.timeout(30), server:

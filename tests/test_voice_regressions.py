@@ -26,6 +26,7 @@ from adk_live_resume.testing import (
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory, mic_chunks, stream_pcm
+from .helpers import balance_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -60,14 +61,7 @@ async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFa
 
 async def test_after_a_refused_handle_a_new_call_runs_its_tool(make_agent: AgentFactory) -> None:
     """Defect 4: after a fresh start, the same call got the old result; the tool never ran."""
-    balances = iter([{"balance": 100}, {"balance": 40}])
-    ran: list[int] = []
-
-    def get_balance() -> dict[str, int]:
-        """Return the account balance."""
-        result = next(balances)
-        ran.append(result["balance"])
-        return result
+    get_balance, ran = balance_tool()
 
     async with FakeLiveServer() as server:
         server.script(Fault.refuse_resume(), connection=2)
