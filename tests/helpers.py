@@ -32,6 +32,16 @@ def content(role: str, text: str) -> types.Content:
     return types.Content(role=role, parts=[types.Part(text=text)])
 
 
+def typed_turn(text: str) -> dict[str, object]:
+    """The keyword arguments of a ``send_client_content`` call: one user turn, complete."""
+    return {"turns": [content("user", text)], "turn_complete": True}
+
+
+def tool_response(call_id: str, name: str = "f") -> dict[str, object]:
+    """The keyword arguments of a ``send_tool_response`` call answering ``call_id``."""
+    return {"function_responses": [types.FunctionResponse(id=call_id, name=name, response={})]}
+
+
 def get_weather(city: str) -> dict[str, Any]:
     """Return the weather in a city."""
     return {"city": city, "sky": "clear"}

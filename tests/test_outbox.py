@@ -11,36 +11,25 @@ from adk_live_resume.outbox import Outbox
 from adk_live_resume.queue_guard import QueueGuard
 from adk_live_resume.tool_calls import call_key
 
-from .helpers import audio_input, silent_audio_input
-
-
-def _text(text: str) -> dict[str, object]:
-    return {
-        "turns": [types.Content(role="user", parts=[types.Part(text=text)])],
-        "turn_complete": True,
-    }
-
-
-def _response(call_id: str) -> dict[str, object]:
-    return {"function_responses": [types.FunctionResponse(id=call_id, name="f", response={})]}
+from .helpers import audio_input, silent_audio_input, tool_response, typed_turn
 
 
 def test_describe_reads_text_audio_and_response_ids() -> None:
-    assert describe("send_client_content", _text("hi")) == (0.0, "hi", ())
+    assert describe("send_client_content", typed_turn("hi")) == (0.0, "hi", ())
     ms, text, ids = describe("send_realtime_input", silent_audio_input(250))
     assert (round(ms), text, ids) == (250, None, ())
-    assert describe("send_tool_response", _response("c1")) == (0.0, None, ("c1",))
-    legacy = {"input": types.LiveClientContent(turns=_text("yo")["turns"], turn_complete=True)}
+    assert describe("send_tool_response", tool_response("c1")) == (0.0, None, ("c1",))
+    legacy = {"input": types.LiveClientContent(turns=typed_turn("yo")["turns"], turn_complete=True)}
     assert describe("send", legacy)[1] == "yo"
 
 
 def test_on_the_gemini_api_a_handle_covers_what_model_output_followed() -> None:
     outbox = Outbox()
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: one")
     outbox.turn_complete()
     outbox.covered(None)
-    outbox.record("send_client_content", _text("two"))
+    outbox.record("send_client_content", typed_turn("two"))
     replay = outbox.take_replay()
     assert [m.user_text for m in replay.messages] == ["two"] and not replay.context
     assert len(outbox) == 0
@@ -49,9 +38,9 @@ def test_on_the_gemini_api_a_handle_covers_what_model_output_followed() -> None:
 def test_a_text_turn_that_crosses_the_handle_of_the_previous_answer_is_kept() -> None:
     """The turn went out before the answer's handle arrived: the handle may not hold it."""
     outbox = Outbox()
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: one")
-    outbox.record("send_client_content", _text("two"))  # sent before the handle arrived
+    outbox.record("send_client_content", typed_turn("two"))  # sent before the handle arrived
     outbox.turn_complete()
     outbox.covered(None)
     assert [m.user_text for m in outbox.take_replay().messages] == ["two"]
@@ -61,18 +50,18 @@ def test_transparent_trims_exactly_by_last_consumed_index() -> None:
     outbox = Outbox()
     outbox.begin_connection()
     for word in ("a", "b", "c"):
-        outbox.record("send_client_content", _text(word))  # indices 1, 2, 3
+        outbox.record("send_client_content", typed_turn(word))  # indices 1, 2, 3
     outbox.covered(2)
     assert [m.user_text for m in outbox.take_replay().messages] == ["c"]
 
 
 def test_finished_exchanges_become_context_and_the_rest_is_replayed_as_sent() -> None:
     outbox = Outbox()
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: ")
     outbox.model_text("one")
     outbox.turn_complete()
-    outbox.record("send_client_content", _text("two"))  # cut before its answer
+    outbox.record("send_client_content", typed_turn("two"))  # cut before its answer
     outbox.model_text("echo: t")
     replay = outbox.take_replay()
     assert replay.context == [("user", "one"), ("model", "echo: one")]
@@ -83,8 +72,8 @@ def test_context_joins_transcription_pieces_as_they_came_and_typed_turns_with_a_
     """Transcription pieces carry their own spacing ("w", "hat", " now"): the context says
     "what now", not "w hat  now"; two typed turns in a row stay two words apart."""
     outbox = Outbox()
-    outbox.record("send_client_content", _text("one"))
-    outbox.record("send_client_content", _text("two"))
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.record("send_client_content", typed_turn("two"))
     for piece in ("w", "hat", " now"):
         outbox.input_text(piece)
     outbox.model_text("echo: ")
@@ -98,10 +87,10 @@ def test_context_joins_transcription_pieces_as_they_came_and_typed_turns_with_a_
 
 def test_a_tool_call_turn_is_not_resolved_until_the_answer_after_its_response() -> None:
     outbox = Outbox()
-    outbox.record("send_client_content", _text("call f"))
+    outbox.record("send_client_content", typed_turn("call f"))
     outbox.tool_call(["c1"])
     outbox.turn_complete()  # the tool-call turn
-    outbox.record("send_tool_response", _response("c1"))
+    outbox.record("send_tool_response", tool_response("c1"))
     outbox.turn_complete()  # an empty turn: still no answer
     replay = outbox.take_replay(unknown_call_ids={"c1"})
     assert replay.context == []
@@ -118,7 +107,7 @@ def test_responses_to_unknown_calls_are_removed_others_kept() -> None:
     }
     kept = without_responses("send_tool_response", kwargs, {"old"})
     assert kept is not None and [r.id for r in kept["function_responses"]] == ["new"]
-    assert without_responses("send_tool_response", _response("old"), {"old"}) is None
+    assert without_responses("send_tool_response", tool_response("old"), {"old"}) is None
 
 
 def test_audio_older_than_the_window_is_counted_not_replayed() -> None:
@@ -224,13 +213,13 @@ def test_a_fresh_session_gets_the_unanswered_typed_turns_its_history_lacks_once(
     ]
     assert user_texts(history) == ["one", "cut", "two"]
     outbox = Outbox(1000.0)
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: one")
     outbox.turn_complete()
-    outbox.record("send_client_content", _text("cut"))
+    outbox.record("send_client_content", typed_turn("cut"))
     outbox.model_text("echo: c")
-    outbox.record("send_client_content", _text("two"))
-    outbox.record("send_client_content", _text("three"))
+    outbox.record("send_client_content", typed_turn("two"))
+    outbox.record("send_client_content", typed_turn("three"))
     replay = outbox.take_audio(utterance_in_history=False, waiting_in_history=user_texts(history))
     assert [m.user_text for m in replay.messages] == ["three"]
 
@@ -278,12 +267,12 @@ def test_an_audio_answer_cut_off_answers_nothing() -> None:
 
 def test_a_replay_names_the_calls_whose_whole_exchange_goes_as_context() -> None:
     outbox = Outbox()
-    outbox.record("send_client_content", _text("call balance"))
+    outbox.record("send_client_content", typed_turn("call balance"))
     outbox.tool_call(["c1"])
-    outbox.record("send_tool_response", _response("c1"))
+    outbox.record("send_tool_response", tool_response("c1"))
     outbox.model_text("balance returned 100")
     outbox.turn_complete()  # resolved: the exchange goes as context
-    outbox.record("send_client_content", _text("call lookup"))
+    outbox.record("send_client_content", typed_turn("call lookup"))
     outbox.tool_call(["c2"])
     outbox.turn_complete()  # c2's response has not come: replayed from its request
     replay = outbox.take_replay()
@@ -297,7 +286,7 @@ def test_context_a_replay_sent_goes_again_when_a_later_exchange_finishes_before_
     needed again, also when the exchange after it finished (found by the property tests: it
     was left out of the context and the model forgot "one")."""
     outbox = Outbox()
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: one")
     outbox.turn_complete()
     outbox.begin_connection()
@@ -306,7 +295,7 @@ def test_context_a_replay_sent_goes_again_when_a_later_exchange_finishes_before_
     outbox.record(
         "send_client_content", {"turns": first.context_contents(), "turn_complete": False}
     )
-    outbox.record("send_client_content", _text("two"))
+    outbox.record("send_client_content", typed_turn("two"))
     outbox.model_text("echo: two")
     outbox.turn_complete()
     outbox.begin_connection()

@@ -35,7 +35,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from adk_live_resume.outbox import ClientMessage, Outbox
 
-from .helpers import RATE, audio_input
+from .helpers import RATE, audio_input, tool_response, typed_turn
 
 WINDOW_MS = 1000.0
 MAX_UTTERANCE_MS = 3000.0
@@ -50,17 +50,6 @@ def _pcm(ms: int, voiced: bool) -> bytes:
         int(level * math.sin(2 * math.pi * 440 * n / RATE)).to_bytes(2, "little", signed=True)
         for n in range(samples)
     )
-
-
-def _typed(label: str) -> dict[str, Any]:
-    return {
-        "turns": [types.Content(role="user", parts=[types.Part(text=label)])],
-        "turn_complete": True,
-    }
-
-
-def _response(call_id: str) -> dict[str, Any]:
-    return {"function_responses": [types.FunctionResponse(id=call_id, name="tool", response={})]}
 
 
 def _labels_in(message: ClientMessage) -> list[str]:
@@ -158,7 +147,7 @@ class _Sends(RuleBasedStateMachine):
 
     @rule()
     def typed_turn(self) -> None:
-        self.record("send_client_content", _typed(f"t{next(self.labels)}"))
+        self.record("send_client_content", typed_turn(f"t{next(self.labels)}"))
 
     @rule(ms=CHUNK_MS, voiced=st.booleans())
     def audio_chunk(self, ms: int, voiced: bool) -> None:
@@ -178,7 +167,7 @@ class _Sends(RuleBasedStateMachine):
     def tool_response(self, data: st.DataObject) -> None:
         call_id = data.draw(st.sampled_from(self.open_calls))
         self.open_calls.remove(call_id)
-        self.record("send_tool_response", _response(call_id))
+        self.record("send_tool_response", tool_response(call_id, "tool"))
 
     @rule(kind=st.sampled_from(["text", "audio"]))
     def model_output(self, kind: str) -> None:

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 
 from adk_live_resume import handle_coverage, withheld
 
+from .helpers import content
+
 AGENT = "assistant"
 WORDS = ("yes", "no", "delete everything")
 _ids = itertools.count()
@@ -57,10 +59,6 @@ class _Event:
         printer.text(repr(self))
 
 
-def _text(role: str, text: str) -> types.Content:
-    return types.Content(role=role, parts=[types.Part(text=text)])
-
-
 @dataclass
 class _Session:
     events: list[_Event]
@@ -88,13 +86,13 @@ def sessions(draw: st.DrawFn, *, spoken: bool = True, background: bool = True) -
             part = types.Part(function_call=types.FunctionCall(id="bg", name="job", args={}))
             events.append(_Event(AGENT, types.Content(role="model", parts=[part])))
         if kind == "typed":
-            event = _Event("user", _text("user", word))
+            event = _Event("user", content("user", word))
             events.append(event)
             if draw(st.booleans()):
                 blocked.add(event.id)
-                events.append(_Event(AGENT, _text("model", "not allowed")))
+                events.append(_Event(AGENT, content("model", "not allowed")))
         elif kind == "answer":
-            events.append(_Event(AGENT, _text("model", f"echo: {word}")))
+            events.append(_Event(AGENT, content("model", f"echo: {word}")))
         else:
             events.append(_Event("user", input_transcription=types.Transcription(text=word)))
     if call_at is not None:
@@ -140,7 +138,7 @@ def adk_history(events: list[_Event]) -> list[tuple[types.Content, list[str]]]:
             text = "".join(
                 e.input_transcription.text or "" for e in spoken if e.input_transcription
             )
-            history.append((_text("user", text), [e.id for e in spoken]))
+            history.append((content("user", text), [e.id for e in spoken]))
             spoken = []
         elif event.content is not None:
             history.append((event.content, [event.id]))

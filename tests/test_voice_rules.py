@@ -19,7 +19,7 @@ from adk_live_resume.fresh_history import fresh_history, user_texts
 from adk_live_resume.outbox import Outbox
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT, ToolCallBook
 
-from .helpers import audio_input, content
+from .helpers import audio_input, content, typed_turn
 
 RATE = 16000
 
@@ -34,13 +34,6 @@ def _sine_pcm(ms: int, amplitude: int) -> bytes:
 
 SPEECH = _sine_pcm(20, 3000)
 QUIET = _sine_pcm(20, 40)
-
-
-def _text(text: str) -> dict[str, object]:
-    return {
-        "turns": [types.Content(role="user", parts=[types.Part(text=text)])],
-        "turn_complete": True,
-    }
 
 
 # -- activity ------------------------------------------------------------------------------
@@ -203,7 +196,7 @@ def test_reading_audio_and_signals_from_send_calls() -> None:
 
 def test_a_handle_while_the_user_speaks_keeps_the_whole_utterance_on_the_gemini_api() -> None:
     outbox = Outbox(audio_window_ms=100)
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: one")
     outbox.turn_complete()
     for _ in range(10):
@@ -477,11 +470,11 @@ def test_output_a_typed_turn_cut_off_goes_back_before_it_in_a_fresh_history() ->
     the fresh history puts the output back before the turn, which then ends the history
     (the fresh session answers it) and is not sent again after it."""
     outbox = Outbox(1000.0)
-    outbox.record("send_client_content", _text("one"))
+    outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: one")
     outbox.turn_complete()
     outbox.model_text("job returned {")  # a background result being told
-    outbox.record("send_client_content", _text("recall"))
+    outbox.record("send_client_content", typed_turn("recall"))
     outbox.model_text('"done":')  # (in flight when the turn went out: same generation)
     outbox.interrupted()
     outbox.model_text("you said: one")  # the turn's own answer, cut with its connection
@@ -502,22 +495,22 @@ def test_the_outbox_names_the_output_a_typed_turn_cut_off() -> None:
     after the turn it may be the turn's own answer, cut by their speech: not named. An
     answer cut off by a later typed turn goes before that later turn."""
     raced = Outbox(1000.0)
-    raced.record("send_client_content", _text("recall"))
+    raced.record("send_client_content", typed_turn("recall"))
     raced.record("send_realtime_input", audio_input(QUIET))
     raced.model_text("job returned {")  # the server began it before it had the turn
     raced.interrupted()
     raced.model_text("you said: ")
     assert raced.cut_by_typed_turns() == [("recall", "job returned {")]
     spoken = Outbox(1000.0)
-    spoken.record("send_client_content", _text("story"))
+    spoken.record("send_client_content", typed_turn("story"))
     spoken.model_text("echo: st")
     spoken.record("send_realtime_input", audio_input(SPEECH))
     spoken.interrupted()
     assert spoken.cut_by_typed_turns() == []
     typed = Outbox(1000.0)
-    typed.record("send_client_content", _text("story"))
+    typed.record("send_client_content", typed_turn("story"))
     typed.model_text("echo: st")
-    typed.record("send_client_content", _text("later"))
+    typed.record("send_client_content", typed_turn("later"))
     typed.model_text("ory")
     typed.interrupted()
     typed.model_text("echo: later")
