@@ -1,0 +1,125 @@
+"""What one raw server frame is: a goAway, a resumption update, content, an error or unknown.
+
+:func:`classify_frame` reads a frame's payload (the JSON text of one server message, as it
+arrives, before google-genai parses it) into a :class:`Frame`: its kind and the fields the
+live loop needs from it. The frame watch (:func:`adk_live_resume.websockets_compat.watch_frames`)
+calls it once for every data frame; nothing else reads raw frames.
+
+Kinds, by the message's top-level keys (a message may carry several, e.g. ``serverContent``
+with ``usageMetadata``), the first that applies:
+
+* ``"go_away"``: a ``goAway`` (``time_left`` as sent, e.g. ``"57s"``, or ``None``);
+* ``"resumption_update"``: a ``sessionResumptionUpdate``;
+* ``"content"``: any other key the installed google-genai knows (``serverContent``,
+  ``toolCall``, ``setupComplete``, ``usageMetadata``...);
+* ``"error"``: none known, but a ``code`` or ``error`` key (``{"code": 503}``): the SDK
+  raises it as an ``APIError``, which must still happen;
+* ``"unknown"``: none of the above (``{"someFutureMessage": {...}}``; the service adds kinds
+  over time). google-genai 1.75 and later raise ``TypeError`` on such a message, ending the
+  live run; 1.56 passes it to ADK as an empty message. ``unknown_keys`` names its keys;
+* ``"unparsed"``: not a JSON object (left for the SDK to report, as before).
+
+Guarantees:
+
+* Total: any payload (bytes, bytearray, str, empty, invalid UTF-8) gives a :class:`Frame`;
+  nothing raises.
+* A message with at least one known key is never ``"unknown"``, whatever else it carries.
+* Cheap for the frames that carry the conversation: a payload longer than
+  :data:`FULL_PARSE_MAX` (model audio is kilobytes) is parsed only as far as its first key
+  when that key is known content; the whole payload is parsed only when it is short or when
+  its first key is anything else.
+* :class:`SkippedMessages` counts every skipped message and names each unknown key once.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Set
+from dataclasses import dataclass, field
+from typing import Literal
+
+FrameKind = Literal["go_away", "resumption_update", "content", "error", "unknown", "unparsed"]
+
+#: Payloads at most this long are parsed whole (a goAway or a resumption update is a few
+#: dozen bytes); longer ones only as far as their first key, when that key is known.
+FULL_PARSE_MAX = 2048
+
+GO_AWAY = "goAway"
+RESUMPTION_UPDATE = "sessionResumptionUpdate"
+#: Keys of an error the service sends as a message (the SDK raises it as an ``APIError``).
+ERROR_KEYS = frozenset({"code", "error"})
+#: The snake_case spelling of goAway some recordings and older fakes carry.
+_GO_AWAY_SNAKE = "go_away"
+
+_FIRST_KEY = re.compile(rb'\A\s*\{\s*"([^"\\]{1,200})"\s*:')
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One server frame, classified (see the module docstring for the kinds)."""
+
+    kind: FrameKind
+    #: The top-level keys read: all of them when the payload was parsed whole, else the first.
+    keys: tuple[str, ...] = ()
+    #: A goAway's ``timeLeft`` as sent (``"57s"``), else ``None``.
+    time_left: object = None
+    #: The top-level keys the SDK does not know (only for ``"unknown"``).
+    unknown_keys: tuple[str, ...] = ()
+
+
+def _kind_of_keys(keys: tuple[str, ...], known: Set[str]) -> FrameKind:
+    if GO_AWAY in keys or _GO_AWAY_SNAKE in keys:
+        return "go_away"
+    if RESUMPTION_UPDATE in keys:
+        return "resumption_update"
+    if any(key in known for key in keys):
+        return "content"
+    if any(key in ERROR_KEYS for key in keys):
+        return "error"
+    return "unknown"
+
+
+def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) -> Frame:
+    """Classify the payload ``data`` of one server frame; ``known`` is the set of top-level
+    keys the installed google-genai parses (see
+    :func:`adk_live_resume.genai_compat.server_message_keys`)."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if len(raw) > FULL_PARSE_MAX:
+        match = _FIRST_KEY.match(raw[:256])
+        first = match.group(1).decode("utf-8", "replace") if match is not None else None
+        if first is not None and first in known and first not in (GO_AWAY, RESUMPTION_UPDATE):
+            return Frame("content", (first,))
+    try:
+        message = json.loads(raw)
+    except ValueError:  # also UnicodeDecodeError
+        return Frame("unparsed")
+    if not isinstance(message, dict) or not message:
+        return Frame("unparsed")
+    keys = tuple(str(key) for key in message)
+    kind = _kind_of_keys(keys, known)
+    if kind == "go_away":
+        go_away = message.get(GO_AWAY, message.get(_GO_AWAY_SNAKE))
+        if not isinstance(go_away, dict):  # not one the loop can act on; left to the SDK
+            return Frame("content", keys)
+        return Frame("go_away", keys, go_away.get("timeLeft", go_away.get("time_left")))
+    return Frame(kind, keys, unknown_keys=keys if kind == "unknown" else ())
+
+
+@dataclass
+class SkippedMessages:
+    """The server messages of unknown kinds one live run skipped."""
+
+    #: Messages skipped so far.
+    count: int = 0
+    _named: set[str] = field(default_factory=set)
+
+    def note(self, frame: Frame) -> tuple[str, ...]:
+        """Count ``frame`` as skipped; return its unknown keys not named before (each key is
+        returned once per :class:`SkippedMessages`, so a WARNING names each kind once)."""
+        self.count += 1
+        new = tuple(key for key in dict.fromkeys(frame.unknown_keys) if key not in self._named)
+        self._named.update(new)
+        return new

@@ -1,0 +1,122 @@
+"""The wire classifier (pure): what a raw server frame is, read once, never raising."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adk_live_resume.wire_classifier import (
+    FULL_PARSE_MAX,
+    Frame,
+    SkippedMessages,
+    classify_frame,
+)
+
+#: The keys google-genai 2.34 parses (``LiveServerMessage``'s camelCase aliases).
+KNOWN = frozenset(
+    {
+        "setupComplete",
+        "serverContent",
+        "toolCall",
+        "toolCallCancellation",
+        "usageMetadata",
+        "goAway",
+        "sessionResumptionUpdate",
+        "voiceActivity",
+        "voiceActivityDetectionSignal",
+    }
+)
+
+
+def _frame(message: object) -> Frame:
+    return classify_frame(json.dumps(message).encode(), KNOWN)
+
+
+def test_go_away_carries_its_time_left_as_sent() -> None:
+    assert _frame({"goAway": {"timeLeft": "57s"}}) == Frame("go_away", ("goAway",), "57s")
+    assert _frame({"go_away": {"time_left": "3s"}}).time_left == "3s"
+    assert _frame({"goAway": {}}) == Frame("go_away", ("goAway",), None)
+
+
+def test_resumption_updates_and_content_are_told_apart() -> None:
+    update = {"sessionResumptionUpdate": {"newHandle": "h", "resumable": True}}
+    assert _frame(update).kind == "resumption_update"
+    assert _frame({"serverContent": {"turnComplete": True}, "usageMetadata": {}}).kind == "content"
+    assert _frame({"toolCall": {"functionCalls": []}}).kind == "content"
+    assert _frame({"setupComplete": {}}).kind == "content"
+
+
+def test_a_kind_the_sdk_does_not_know_is_unknown_and_named() -> None:
+    frame = _frame({"someFutureMessage": {"x": 1}})
+    assert frame == Frame("unknown", ("someFutureMessage",), unknown_keys=("someFutureMessage",))
+
+
+def test_a_known_key_beside_an_unknown_one_is_content() -> None:
+    """google-genai parses the known part and ignores the rest: nothing to skip."""
+    frame = _frame({"someFutureMessage": {}, "serverContent": {"turnComplete": True}})
+    assert frame.kind == "content" and frame.unknown_keys == ()
+
+
+def test_an_error_message_is_left_for_the_sdk_to_raise() -> None:
+    assert _frame({"code": 503}).kind == "error"
+    assert _frame({"error": {"code": 429, "message": "quota"}}).kind == "error"
+
+
+def test_what_is_not_a_json_object_is_unparsed() -> None:
+    for payload in (b"", b"not json", b"[1, 2]", b"{}", b'"text"', b"\xff\xfe{"):
+        assert classify_frame(payload, KNOWN).kind == "unparsed", payload
+
+
+def test_str_and_bytearray_payloads_read_as_bytes() -> None:
+    text = json.dumps({"goAway": {"timeLeft": "1s"}})
+    assert classify_frame(text, KNOWN) == classify_frame(bytearray(text.encode()), KNOWN)
+
+
+def test_a_long_frame_with_a_known_first_key_is_not_parsed_whole() -> None:
+    """Model audio is kilobytes: its first key decides (the rest here is not even JSON)."""
+    payload = b'{"serverContent": {"modelTurn": ' + b"x" * (FULL_PARSE_MAX + 10)
+    assert classify_frame(payload, KNOWN) == Frame("content", ("serverContent",))
+
+
+def test_a_long_frame_of_an_unknown_kind_is_parsed_whole() -> None:
+    message = {"someFutureMessage": {"blob": "x" * (FULL_PARSE_MAX + 10)}}
+    assert _frame(message).kind == "unknown"
+    mixed = {"someFutureMessage": {"blob": "x" * FULL_PARSE_MAX}, "serverContent": {}}
+    assert _frame(mixed).kind == "content"
+
+
+def test_a_long_go_away_is_still_a_go_away() -> None:
+    message = {"goAway": {"timeLeft": "5s"}, "padding": "x" * (FULL_PARSE_MAX + 10)}
+    assert _frame(message).kind == "go_away"
+
+
+def test_skipped_messages_are_counted_and_each_kind_named_once() -> None:
+    skipped = SkippedMessages()
+    first = Frame("unknown", ("a",), unknown_keys=("a",))
+    both = Frame("unknown", ("a", "b"), unknown_keys=("a", "b"))
+    assert skipped.note(first) == ("a",)
+    assert skipped.note(first) == ()
+    assert skipped.note(both) == ("b",)
+    assert skipped.count == 3
+
+
+_KEYS = st.one_of(st.sampled_from(sorted(KNOWN)), st.text(min_size=1, max_size=12))
+_VALUES = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.just({}))
+
+
+@given(st.binary(max_size=300))
+def test_any_payload_gives_a_frame(payload: bytes) -> None:
+    assert isinstance(classify_frame(payload, KNOWN), Frame)
+
+
+@given(st.dictionaries(_KEYS, _VALUES, min_size=1, max_size=4), st.booleans())
+def test_a_message_with_a_known_key_is_never_unknown(message: dict[str, object], pad: bool) -> None:
+    if pad:
+        message = {**message, "zz": "x" * FULL_PARSE_MAX}
+    frame = _frame(message)
+    if any(key in KNOWN for key in message):
+        assert frame.kind != "unknown"
+    elif not ({"code", "error", "go_away"} & set(message)):
+        assert frame.kind == "unknown" and set(frame.unknown_keys) == set(message)
