@@ -1,6 +1,8 @@
 """What the installed google-adk release provides, found by feature, not by version string.
 
-This is the only module that knows ADK's private names. The live loop calls ADK's own
+This is the only module that knows ADK's private names (google-genai's are in
+:mod:`adk_live_resume.genai_compat`, websockets' in :mod:`adk_live_resume.websockets_compat`).
+The live loop calls ADK's own
 per-connection steps through :class:`AdkSurface`. What differs across 1.27 - 2.13 (read from
 each release's wheel; see docs/supported-releases.md):
 
@@ -39,7 +41,6 @@ import functools
 import importlib
 import inspect
 import logging
-import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -54,25 +55,6 @@ SUPPORTED_ADK_MIN = (1, 27, 0)
 #: upper cap): ``install()`` warns once and relies on feature detection (:func:`surface`).
 TESTED_ADK_BELOW = (2, 14, 0)
 TESTED_ADK_TEXT = ">=1.27.0,<2.14"
-#: The newest google-genai release tested (the newest every tested google-adk allows; the
-#: matrix's ``--dependency-bounds`` pass installs it). ``install()`` warns once above it.
-TESTED_GENAI_NEWEST = "2.34.0"
-
-
-def genai_version() -> str:
-    """The installed google-genai version string."""
-    from google.genai import version
-
-    return str(version.__version__)
-
-
-def genai_is_newer_than_tested(version: str | None = None) -> bool:
-    """True when google-genai (installed, or ``version``) is above :data:`TESTED_GENAI_NEWEST`
-    in its major or minor number (a patch release of the tested one counts as tested)."""
-    installed = parse_version(version or genai_version())[:2]
-    return installed > parse_version(TESTED_GENAI_NEWEST)[:2]
-
-
 SendStep = Callable[[Any, Any, Any, Any], Coroutine[Any, Any, None]]
 ReceiveStep = Callable[[Any, Any, Any, Any, str], AsyncGenerator[Any, None]]
 StopBackground = Callable[[Any, Any], Awaitable[None]]
@@ -373,45 +355,10 @@ def is_vertex(llm: Any) -> bool:
     return bool(getattr(llm, "_api_backend", None) == GoogleLLMVariant.VERTEX_AI)
 
 
-@functools.cache
-def sdk_accepts_history_config(vertex: bool) -> bool:
-    """Whether the installed google-genai sends ``LiveConnectConfig.history_config``.
-
-    Older releases (1.75, with google-adk 1.27) refuse it for Vertex AI with a ValueError
-    ("history_config parameter is not supported in Gemini Enterprise Agent Platform");
-    told by the presence of that refusal in the SDK's converters, not by a version number.
-    The oldest releases google-adk allows (1.56) have no such field at all: False there.
-    """
-    from google.genai import types
-
-    if "history_config" not in types.LiveConnectConfig.model_fields:
-        return False
-    if not vertex:
-        return True
-    try:
-        from google.genai import _live_converters
-
-        source = inspect.getsource(_live_converters)
-    except (ImportError, OSError, TypeError):
-        return True
-    return "history_config parameter is not supported" not in source
-
-
-# ---- other libraries' internals the patch hooks (checked once: adk_live_resume.hooks) ----------
+# ---- ADK internals the patch hooks (checked once: adk_live_resume.hooks) ----------------------
 
 #: ``GeminiLlmConnection``'s google-genai session (essential: without it nothing resumes).
 ADK_GENAI_SESSION = "_gemini_session"
-#: ``AsyncSession``'s websockets connection.
-GENAI_WEBSOCKET = "_ws"
-#: The function of ``google.genai.live`` that opens every live websocket.
-GENAI_WS_CONNECT = "ws_connect"
-#: ``AsyncSession``'s method for microphone chunks.
-GENAI_SEND_REALTIME_INPUT = "send_realtime_input"
-#: The method of a websockets (asyncio) connection that every incoming frame goes through.
-WEBSOCKETS_PROCESS_EVENT = "process_event"
-#: The attributes of websockets' sans-I/O ``Protocol`` that tell a close the peer started.
-WEBSOCKETS_CLOSE_RCVD_THEN_SENT = "close_rcvd_then_sent"
-WEBSOCKETS_CLOSE_RCVD = "close_rcvd"
 #: ADK's CLI logging set-up (``adk web``, ``adk api_server``, ``adk run``...): the module and
 #: the functions it calls before serving (every release from 1.27 to 2.13).
 ADK_CLI_LOGS_MODULE = "google.adk.cli.utils.logs"
@@ -423,13 +370,10 @@ class _Marker:
 
 
 def probe_internals() -> dict[str, bool]:
-    """Whether each internal of another library the patch hooks is where it looks for it,
-    by its qualified name. Constructs a few objects (none does any I/O) to find attributes
-    set in ``__init__``."""
+    """Whether each ADK internal the patch hooks is where it looks for it, by its qualified
+    name. Constructs a ``GeminiLlmConnection`` (no I/O) to find an attribute set in
+    ``__init__``."""
     from google.adk.models.gemini_llm_connection import GeminiLlmConnection
-    from google.genai import live
-    from websockets.asyncio.client import ClientConnection
-    from websockets.protocol import Protocol, Side
 
     found: dict[str, bool] = {}
     marker = _Marker()
@@ -439,21 +383,6 @@ def probe_internals() -> dict[str, bool]:
         )
     except Exception:
         found[f"GeminiLlmConnection.{ADK_GENAI_SESSION}"] = False
-    try:
-        session = live.AsyncSession(api_client=None, websocket=marker)  # type: ignore[arg-type]
-        found[f"google.genai.live.AsyncSession.{GENAI_WEBSOCKET}"] = websocket_of(session) is marker
-    except Exception:
-        found[f"google.genai.live.AsyncSession.{GENAI_WEBSOCKET}"] = False
-    found[f"google.genai.live.AsyncSession.{GENAI_SEND_REALTIME_INPUT}"] = callable(
-        getattr(live.AsyncSession, GENAI_SEND_REALTIME_INPUT, None)
-    )
-    found[f"google.genai.live.{GENAI_WS_CONNECT}"] = callable(getattr(live, GENAI_WS_CONNECT, None))
-    found[f"websockets.asyncio.client.ClientConnection.{WEBSOCKETS_PROCESS_EVENT}"] = callable(
-        getattr(ClientConnection, WEBSOCKETS_PROCESS_EVENT, None)
-    )
-    protocol = Protocol(Side.CLIENT)
-    for name in (WEBSOCKETS_CLOSE_RCVD_THEN_SENT, WEBSOCKETS_CLOSE_RCVD):
-        found[f"websockets.protocol.Protocol.{name}"] = hasattr(protocol, name)
     return found
 
 
@@ -520,158 +449,6 @@ def continue_input_transcription(connection: Any, text: str) -> None:
     current = getattr(connection, "_input_transcription_text", None)
     if text and isinstance(current, str):
         connection._input_transcription_text = text + current
-
-
-def websocket_of(session: Any) -> Any:
-    """The ``websockets`` connection under a google-genai ``AsyncSession``, if reachable."""
-    return getattr(session, GENAI_WEBSOCKET, None)
-
-
-def sdk_send_realtime_input(session: Any) -> Any:
-    """google-genai's own ``AsyncSession.send_realtime_input`` if that is what a call of
-    ``session.send_realtime_input`` runs, else None (wrapped, replaced or overridden).
-
-    Told by the function's code, defined in google-genai's ``live`` module under that name,
-    not by ``__module__``/``__qualname__``, which a ``functools.wraps`` wrapper copies; a
-    function carrying ``__wrapped__``, or one set on the instance, is not the SDK's own.
-    """
-    if GENAI_SEND_REALTIME_INPUT in getattr(session, "__dict__", ()):
-        return None
-    method = getattr(type(session), GENAI_SEND_REALTIME_INPUT, None)
-    return method if _is_sdk_send_realtime_input(method) else None
-
-
-def _is_sdk_send_realtime_input(method: Any) -> bool:
-    code = getattr(method, "__code__", None)
-    if code is None or hasattr(method, "__wrapped__"):
-        return False
-    from google.genai import live
-
-    source = getattr(live, "__file__", None)
-    return (
-        source is not None
-        and code.co_name == GENAI_SEND_REALTIME_INPUT
-        and os.path.normcase(os.path.abspath(code.co_filename))
-        == os.path.normcase(os.path.abspath(source))
-    )
-
-
-#: Server messages at most this long are looked into for a goAway (a goAway is a few dozen
-#: bytes; model audio is kilobytes and is never parsed here).
-GO_AWAY_FRAME_MAX = 2048
-
-
-def go_away_in_frame(data: bytes) -> tuple[bool, object]:
-    """``(True, timeLeft)`` if the websocket payload ``data`` is a server message carrying a
-    ``goAway`` (``timeLeft`` as sent, e.g. ``"57s"``, or ``None``), else ``(False, None)``.
-    Cheap for every other message: only short payloads that contain the key are parsed."""
-    if len(data) > GO_AWAY_FRAME_MAX or (b"goAway" not in data and b"go_away" not in data):
-        return False, None
-    import json
-
-    try:
-        message = json.loads(data)
-    except ValueError:
-        return False, None
-    if not isinstance(message, dict):
-        return False, None
-    go_away = message.get("goAway", message.get("go_away"))
-    if not isinstance(go_away, dict):
-        return False, None
-    return True, go_away.get("timeLeft", go_away.get("time_left"))
-
-
-def watch_frames(
-    websocket: Any,
-    *,
-    on_close: Callable[[int, str], None] | None,
-    on_go_away: Callable[[object], None] | None,
-    on_message: Callable[[], None] | None = None,
-) -> bool:
-    """Call ``on_close(code, reason)`` as soon as ``websocket`` receives a close frame that
-    starts a close (its peer's; not the peer's answer to a close we started), and
-    ``on_go_away(time_left)`` as soon as a message carrying ``goAway`` arrives, and
-    ``on_message()`` for every whole data message as it arrives (so a reader can tell what
-    arrived from what it read).
-
-    google-genai reports a close only once ``recv`` raises, and websockets raises there only
-    once the TCP connection is gone: after our close frame reached the server and its FIN came
-    back, a round trip after the close frame arrived. And a message is read only when ADK
-    asks for the next one, which may be much later (a blocking tool runs inside ADK's receive
-    step). Frames are seen in websockets' ``process_event`` (its asyncio implementation,
-    websockets 13 and later), wrapped on this one connection; every frame is still queued for
-    ``recv`` unchanged. A callback given as ``None`` is not watched for. Returns whether the
-    connection could be watched (not the legacy implementation, and a callback was given).
-    The callbacks run inside websockets' ``data_received``: what they raise is logged
-    (WARNING), never passed on.
-    """
-    process_event = getattr(websocket, WEBSOCKETS_PROCESS_EVENT, None)
-    protocol = getattr(websocket, "protocol", None)
-    if process_event is None or protocol is None or (on_close is None and on_go_away is None):
-        return False
-    from websockets.frames import Opcode
-
-    data_opcodes = (Opcode.TEXT, Opcode.BINARY)
-    message_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
-
-    def process_event_and_notice(event: Any) -> None:
-        process_event(event)
-        opcode = getattr(event, "opcode", None)
-        try:
-            if on_message is not None and opcode in message_opcodes and getattr(event, "fin", True):
-                on_message()
-            if opcode in data_opcodes:
-                if on_go_away is not None:
-                    found, time_left = go_away_in_frame(getattr(event, "data", b""))
-                    if found:
-                        on_go_away(time_left)
-            elif (
-                on_close is not None
-                and opcode is Opcode.CLOSE
-                and getattr(protocol, WEBSOCKETS_CLOSE_RCVD_THEN_SENT, None) is True
-            ):
-                close = getattr(protocol, WEBSOCKETS_CLOSE_RCVD, None)
-                if close is None:  # no status in the frame: 1005, as websockets reports it
-                    on_close(1005, "")
-                else:
-                    on_close(close.code, close.reason)
-        except Exception:  # inside websockets' data_received: never break the socket
-            logging.getLogger("adk_live_resume.loop").warning(
-                "acting on a frame as it arrived failed; the message is handled when"
-                " google-genai reports it",
-                exc_info=True,
-            )
-
-    setattr(websocket, WEBSOCKETS_PROCESS_EVENT, process_event_and_notice)
-    return True
-
-
-def set_websocket(session: Any, websocket: Any) -> None:
-    """Point a google-genai ``AsyncSession`` (a copy: see :mod:`.chunk_encoding`) at another
-    websocket."""
-    setattr(session, GENAI_WEBSOCKET, websocket)
-
-
-def genai_live_module() -> Any:
-    """google-genai's ``live`` module (its ``ws_connect`` opens every live websocket)."""
-    import google.genai.live
-
-    return google.genai.live
-
-
-def genai_ws_connect() -> Any:
-    """google-genai's ``ws_connect`` as it is now (ours once hooked), or None if absent."""
-    return getattr(genai_live_module(), GENAI_WS_CONNECT, None)
-
-
-def set_genai_ws_connect(function: Any) -> None:
-    """Put ``function`` in place of google-genai's ``ws_connect``."""
-    setattr(genai_live_module(), GENAI_WS_CONNECT, function)
-
-
-def is_vertex_session(session: Any) -> bool:
-    """Whether a google-genai ``AsyncSession`` talks the Vertex AI dialect."""
-    return bool(getattr(getattr(session, "_api_client", None), "vertexai", False))
 
 
 def speaks_gemini_3_live(model_name: str | None) -> bool:

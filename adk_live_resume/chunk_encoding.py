@@ -26,7 +26,7 @@ Guarantees:
 * A ``send_realtime_input`` that is not google-genai's own (wrapped for tracing, with
   ``functools.wraps`` or not; replaced; overridden; set on the session) sees every chunk,
   exactly once, and never a probe: the SDK's own is told by its code
-  (:func:`adk_compat.sdk_send_realtime_input`), checked for every chunk (a wrapper put in
+  (:func:`genai_compat.sdk_send_realtime_input`), checked for every chunk (a wrapper put in
   place mid-run gets the chunks from then on), and learning calls only the SDK's own.
 * Socket errors are the SDK's own: the same ``websocket.send`` is called.
 """
@@ -42,7 +42,7 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat
+from . import genai_compat
 from .client_sends import plain_blob
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def sdk_text(session: Any, key: str, data: bytes, mime_type: str) -> Any:
     makes sure the method is the SDK's own (:class:`ChunkEncoder` does)."""
     kept = _KeptText()
     stand_in = copy.copy(session)
-    adk_compat.set_websocket(stand_in, kept)
+    genai_compat.set_websocket(stand_in, kept)
     blob = types.Blob(data=data, mime_type=mime_type)
     _run_now(type(session).send_realtime_input(stand_in, **{key: blob}))
     if len(kept.sent) != 1:
@@ -149,7 +149,7 @@ class ChunkEncoder:
             return None
         if not self._sends_through_sdk_own(session):
             return None
-        shape = (adk_compat.is_vertex_session(session), key, blob.mime_type)
+        shape = (genai_compat.is_vertex_session(session), key, blob.mime_type)
         try:
             template = self._templates[shape]
         except KeyError:
@@ -162,12 +162,12 @@ class ChunkEncoder:
     def _sends_through_sdk_own(self, session: Any) -> bool:
         """``session.send_realtime_input`` is google-genai's own (else every chunk must go
         through whatever it is: a tracing wrapper, say)."""
-        method = getattr(type(session), adk_compat.GENAI_SEND_REALTIME_INPUT, None)
-        if method is self._sdk_own and adk_compat.GENAI_SEND_REALTIME_INPUT not in getattr(
+        method = getattr(type(session), genai_compat.GENAI_SEND_REALTIME_INPUT, None)
+        if method is self._sdk_own and genai_compat.GENAI_SEND_REALTIME_INPUT not in getattr(
             session, "__dict__", ()
         ):
             return True
-        if adk_compat.sdk_send_realtime_input(session) is None:
+        if genai_compat.sdk_send_realtime_input(session) is None:
             if self._sdk_own is not False:
                 logger.debug("send_realtime_input is not google-genai's own; chunks go through it")
             self._sdk_own = False

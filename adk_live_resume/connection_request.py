@@ -20,7 +20,7 @@ from typing import Any
 
 from google.genai import types
 
-from . import adk_compat
+from . import adk_compat, genai_compat
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
 from .model_families import ends_turn_after_tool_call, takes_mid_session_content
@@ -85,7 +85,7 @@ def connect_request(
         if history is not None and history.initial_history_in_client_content is not None:
             trimmed = history.model_copy(update={"initial_history_in_client_content": None})
             config.history_config = trimmed if trimmed.model_dump(exclude_none=True) else None
-    elif request.contents and adk_compat.sdk_accepts_history_config(adk_compat.is_vertex(llm)):
+    elif request.contents and genai_compat.sdk_accepts_history_config(adk_compat.is_vertex(llm)):
         # (An older google-genai refuses history_config for Vertex AI: the history then
         # goes as plain clientContent, as google-adk 1.x sends it.)
         if history is None:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from google.genai import types
 
-from . import adk_compat
+from . import genai_compat, websockets_compat
 from .client_sends import readdressed, responses_of, without_responses
 from .early_dial import EarlyDialer
 from .errors import classify
@@ -37,6 +37,7 @@ from .queue_guard import QueueGuard
 from .tap import SessionTap, parse_time_left
 from .tool_calls import ToolCallBook
 from .waiting_turns import WaitingTurns
+from .wire_classifier import Frame
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -71,6 +72,8 @@ class WatchedRun(Protocol):
     def takes_mid_session_content(self) -> bool: ...
 
     def warn_session_limit(self) -> None: ...
+
+    def skip_message(self, frame: Frame) -> None: ...
 
     def tool_running(self, call_id: str, name: str | None) -> bool: ...
 
@@ -452,17 +455,20 @@ class ConnectionWatch:
             self.lost_at = asyncio.get_running_loop().time()
 
     def watch_socket(self) -> None:
-        """Note the moment the websocket closes, even while ADK is busy (a tool runs), and
-        act on the server's close frame and goAway as soon as they arrive."""
-        websocket = adk_compat.websocket_of(self.session)
+        """Note the moment the websocket closes, even while ADK is busy (a tool runs), act
+        on the server's close frame and goAway as soon as they arrive, and skip messages of
+        kinds google-genai does not know before it reads them."""
+        websocket = genai_compat.websocket_of(self.session)
         run = self.run
-        if adk_compat.watch_frames(
+        if websockets_compat.watch_frames(
             websocket,
             on_close=self.on_close_frame
             if run.dialer is not None and run.close_frame_dial
             else None,
             on_go_away=self._go_away_frame if run.go_away_frame else None,
             on_message=self._message_arrived if run.go_away_frame else None,
+            on_unknown=run.skip_message,
+            known=genai_compat.server_message_keys(),
         ):
             self.messages_arrived = self.messages_read if run.go_away_frame else None
         wait_closed = getattr(websocket, "wait_closed", None)

@@ -11,7 +11,7 @@ the newest handle) is left to wait for. Against a remote server this takes the T
 websocket handshakes (several round trips) out of the silence after the answer.
 
 The same when the server closes the connection with a code the loop resumes after: the
-socket is opened as the close frame arrives (:func:`adk_compat.watch_frames`), while
+socket is opened as the close frame arrives (:func:`websockets_compat.watch_frames`), while
 google-genai reports the close only after the close handshake, a round trip later; the SDK's
 connect then finds the socket open or on its way, and every message queued before the close
 frame has been read by then, so the setup carries the newest handle. Not on a drop without a
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from . import adk_compat
+from . import genai_compat
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -275,7 +275,7 @@ def hook() -> bool:
     return whether it is in place (not on an SDK without that name: no early dial there)."""
     global _original, _hooked
     with _lock:
-        current = adk_compat.genai_ws_connect()
+        current = genai_compat.genai_ws_connect()
         if current is None:
             return False
         if _hooked is not None:
@@ -287,7 +287,7 @@ def hook() -> bool:
             _hooked = current
             return _original is not None
         _original, _hooked = current, _ws_connect
-        adk_compat.set_genai_ws_connect(_ws_connect)
+        genai_compat.set_genai_ws_connect(_ws_connect)
         return True
 
 
@@ -297,9 +297,9 @@ def unhook() -> None:
     with _lock:
         if _hooked is None:
             return
-        current = adk_compat.genai_ws_connect()
+        current = genai_compat.genai_ws_connect()
         if current is _hooked:
-            adk_compat.set_genai_ws_connect(_original)
+            genai_compat.set_genai_ws_connect(_original)
         elif current is not None:
             logger.warning(
                 "google.genai.live.ws_connect was replaced after adk_live_resume hooked it;"

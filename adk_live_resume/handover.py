@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from . import adk_compat, early_dial, hooks, pacing
+from . import adk_compat, early_dial, genai_compat, hooks, pacing
 from .next_connection import BackgroundCloser, NextConnection
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
@@ -145,7 +145,7 @@ def abort_connection(connection: Any) -> None:
 
 
 def abort_transport(session: Any) -> None:
-    websocket = adk_compat.websocket_of(session)
+    websocket = genai_compat.websocket_of(session)
     transport = getattr(websocket, "transport", None)
     if transport is not None:
         transport.abort()

@@ -1,10 +1,12 @@
 """Every hook into another library's internals, checked once per process.
 
-The live loop reaches under ADK and google-genai in a few places (their names are in
-:mod:`adk_live_resume.adk_compat`): ADK's ``GeminiLlmConnection._gemini_session`` (the
+The live loop reaches under ADK, google-genai and websockets in a few places (their names are
+in :mod:`adk_live_resume.adk_compat`, :mod:`~adk_live_resume.genai_compat` and
+:mod:`~adk_live_resume.websockets_compat`): ADK's ``GeminiLlmConnection._gemini_session`` (the
 google-genai session it taps), google-genai's ``AsyncSession._ws`` and
 ``AsyncSession.send_realtime_input``, its ``live.ws_connect``, and websockets'
-``process_event`` (close frames and goAway messages as they arrive) and close state.
+``process_event`` (close frames, goAway messages and messages of unknown kinds as they
+arrive) and close state.
 :func:`check` looks for each of them once, when the patch is installed (for the subclass entry
 point, at its first live run).
 
@@ -26,7 +28,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import adk_compat
+from . import adk_compat, genai_compat, websockets_compat
 from .errors import UnsupportedAdkVersionError
 
 logger = logging.getLogger("adk_live_resume")
@@ -34,6 +36,7 @@ logger = logging.getLogger("adk_live_resume")
 EARLY_DIAL = "early dial"
 CLOSE_FRAME_DIAL = "close-frame dial"
 GO_AWAY_FRAME = "goAway at its frame"
+SKIP_UNKNOWN = "unknown messages skipped"
 CHUNK_ENCODING = "chunk encoding"
 SOCKET_ABORT = "socket abort"
 
@@ -52,9 +55,10 @@ class Feature:
 
 
 def _features() -> tuple[Feature, ...]:
-    """The optional features, with the internals' current names (see adk_compat)."""
-    ws_connect = f"google.genai.live.{adk_compat.GENAI_WS_CONNECT}"
-    websocket = f"google.genai.live.AsyncSession.{adk_compat.GENAI_WEBSOCKET}"
+    """The optional features, with the internals' current names (see the ``*_compat``
+    modules)."""
+    ws_connect = f"google.genai.live.{genai_compat.GENAI_WS_CONNECT}"
+    websocket = f"google.genai.live.AsyncSession.{genai_compat.GENAI_WEBSOCKET}"
     return (
         Feature(
             EARLY_DIAL,
@@ -69,9 +73,9 @@ def _features() -> tuple[Feature, ...]:
             (
                 ws_connect,
                 websocket,
-                f"websockets.asyncio.client.ClientConnection.{adk_compat.WEBSOCKETS_PROCESS_EVENT}",
-                f"websockets.protocol.Protocol.{adk_compat.WEBSOCKETS_CLOSE_RCVD_THEN_SENT}",
-                f"websockets.protocol.Protocol.{adk_compat.WEBSOCKETS_CLOSE_RCVD}",
+                f"websockets.asyncio.client.ClientConnection.{websockets_compat.WEBSOCKETS_PROCESS_EVENT}",
+                f"websockets.protocol.Protocol.{websockets_compat.WEBSOCKETS_CLOSE_RCVD_THEN_SENT}",
+                f"websockets.protocol.Protocol.{websockets_compat.WEBSOCKETS_CLOSE_RCVD}",
             ),
         ),
         Feature(
@@ -81,7 +85,16 @@ def _features() -> tuple[Feature, ...]:
             "deadline",
             (
                 websocket,
-                f"websockets.asyncio.client.ClientConnection.{adk_compat.WEBSOCKETS_PROCESS_EVENT}",
+                f"websockets.asyncio.client.ClientConnection.{websockets_compat.WEBSOCKETS_PROCESS_EVENT}",
+            ),
+        ),
+        Feature(
+            SKIP_UNKNOWN,
+            "a server message of a kind google-genai does not know ends the live run, as it "
+            "does without the patch",
+            (
+                websocket,
+                f"websockets.asyncio.client.ClientConnection.{websockets_compat.WEBSOCKETS_PROCESS_EVENT}",
             ),
         ),
         Feature(
@@ -90,7 +103,7 @@ def _features() -> tuple[Feature, ...]:
             "encoding (about 40 µs of CPU per chunk)",
             (
                 websocket,
-                f"google.genai.live.AsyncSession.{adk_compat.GENAI_SEND_REALTIME_INPUT}",
+                f"google.genai.live.AsyncSession.{genai_compat.GENAI_SEND_REALTIME_INPUT}",
             ),
         ),
         Feature(
@@ -124,7 +137,11 @@ def check() -> Hooks:
     with _lock:
         if _checked is not None:
             return _checked
-        found = adk_compat.probe_internals()
+        found = {
+            **adk_compat.probe_internals(),
+            **genai_compat.probe_internals(),
+            **websockets_compat.probe_internals(),
+        }
         essential = _essential()
         if not found.get(essential, False):
             raise UnsupportedAdkVersionError(

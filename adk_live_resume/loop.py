@@ -41,6 +41,7 @@ from . import (
     adk_compat,
     connection_request,
     early_dial,
+    genai_compat,
     handle_store,
     hooks,
     log_redaction,
@@ -65,6 +66,7 @@ from .retry_plan import Reconnects
 from .serve_connection import interrupted_event, serve
 from .tool_calls import ToolCallBook
 from .waiting_turns import WaitingTurns
+from .wire_classifier import Frame, SkippedMessages
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -123,6 +125,8 @@ class LiveRun:
         #: holds the utterance whole (the pieces a replay repeats are not shown again).
         self.unfinished_input = ""
         self.session_limit_warned = False
+        #: Server messages of kinds google-genai does not know, skipped as they arrived.
+        self.skipped = SkippedMessages()
         self.audio_sent = False
         #: Open the next connection before closing the old one (off for the rest of the run
         #: once the server refused a resume while the old socket was open).
@@ -246,6 +250,19 @@ class LiveRun:
             return
         self.session_limit_warned = True
         connection_request.warn_session_limit(self.agent_name)
+
+    def skip_message(self, frame: Frame) -> None:
+        """A server message of a kind google-genai does not know arrived and is skipped (the
+        SDK never reads it): counted, and each unknown kind named in one WARNING per run."""
+        new = self.skipped.note(frame)
+        if new:
+            logger.warning(
+                "live session of agent %s: skipped a server message of a kind google-genai %s"
+                " does not know (%s); the conversation goes on",
+                self.agent_name,
+                genai_compat.genai_version(),
+                ", ".join(repr(key[:80]) for key in new),
+            )
 
     # -- the run --------------------------------------------------------------------------
 

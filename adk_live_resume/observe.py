@@ -101,6 +101,9 @@ class RunStats:
     #: of them a connection used (the others were closed unused).
     sockets_dialed_early: int = 0
     early_sockets_used: int = 0
+    #: Server messages of kinds google-genai does not know, skipped before it read them
+    #: (each kind is named once per run in a WARNING); the conversation went on.
+    unknown_messages_skipped: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -258,6 +261,7 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         chunks_encoded=run.chunk_encoder.encoded if run.chunk_encoder is not None else 0,
         sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
         early_sockets_used=run.dialer.used if run.dialer is not None else 0,
+        unknown_messages_skipped=run.skipped.count,
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):

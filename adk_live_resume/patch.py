@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from . import adk_compat, config, startup_log
+from . import adk_compat, config, genai_compat, startup_log
 from .errors import UnsupportedAdkVersionError
 from .policy import ResumePolicy
 
@@ -95,7 +95,7 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
             newer = False
         if newer:
             _warn_untested_release()
-        if adk_compat.genai_is_newer_than_tested():
+        if genai_compat.genai_is_newer_than_tested():
             _warn_untested_genai()
         adk_compat.surface()  # fail now, with a clear error, rather than mid-conversation
         from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
@@ -171,14 +171,14 @@ def _warn_untested_release() -> None:
 
 
 def _warn_untested_genai() -> None:
-    version = adk_compat.genai_version()
+    version = genai_compat.genai_version()
     _warn_once(
         f"google-genai {version}",
         "google-genai %s is newer than the newest release adk-live-resume is tested with "
         "(%s); the live protocol may have moved. Please report problems, and check for a "
         "newer adk-live-resume.",
         version,
-        adk_compat.TESTED_GENAI_NEWEST,
+        genai_compat.TESTED_GENAI_NEWEST,
     )
 
 

@@ -51,7 +51,7 @@ from typing import Any, Protocol
 
 from google.genai import types
 
-from . import adk_compat
+from . import genai_compat
 from .chunk_encoding import ChunkEncoder
 
 
@@ -133,7 +133,7 @@ class SessionTap:
         self._listener = listener
         self._pass_handles = pass_handles
         #: Where encoded microphone chunks go, and their encoder: both or neither.
-        self._websocket: Any = adk_compat.websocket_of(session) if encoder is not None else None
+        self._websocket: Any = genai_compat.websocket_of(session) if encoder is not None else None
         self._encoder = encoder if self._websocket is not None else None
         self._retired = False
         #: The task waiting for the next server message, while it waits.

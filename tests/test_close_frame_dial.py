@@ -4,7 +4,7 @@ handshake). Real ``Runner.run_live``, real google-genai, real TLS websockets on 
 fake Gemini Live server, both entry points; some runs through a :class:`LatencyRelay`, where
 that round trip is real.
 
-Also: ``adk_compat.watch_frames`` on a bare websockets connection (the frame is seen before
+Also: ``websockets_compat.watch_frames`` on a bare websockets connection (the frame is seen before
 ``recv`` raises, with its code and reason), and the closes that must open nothing: a code the
 loop does not retry, ``early_dial=False``, and the closes the loop starts itself (a goAway
 move, the end of the run).
@@ -22,7 +22,7 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 
 import adk_live_resume
-from adk_live_resume import ResumePolicy, RunStats, adk_compat
+from adk_live_resume import ResumePolicy, RunStats, websockets_compat
 from adk_live_resume.connection_watch import ConnectionWatch
 from adk_live_resume.testing import FakeLiveServer, LatencyRelay
 from adk_live_resume.testing.driver import LiveDriver, LiveRunEnded
@@ -182,7 +182,7 @@ async def test_watch_frames_sees_the_frame_before_recv_raises() -> None:
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
-            assert adk_compat.watch_frames(
+            assert websockets_compat.watch_frames(
                 client,
                 on_close=lambda code, reason: events.append(f"close frame {code} {reason}"),
                 on_go_away=lambda time_left: events.append(f"goAway {time_left}"),
@@ -226,7 +226,7 @@ async def test_watch_frames_sees_a_go_away_before_anyone_reads_it() -> None:
                 if len(seen) == 2:
                     arrived.set()
 
-            assert adk_compat.watch_frames(
+            assert websockets_compat.watch_frames(
                 client, on_close=lambda code, reason: None, on_go_away=on_go_away
             )
             await client.send("go")
@@ -242,7 +242,7 @@ def test_watch_frames_declines_a_connection_it_cannot_watch() -> None:
         protocol = object()
 
     for websocket in (Legacy(), None):
-        assert not adk_compat.watch_frames(
+        assert not websockets_compat.watch_frames(
             websocket, on_close=lambda code, reason: None, on_go_away=lambda time_left: None
         )
 
@@ -256,7 +256,7 @@ async def test_watch_frames_ignores_the_answer_to_a_close_we_started() -> None:
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
-            assert adk_compat.watch_frames(
+            assert websockets_compat.watch_frames(
                 client,
                 on_close=lambda code, reason: events.append(f"close frame {code}"),
                 on_go_away=lambda time_left: None,
@@ -279,7 +279,7 @@ async def test_a_failing_close_frame_callback_is_logged_and_the_close_still_repo
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
-            assert adk_compat.watch_frames(
+            assert websockets_compat.watch_frames(
                 client, on_close=broken, on_go_away=lambda time_left: None
             )
             await client.send("go")

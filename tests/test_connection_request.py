@@ -8,7 +8,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.utils.variant_utils import GoogleLLMVariant
 from google.genai import types
 
-from adk_live_resume import adk_compat
+from adk_live_resume import genai_compat
 from adk_live_resume.connection_request import connect_request, handle_unusable
 from adk_live_resume.policy import ResumePolicy
 
@@ -51,7 +51,7 @@ def test_history_is_asked_for_by_a_fresh_session_only() -> None:
     assert history is None or history.initial_history_in_client_content is None
     fresh, _ = connect_request(_request(), None, llm=GEMINI_API, policy=ResumePolicy())
     assert fresh.live_connect_config.session_resumption.handle is None
-    if adk_compat.sdk_accepts_history_config(False):
+    if genai_compat.sdk_accepts_history_config(False):
         assert fresh.live_connect_config.history_config.initial_history_in_client_content
 
 

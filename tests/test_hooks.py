@@ -1,6 +1,7 @@
 """Every hook into another library's internals is checked once (``adk_live_resume.hooks``).
 
-A renamed internal is simulated by pointing our lookup (its name in ``adk_compat``) at a name
+A renamed internal is simulated by pointing our lookup (its name in ``genai_compat`` or
+``websockets_compat``) at a name
 the library does not have: the library itself keeps working, as it does after a real rename,
 and only our hook misses it. Each then: exactly one WARNING naming the internal, the features
 it serves off, and a real live run (real ``Runner.run_live``, google-genai, TLS websockets to
@@ -14,13 +15,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
 from google.adk.models.gemini_llm_connection import GeminiLlmConnection
 
 import adk_live_resume
-from adk_live_resume import ResumableLlmAgent, ResumePolicy, RunStats, adk_compat, hooks
+from adk_live_resume import (
+    ResumableLlmAgent,
+    ResumePolicy,
+    RunStats,
+    genai_compat,
+    hooks,
+    websockets_compat,
+)
 from adk_live_resume.errors import UnsupportedAdkVersionError
 from adk_live_resume.testing import FakeLiveServer, silence_pcm
 from adk_live_resume.testing.driver import LiveDriver, LiveRunEnded
@@ -36,7 +45,8 @@ def _checked_afresh() -> Iterator[None]:
     hooks.forget()
 
 
-#: (the name in adk_compat, the internal's qualified name, the features it turns off)
+#: (the name in genai_compat or websockets_compat, the internal's qualified name, the features
+#: it turns off)
 RENAMES = [
     (
         "GENAI_WS_CONNECT",
@@ -46,7 +56,13 @@ RENAMES = [
     (
         "GENAI_WEBSOCKET",
         "google.genai.live.AsyncSession._ws",
-        {hooks.CLOSE_FRAME_DIAL, hooks.GO_AWAY_FRAME, hooks.CHUNK_ENCODING, hooks.SOCKET_ABORT},
+        {
+            hooks.CLOSE_FRAME_DIAL,
+            hooks.GO_AWAY_FRAME,
+            hooks.SKIP_UNKNOWN,
+            hooks.CHUNK_ENCODING,
+            hooks.SOCKET_ABORT,
+        },
     ),
     (
         "GENAI_SEND_REALTIME_INPUT",
@@ -56,7 +72,7 @@ RENAMES = [
     (
         "WEBSOCKETS_PROCESS_EVENT",
         "websockets.asyncio.client.ClientConnection.process_event",
-        {hooks.CLOSE_FRAME_DIAL, hooks.GO_AWAY_FRAME},
+        {hooks.CLOSE_FRAME_DIAL, hooks.GO_AWAY_FRAME, hooks.SKIP_UNKNOWN},
     ),
     (
         "WEBSOCKETS_CLOSE_RCVD_THEN_SENT",
@@ -65,6 +81,11 @@ RENAMES = [
     ),
     ("WEBSOCKETS_CLOSE_RCVD", "websockets.protocol.Protocol.close_rcvd", {hooks.CLOSE_FRAME_DIAL}),
 ]
+
+
+def _compat(name: str) -> ModuleType:
+    """The module that holds the lookup ``name``."""
+    return websockets_compat if name.startswith("WEBSOCKETS_") else genai_compat
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -115,7 +136,7 @@ async def test_a_renamed_internal_is_one_warning_and_the_run_still_resumes(
     internal: str,
     off: set[str],
 ) -> None:
-    monkeypatch.setattr(adk_compat, name, getattr(adk_compat, name) + "_renamed")
+    monkeypatch.setattr(_compat(name), name, getattr(_compat(name), name) + "_renamed")
     renamed = internal + "_renamed"
     caplog.set_level(logging.INFO, logger="adk_live_resume")
     async with FakeLiveServer() as server:
@@ -155,7 +176,7 @@ async def test_with_every_internal_in_place_no_warning_and_every_feature_on(
 def test_the_warnings_are_logged_once_per_process(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(adk_compat, "GENAI_WS_CONNECT", "ws_connect_renamed")
+    monkeypatch.setattr(genai_compat, "GENAI_WS_CONNECT", "ws_connect_renamed")
     adk_live_resume.install()
     adk_live_resume.uninstall()
     adk_live_resume.install()

@@ -17,6 +17,7 @@ from adk_live_resume import (
     UnsupportedAdkVersionError,
     adk_compat,
     config,
+    genai_compat,
 )
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
@@ -119,17 +120,17 @@ def test_a_newer_untested_release_installs_with_one_warning(
 def test_a_google_genai_newer_than_tested_installs_with_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    assert not adk_compat.genai_is_newer_than_tested(adk_compat.TESTED_GENAI_NEWEST)
-    assert not adk_compat.genai_is_newer_than_tested("1.56.0")
-    major, minor, _ = adk_compat.parse_version(adk_compat.TESTED_GENAI_NEWEST)
-    assert not adk_compat.genai_is_newer_than_tested(f"{major}.{minor}.9")  # a patch release
-    assert adk_compat.genai_is_newer_than_tested(f"{major}.{minor + 1}.0")
-    assert adk_compat.genai_is_newer_than_tested(f"{major + 1}.0.0")
+    assert not genai_compat.genai_is_newer_than_tested(genai_compat.TESTED_GENAI_NEWEST)
+    assert not genai_compat.genai_is_newer_than_tested("1.56.0")
+    major, minor, _ = adk_compat.parse_version(genai_compat.TESTED_GENAI_NEWEST)
+    assert not genai_compat.genai_is_newer_than_tested(f"{major}.{minor}.9")  # a patch release
+    assert genai_compat.genai_is_newer_than_tested(f"{major}.{minor + 1}.0")
+    assert genai_compat.genai_is_newer_than_tested(f"{major + 1}.0.0")
     with caplog.at_level("WARNING", logger="adk_live_resume"):
         adk_live_resume.install()  # the installed google-genai is a tested one
     assert not [r for r in caplog.records if "google-genai" in r.getMessage()]
     adk_live_resume.uninstall()
-    monkeypatch.setattr(adk_compat, "genai_version", lambda: "9.8.7")
+    monkeypatch.setattr(genai_compat, "genai_version", lambda: "9.8.7")
     with caplog.at_level("WARNING", logger="adk_live_resume"):
         adk_live_resume.install()
         adk_live_resume.uninstall()
@@ -137,7 +138,7 @@ def test_a_google_genai_newer_than_tested_installs_with_one_warning(
     warnings = [r for r in caplog.records if "google-genai" in r.getMessage()]
     assert len(warnings) == 1
     text = warnings[0].getMessage()
-    assert "9.8.7" in text and adk_compat.TESTED_GENAI_NEWEST in text
+    assert "9.8.7" in text and genai_compat.TESTED_GENAI_NEWEST in text
     assert adk_live_resume.is_installed()
 
 

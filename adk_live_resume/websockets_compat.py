@@ -1,0 +1,139 @@
+"""The websockets internals the patch reaches under: the frame watch and the close state.
+
+This is the only module that knows websockets' private names. google-genai's live session
+reads its socket through a websockets (asyncio implementation, websockets 13 and later)
+``ClientConnection``. The frame watch (:func:`watch_frames`) wraps that one connection's
+``process_event``, which every incoming frame goes through, and reads the sans-I/O
+``Protocol``'s close state (``close_rcvd_then_sent``, ``close_rcvd``) to tell a close the
+peer started. Each frame is classified once, by
+:func:`adk_live_resume.wire_classifier.classify_frame`. Whether each internal is where it is
+looked for is checked once per process (:func:`probe_internals`, read by
+:mod:`adk_live_resume.hooks`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Set
+from typing import Any
+
+from .wire_classifier import Frame, classify_frame
+
+#: The method of a websockets (asyncio) connection that every incoming frame goes through.
+WEBSOCKETS_PROCESS_EVENT = "process_event"
+#: The attributes of websockets' sans-I/O ``Protocol`` that tell a close the peer started.
+WEBSOCKETS_CLOSE_RCVD_THEN_SENT = "close_rcvd_then_sent"
+WEBSOCKETS_CLOSE_RCVD = "close_rcvd"
+
+
+def probe_internals() -> dict[str, bool]:
+    """Whether each websockets internal the patch hooks is where it looks for it, by its
+    qualified name (a sans-I/O ``Protocol`` is constructed: no I/O)."""
+    from websockets.asyncio.client import ClientConnection
+    from websockets.protocol import Protocol, Side
+
+    found: dict[str, bool] = {}
+    found[f"websockets.asyncio.client.ClientConnection.{WEBSOCKETS_PROCESS_EVENT}"] = callable(
+        getattr(ClientConnection, WEBSOCKETS_PROCESS_EVENT, None)
+    )
+    protocol = Protocol(Side.CLIENT)
+    for name in (WEBSOCKETS_CLOSE_RCVD_THEN_SENT, WEBSOCKETS_CLOSE_RCVD):
+        found[f"websockets.protocol.Protocol.{name}"] = hasattr(protocol, name)
+    return found
+
+
+def watch_frames(
+    websocket: Any,
+    *,
+    on_close: Callable[[int, str], None] | None,
+    on_go_away: Callable[[object], None] | None,
+    on_message: Callable[[], None] | None = None,
+    on_unknown: Callable[[Frame], None] | None = None,
+    known: Set[str] = frozenset(),
+) -> bool:
+    """Watch the frames of ``websocket`` as they arrive; returns whether it could be watched
+    (not the legacy implementation, and a callback other than ``on_message`` was given).
+
+    * ``on_close(code, reason)``: as soon as a close frame arrives that starts a close (its
+      peer's; not the peer's answer to a close we started);
+    * ``on_go_away(time_left)``: as soon as a message carrying ``goAway`` arrives;
+    * ``on_unknown(frame)``: a whole message (one frame) of a kind google-genai does not know
+      arrived (``known`` holds the top-level keys it parses; see
+      :mod:`adk_live_resume.wire_classifier`). That frame is **not** queued for ``recv``: the
+      SDK, which would raise on it, never reads it, and ``on_message`` is not called for it.
+      A message split over several frames is always queued (the SDK reports it as before);
+    * ``on_message()``: for every other whole data message as it arrives (so a reader can
+      tell what arrived from what it read).
+
+    google-genai reports a close only once ``recv`` raises, and websockets raises there only
+    once the TCP connection is gone: after our close frame reached the server and its FIN came
+    back, a round trip after the close frame arrived. And a message is read only when ADK
+    asks for the next one, which may be much later (a blocking tool runs inside ADK's receive
+    step). Frames are seen in websockets' ``process_event`` (its asyncio implementation,
+    websockets 13 and later), wrapped on this one connection; every frame but a skipped
+    unknown one is still queued for ``recv`` unchanged, in order. Each data frame is
+    classified once, and only when ``on_go_away`` or ``on_unknown`` is given. A callback
+    given as ``None`` is not watched for. The callbacks run inside websockets'
+    ``data_received``: what they raise is logged (WARNING), never passed on.
+    """
+    process_event = getattr(websocket, WEBSOCKETS_PROCESS_EVENT, None)
+    protocol = getattr(websocket, "protocol", None)
+    if (
+        process_event is None
+        or protocol is None
+        or (on_close is None and on_go_away is None and on_unknown is None)
+    ):
+        return False
+    from websockets.frames import Opcode
+
+    data_opcodes = (Opcode.TEXT, Opcode.BINARY)
+    message_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
+    classify = on_go_away is not None or on_unknown is not None
+
+    def process_event_and_notice(event: Any) -> None:
+        opcode = getattr(event, "opcode", None)
+        whole = getattr(event, "fin", True)
+        frame = (
+            classify_frame(getattr(event, "data", b""), known)
+            if classify and opcode in data_opcodes
+            else None
+        )
+        if on_unknown is not None and frame is not None and frame.kind == "unknown" and whole:
+            _notice(on_unknown, frame)
+            return  # never queued: the SDK never reads it
+        process_event(event)
+        try:
+            if on_message is not None and opcode in message_opcodes and whole:
+                on_message()
+            if frame is not None:
+                if on_go_away is not None and frame.kind == "go_away":
+                    on_go_away(frame.time_left)
+            elif (
+                on_close is not None
+                and opcode is Opcode.CLOSE
+                and getattr(protocol, WEBSOCKETS_CLOSE_RCVD_THEN_SENT, None) is True
+            ):
+                close = getattr(protocol, WEBSOCKETS_CLOSE_RCVD, None)
+                if close is None:  # no status in the frame: 1005, as websockets reports it
+                    on_close(1005, "")
+                else:
+                    on_close(close.code, close.reason)
+        except Exception:  # inside websockets' data_received: never break the socket
+            _failed()
+
+    setattr(websocket, WEBSOCKETS_PROCESS_EVENT, process_event_and_notice)
+    return True
+
+
+def _notice(callback: Callable[[Frame], None], frame: Frame) -> None:
+    try:
+        callback(frame)
+    except Exception:  # inside websockets' data_received: never break the socket
+        _failed()
+
+
+def _failed() -> None:
+    logging.getLogger("adk_live_resume.loop").warning(
+        "acting on a frame as it arrived failed; the message is handled when"
+        " google-genai reports it",
+        exc_info=True,
+    )
