@@ -1,9 +1,11 @@
 """The faults armed on one connection of the fake server, and when each one fires.
 
 A drop fault (``close``, ``abort``) fires at most once: :meth:`ArmedFaults.fire` at the
-connection's trigger points, a timer for ``after_seconds``. Faults may be added while the
-connection is open (:meth:`ArmedFaults.arm`). The connection does the firing itself (the
-``end`` callback) and owns every task started here (the ``spawn`` callback).
+connection's trigger points, a timer for ``after_seconds``. A ``server_message`` fault is
+taken once at its trigger point (:meth:`ArmedFaults.take_messages`) and its message sent.
+Faults may be added while the connection is open (:meth:`ArmedFaults.arm`). The connection
+does the firing itself (the ``end`` callback) and owns every task started here (the
+``spawn`` callback).
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ class ArmedFaults:
                 return True
         return False
 
+    def take_messages(self, matches: Callable[[Fault], bool]) -> list[Fault]:
+        """Take the armed ``server_message`` faults that ``matches`` (each fires once), in
+        arming order: the connection sends their messages."""
+        taken = [fault for fault in self._faults if fault.sends_message and matches(fault)]
+        for fault in taken:
+            self._faults.remove(fault)
+            logger.info("fake live server: connection %d: fault %s", self._connection, fault)
+        return taken
+
     def start_timers(self) -> None:
         """The setup was answered: start the ``after_seconds`` timers of the drop faults."""
         for fault in self._faults:
@@ -70,6 +81,11 @@ class ArmedFaults:
         triggers count); ``ValueError`` before anything is armed if one could never fire."""
         faults = list(faults)
         for fault in faults:
+            if fault.sends_message and fault.after_setup and setup_answered:
+                raise ValueError(
+                    f"connection {self._connection} has answered its setup already: send the"
+                    " message now with FakeLiveServer.send_message_now instead"
+                )
             due = fault.after_client_messages
             if due is not None and due <= messages_seen:
                 raise ValueError(

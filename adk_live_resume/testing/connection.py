@@ -108,6 +108,7 @@ class LiveConnection(TurnTaking):
             await self._send(wire.setup_complete())
         self._setup_answered = True
         self._faults.start_timers()
+        await self._send_scripted(lambda f: f.after_setup)
         if self._faults.fire(lambda f: f.after_setup):
             return
         schedule = self._settings.handle_schedule
@@ -146,6 +147,10 @@ class LiveConnection(TurnTaking):
                 except _Ended:
                     continue
             self._handled_index = self.record.handled_messages = self._message_index
+            try:
+                await self._send_scripted(self._is_due_after_messages)
+            except _Ended:
+                continue
             self._faults.fire(self._is_due_after_messages)
 
     def _is_due_after_messages(self, fault: Fault) -> bool:

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 import secrets
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Literal
 
 from websockets.asyncio.server import ServerConnection
@@ -240,6 +241,22 @@ class ConnectionCore:
             self.terminate("fault", code=fault.code or 1000, reason=fault.reason)
 
     # ---- sending ---------------------------------------------------------------------------
+
+    async def _send_scripted(self, matches: Callable[[Fault], bool]) -> None:
+        """Send the messages of the armed ``server_message`` faults that ``matches``."""
+        for fault in self._faults.take_messages(matches):
+            await self._send(json.loads(fault.message))
+
+    async def send_message_now(self, message: JsonDict) -> bool:
+        """Send ``message`` as given now; False if the setup was not answered yet or the
+        connection is ending (nothing sent)."""
+        if not self._setup_answered or self.ending:
+            return False
+        try:
+            await self._send(message)
+        except _Ended:
+            return False
+        return True
 
     async def _send(self, *messages: JsonDict) -> None:
         """Send ``messages`` back to back (nothing of this connection goes in between)."""

@@ -8,6 +8,7 @@ Build faults with the :class:`Fault` constructors and hand them to
     server.script(Fault.refuse_resume(), connection=3)
     server.script(Fault.setup_delay(2.0), Fault.no_setup_complete(), connection=4)
     server.script(Fault.hold_pongs(10.0), connection=5)     # pings answered 10 s late
+    server.script(Fault.server_message({"someFutureMessage": {}}, mid_turn=True))
 
 A ``close`` or ``abort`` fault takes exactly one trigger:
 
@@ -18,6 +19,14 @@ A ``close`` or ``abort`` fault takes exactly one trigger:
 * ``mid_turn``: right after the first model chunk of the next answer is sent;
 * ``mid_tool_call``: right after a ``toolCall`` is sent, before its response arrives.
 
+A ``server_message`` fault sends one raw message (any JSON object, such as
+``{"someFutureMessage": {...}}``) at its trigger, which is ``after_setup``,
+``after_client_messages=N`` or ``mid_turn``; the connection goes on. The service adds message
+kinds over time (``voiceActivity`` came after the SDK releases that raise on it), and a client
+must survive a kind its SDK does not know: this scripts one. To send one between turns, use
+:meth:`FakeLiveServer.send_message_now
+<adk_live_resume.testing.FakeLiveServer.send_message_now>`.
+
 ``close`` sends a real close frame with ``code`` and ``reason`` (``close(1006)``, which no
 frame may carry, acts as ``abort``). ``abort`` drops the TCP connection without a close frame
 (the client sees 1006). Each fault fires at most once.
@@ -25,13 +34,21 @@ frame may carry, acts as ``abort``). ``abort`` drops the TCP connection without 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["Fault", "FaultKind", "Flap"]
 
 FaultKind = Literal[
-    "close", "abort", "refuse_resume", "setup_delay", "no_setup_complete", "hold_pongs"
+    "close",
+    "abort",
+    "refuse_resume",
+    "setup_delay",
+    "no_setup_complete",
+    "hold_pongs",
+    "server_message",
 ]
 
 
@@ -48,6 +65,8 @@ class Fault:
     mid_tool_call: bool = False
     after_setup: bool = False
     seconds: float = 0.0
+    #: The raw message a ``server_message`` fault sends (JSON text).
+    message: str = ""
 
     @classmethod
     def close(
@@ -126,6 +145,33 @@ class Fault:
         if seconds < 0:
             raise ValueError("seconds must be >= 0")
         return cls("hold_pongs", seconds=seconds)
+
+    @classmethod
+    def server_message(
+        cls,
+        message: Mapping[str, Any],
+        *,
+        after_client_messages: int | None = None,
+        mid_turn: bool = False,
+        after_setup: bool = False,
+    ) -> Fault:
+        """Send ``message`` (a JSON object, sent as given: top-level keys as on the wire) at
+        the trigger; the connection goes on. For a kind of message the service may add
+        later, e.g. ``{"someFutureMessage": {"detail": 1}}``."""
+        fault = cls(
+            "server_message",
+            message=json.dumps(dict(message)),
+            after_client_messages=after_client_messages,
+            mid_turn=mid_turn,
+            after_setup=after_setup,
+        )
+        fault._check_trigger()
+        return fault
+
+    @property
+    def sends_message(self) -> bool:
+        """True for a ``server_message`` fault."""
+        return self.kind == "server_message"
 
     @property
     def is_drop(self) -> bool:

@@ -178,8 +178,10 @@ class Generation(ConnectionClocks):
                 if number:
                     await asyncio.sleep(self._settings.chunk_delay)
                 await self._send_chunk(chunk)
-                if number == 0 and self._faults.fire(lambda f: f.mid_turn):
-                    return
+                if number == 0:
+                    await self._send_scripted(lambda f: f.mid_turn)
+                    if self._faults.fire(lambda f: f.mid_turn):
+                        return
             if self._vertex and self._modality != "TEXT" and self._output_transcription:
                 await self._send(wire.server_content(output_transcription={"finished": True}))
             await self._send(wire.server_content(generation_complete=True))

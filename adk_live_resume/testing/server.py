@@ -36,7 +36,7 @@ import collections
 import contextlib
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -395,6 +395,27 @@ class FakeLiveServer:
             if live.go_away_now(time_left):
                 warned.append(live.record.index)
         return warned
+
+    async def send_message_now(
+        self, message: Mapping[str, Any], *, connection: int | None = None
+    ) -> list[int]:
+        """Send ``message`` (a JSON object, sent as given) now on every open connection (or
+        the one numbered ``connection``) whose setup was answered; the connections go on.
+        Returns the numbers of the connections it was sent on.
+
+        For a server message of a kind the client's SDK may not know, e.g.
+        ``{"someFutureMessage": {"detail": 1}}``: the service adds message kinds over time.
+        To send one at a point of the conversation (mid-answer), script
+        :meth:`Fault.server_message <adk_live_resume.testing.Fault.server_message>`.
+        """
+        body = dict(message)
+        sent = []
+        for live in sorted(self._live, key=lambda c: c.record.index):
+            if connection is not None and live.record.index != connection:
+                continue
+            if await live.send_message_now(body):
+                sent.append(live.record.index)
+        return sent
 
     async def issue_handles_now(self) -> dict[int, HandleIssue | None]:
         """Issue a handle now on every open connection that asked for handles.
