@@ -587,6 +587,42 @@ async def test_fault_triggers(fake_live_server_factory: Any) -> None:
     assert server.user_turns_answered() == []
 
 
+async def test_raw_server_messages_scripted_and_sent_now(fake_live_server_factory: Any) -> None:
+    """Messages of any kind (the service adds kinds over time), sent as given; the connection
+    goes on. Only the fake's records are read: whether the SDK can parse them is not the
+    fake's business."""
+    server = await fake_live_server_factory()
+    future = {"someFutureMessage": {"detail": 1}}
+    server.script(
+        Fault.server_message(future, after_setup=True),
+        Fault.server_message({"afterFirst": {}}, after_client_messages=1),
+        connection=1,
+    )
+    async with asyncio.timeout(10), session(server) as live:
+        record = (await server.wait_for_connections(1))[0]
+        await server.wait_for(lambda: "someFutureMessage" in record.server_keys(), 5)
+        assert "afterFirst" not in record.server_keys()
+        with pytest.raises(ValueError, match="send_message_now"):
+            server.script(Fault.server_message(future, after_setup=True), connection=1)
+        assert await server.send_message_now({"now": {"x": True}}) == [1]
+        assert await server.send_message_now({"other": {}}, connection=2) == []
+        await say(live, "hello")  # (not read here: the answer is not this test's business)
+        await server.wait_for(lambda: "afterFirst" in record.server_keys(), 5)
+    [record] = await server.wait_for_connections(1, finished=True)
+    assert record.server_keys()[:3] == ["setupComplete", "someFutureMessage", "now"]
+    assert record.server_messages[1] == future and record.server_messages[2] == {"now": {"x": True}}
+    assert record.ended_by == "client" and "other" not in record.server_keys()
+
+
+def test_a_server_message_fault_takes_one_trigger() -> None:
+    with pytest.raises(ValueError, match="exactly one trigger"):
+        Fault.server_message({"someFutureMessage": {}})
+    with pytest.raises(ValueError, match="exactly one trigger"):
+        Fault.server_message({"someFutureMessage": {}}, mid_turn=True, after_setup=True)
+    fault = Fault.server_message({"someFutureMessage": {}}, after_client_messages=2)
+    assert fault.sends_message and not fault.is_drop
+
+
 async def test_setup_delay_and_missing_setup_complete(fake_live_server_factory: Any) -> None:
     server = await fake_live_server_factory(time_scale=0.01, chunk_delay=0.001)
     server.script(Fault.setup_delay(30), connection=1)  # 0.3 s real
