@@ -237,6 +237,51 @@ async def test_watch_frames_sees_a_go_away_before_anyone_reads_it() -> None:
             await client.send("done")
 
 
+async def test_watch_frames_drops_a_message_of_an_unknown_kind_before_anyone_reads_it() -> None:
+    """A whole message of a kind the SDK does not know is never queued for ``recv`` (nor
+    counted as arrived); every other message is, in order, an error message included, and a
+    known key beside an unknown one keeps the message."""
+    skipped: list[tuple[str, ...]] = []
+    arrived = 0
+
+    def on_message() -> None:
+        nonlocal arrived
+        arrived += 1
+
+    sent = [
+        b'{"serverContent": {"turnComplete": true}}',
+        b'{"someFutureMessage": {"detail": 1}}',
+        '{"someFutureMessage": {}, "usageMetadata": {}}',
+        b'{"code": 503}',
+        b'{"anotherOne": {"blob": "' + b"x" * 5000 + b'"}}',
+        b'{"goAway": {"timeLeft": "1s"}}',
+    ]
+
+    async def handler(connection: ServerConnection) -> None:
+        await connection.recv()  # once the client watches
+        for message in sent:
+            await connection.send(message)
+        await connection.recv()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
+            assert websockets_compat.watch_frames(
+                client,
+                on_close=None,
+                on_go_away=None,
+                on_message=on_message,
+                on_unknown=lambda frame: skipped.append(frame.unknown_keys),
+                known=frozenset({"serverContent", "usageMetadata", "goAway"}),
+            )
+            await client.send("go")
+            read = [await client.recv() for _ in range(4)]
+            assert read == [sent[0], sent[2], sent[3], sent[5]]
+            assert skipped == [("someFutureMessage",), ("anotherOne",)]
+            assert arrived == 4
+            await client.send("done")
+
+
 def test_watch_frames_declines_a_connection_it_cannot_watch() -> None:
     class Legacy:  # no process_event: websockets' legacy implementation
         protocol = object()
@@ -244,6 +289,9 @@ def test_watch_frames_declines_a_connection_it_cannot_watch() -> None:
     for websocket in (Legacy(), None):
         assert not websockets_compat.watch_frames(
             websocket, on_close=lambda code, reason: None, on_go_away=lambda time_left: None
+        )
+        assert not websockets_compat.watch_frames(
+            websocket, on_close=None, on_go_away=None, on_unknown=lambda frame: None
         )
 
 
