@@ -11,6 +11,8 @@ is selected by what the installed release provides, not by its version string:
   closing the queue with a handle in hand reconnects, and ``run_live`` never ends.
 * 2.9+ (live loop in module functions): reconnects, but erases the handle on
   ``resumable=false``, reconnects without bound, and loses the message in flight.
+* every release, with google-genai 1.75 or later: a server message of a kind the SDK does not
+  know ends the run with ``TypeError``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from google.adk.flows.llm_flows.base_llm_flow import BaseLlmFlow
 from google.adk.models.llm_response import LlmResponse
 from google.genai import errors as genai_errors
 
-from adk_live_resume import adk_compat, is_installed
+from adk_live_resume import adk_compat, genai_compat, is_installed
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
@@ -170,3 +172,18 @@ async def test_newest_loses_the_message_in_flight_when_the_socket_dies() -> None
             assert await live.say("recall") == "you said: one | three"
             await live.close()
         assert "two" not in server.user_turns_answered()
+
+
+@pytest.mark.skipif(
+    adk_compat.parse_version(genai_compat.genai_version()) < (1, 75, 0),
+    reason="google-genai before 1.75 passes a message of an unknown kind on as an empty one",
+)
+async def test_every_release_dies_on_a_server_message_of_a_kind_genai_does_not_know() -> None:
+    """google-genai 1.75+ raise ``TypeError`` in ``AsyncSession._receive`` on it; stock ADK
+    lets it end ``run_live`` (the patch skips it: tests/test_unknown_messages_e2e.py)."""
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        async with await LiveDriver.start(_stock_agent(server)) as live:
+            assert await live.say("one") == "echo: one"
+            assert await server.send_message_now({"someFutureMessage": {"detail": 1}}) == [1]
+            error = await live.wait_ended(timeout=10)
+        assert isinstance(error, TypeError), error

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Fault", "FaultKind", "Flap"]
@@ -65,8 +65,9 @@ class Fault:
     mid_tool_call: bool = False
     after_setup: bool = False
     seconds: float = 0.0
-    #: The raw message a ``server_message`` fault sends (JSON text).
-    message: str = ""
+    #: The raw message a ``server_message`` fault sends (JSON text). Out of the repr, which
+    #: stays as it was for every other kind (pinned soak plans record it).
+    message: str = field(default="", repr=False)
 
     @classmethod
     def close(
