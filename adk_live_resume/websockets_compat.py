@@ -12,6 +12,7 @@ looked for is checked once per process (:func:`probe_internals`, read by
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Callable, Set
 from typing import Any
@@ -60,7 +61,9 @@ def watch_frames(
       arrived (``known`` holds the top-level keys it parses; see
       :mod:`adk_live_resume.wire_classifier`). That frame is **not** queued for ``recv``: the
       SDK, which would raise on it, never reads it, and ``on_message`` is not called for it.
-      A message split over several frames is always queued (the SDK reports it as before);
+      A message split over several frames is always queued (the SDK reports it as before).
+      Whole messages of unknown kinds that arrived before the watch began and are not read
+      yet are taken out of websockets' queue of frames the same way;
     * ``on_message()``: for every other whole data message as it arrives (so a reader can
       tell what arrived from what it read).
 
@@ -121,7 +124,54 @@ def watch_frames(
             _failed()
 
     setattr(websocket, WEBSOCKETS_PROCESS_EVENT, process_event_and_notice)
+    if on_unknown is not None:
+        _skip_queued(websocket, known, on_unknown)
     return True
+
+
+#: Where a websockets (asyncio) connection keeps the frames that arrived and were not read:
+#: ``connection.recv_messages`` (an ``Assembler``), its ``frames`` queue and that queue's
+#: ``deque``; ``get_in_progress`` is true while a read takes frames from it.
+WEBSOCKETS_RECV_MESSAGES = "recv_messages"
+WEBSOCKETS_ASSEMBLER_FRAMES = "frames"
+WEBSOCKETS_QUEUE_DEQUE = "queue"
+WEBSOCKETS_GET_IN_PROGRESS = "get_in_progress"
+
+
+def _skip_queued(websocket: Any, known: Set[str], on_unknown: Callable[[Frame], None]) -> None:
+    """Take the whole messages of unknown kinds out of the frames that arrived before the
+    watch began and nobody has read yet (a message sent right after ``setupComplete`` can
+    arrive with it, before the loop watches the connection). Frames of a message split over
+    several frames stay, as do the others' order. Does nothing while a read is taking frames
+    or where the queue is not where it is looked for."""
+    assembler = getattr(websocket, WEBSOCKETS_RECV_MESSAGES, None)
+    frames = getattr(assembler, WEBSOCKETS_ASSEMBLER_FRAMES, None)
+    queue = getattr(frames, WEBSOCKETS_QUEUE_DEQUE, None)
+    if not isinstance(queue, collections.deque) or not queue:
+        return
+    if getattr(assembler, WEBSOCKETS_GET_IN_PROGRESS, True) is not False:
+        return
+    from websockets.frames import Opcode
+
+    kept: list[Any] = []
+    skipped: list[Frame] = []
+    in_fragments = False
+    for event in queue:
+        opcode = getattr(event, "opcode", None)
+        whole = getattr(event, "fin", True)
+        if not in_fragments and opcode in (Opcode.TEXT, Opcode.BINARY) and whole:
+            frame = classify_frame(getattr(event, "data", b""), known)
+            if frame.kind == "unknown":
+                skipped.append(frame)
+                continue
+        elif opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+            in_fragments = not whole
+        kept.append(event)
+    if skipped:
+        queue.clear()
+        queue.extend(kept)
+        for frame in skipped:
+            _notice(on_unknown, frame)
 
 
 def _notice(callback: Callable[[Frame], None], frame: Frame) -> None:

@@ -5,7 +5,7 @@ whose top-level keys it does not know, and the live run died with it (stock ADK 
 service adds kinds over time. End to end: real ``Runner.run_live``, real google-genai, real
 TLS websockets to the fake server, which sends ``{"someFutureMessage": {...}}`` between turns
 (:meth:`FakeLiveServer.send_message_now`) and in the middle of an answer
-(:meth:`Fault.server_message`), on both entry points.
+(:meth:`Fault.server_message`), and right after the setup, on both entry points.
 """
 
 from __future__ import annotations
@@ -89,6 +89,23 @@ async def test_an_unknown_message_mid_answer_loses_and_repeats_nothing(
         assert any("modelTurn" in m.get("serverContent", {}) for m in after)
         assert not any(m.get("serverContent", {}).get("turnComplete") for m in before[1:])
         assert server.user_turns_answered() == [question, "next"]
+    [stats] = run_stats
+    assert stats.error is None and stats.connections == 1
+    assert stats.unknown_messages_skipped == 1
+
+
+async def test_an_unknown_message_right_after_the_setup_is_skipped_too(
+    make_agent: AgentFactory, run_stats: list[RunStats]
+) -> None:
+    """It can arrive with ``setupComplete``, before the loop watches the connection: it is
+    taken out of the frames websockets holds unread."""
+    async with asyncio.timeout(40), FakeLiveServer() as server:
+        server.script(Fault.server_message(FUTURE, after_setup=True), connection=1)
+        async with await LiveDriver.start(make_agent(server)) as live:
+            assert await live.say("first") == "echo: first"
+            assert await live.close() is None
+        assert server.connections[0].server_keys()[:2] == ["setupComplete", "someFutureMessage"]
+        assert server.user_turns_answered() == ["first"]
     [stats] = run_stats
     assert stats.error is None and stats.connections == 1
     assert stats.unknown_messages_skipped == 1
