@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import ssl
 from collections.abc import Callable
@@ -379,6 +380,12 @@ class FakeLiveServer:
         await self.wait_for(
             lambda: all(c.record.finished for c in closing), timeout, what="close_open"
         )
+
+    def change_settings(self, **changes: Any) -> None:
+        """Change settings (the constructor's timing and close-code arguments, e.g.
+        ``connection_lifetime``) for the connections opened from now on; open connections
+        keep theirs. An unknown name raises ``TypeError``, a bad value ``ValueError``."""
+        self.settings = dataclasses.replace(self.settings, **changes)
 
     def go_away_now(self, time_left: float, *, connection: int | None = None) -> list[int]:
         """Send ``goAway{timeLeft}`` now on every open connection (or the one numbered
