@@ -311,6 +311,9 @@ class Outbox:
         self.activity.on_model_output()
         self.turns.on_model_output()
         self._items.append(_Fact("tool_call", ids=tuple(ids), starts=self._generation_begins()))
+        # The model waits for the responses: what it says after them answers them, even
+        # where no turnComplete ends the turn first (native audio, Gemini 3.x Live).
+        self._generating = False
 
     def turn_complete(self) -> None:
         self.activity.on_turn_complete()

@@ -73,6 +73,18 @@ def test_a_function_response_sent_while_an_earlier_answer_streams_is_kept_past_i
     assert [m.response_ids for m in outbox.take_replay().messages] == [("job-1",)]
 
 
+def test_output_after_a_tool_call_answers_its_responses_without_a_turn_complete() -> None:
+    """Native audio and Gemini 3.x Live go on after the tool responses in the same turn."""
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("look it up"))
+    outbox.model_audio()
+    outbox.tool_call(["c1"])
+    outbox.record("send_tool_response", tool_response("c1"))
+    outbox.model_audio()  # the same turn goes on: the answer to the response
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+
+
 def test_audio_sent_while_an_answer_streams_is_covered_by_the_rest_of_it() -> None:
     """Audio is taken in as it arrives: model output after it covers it, as before."""
     outbox = Outbox()
