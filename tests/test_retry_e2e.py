@@ -107,9 +107,7 @@ async def test_a_hook_that_gives_up_ends_the_run_with_a_clear_error(
     finally:
         remove()
     # asked once, on the close frame (the loop's later question reused the answer)
-    assert [(d.kind, d.code, d.reason, a) for d, a in asked] == [
-        ("closed", 1011, "overloaded", 1)
-    ]
+    assert [(d.kind, d.code, d.reason, a) for d, a in asked] == [("closed", 1011, "overloaded", 1)]
 
 
 async def test_a_hook_that_returns_a_wait_is_used(
