@@ -39,7 +39,8 @@ def on_retry(hook: RetryHook) -> Callable[[], None]:
     counts. A hook that raises or answers anything else ends the run with
     :class:`~adk_live_resume.ReconnectFailedError` naming the hook, chained to its error. The
     hook runs on the event loop, possibly as a close frame arrives: keep it quick, and do not
-    block. It may be asked once more for the same attempt (the close frame, then the close).
+    block. It is asked once per attempt: the answer it gives as the server's close frame
+    arrives (when the next socket may be opened early) is the one the loop acts on.
     """
     if not callable(hook):
         raise TypeError(

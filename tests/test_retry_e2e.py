@@ -1,6 +1,7 @@
 """The retry decision end to end: a handshake refused with 429 and ``Retry-After``, and the
 user's retry hook (``on_retry``), through the real ``Runner.run_live``, google-genai and TLS
-websockets against the fake server on 127.0.0.1. Both entry points.
+websockets against the fake server on 127.0.0.1. Both entry points. Also the fake's
+``Fault.refuse_handshake`` constructor.
 
 The suite's testing switch is on (no backoff sleeps): a wait seen here is one the server's
 ``Retry-After`` or the hook asked for.
@@ -20,7 +21,7 @@ from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
 @pytest.fixture
@@ -30,6 +31,7 @@ def asked() -> Iterator[list[tuple[Drop, int]]]:
     yield seen
 
 
+@pytest.mark.e2e
 async def test_a_429_with_retry_after_is_waited_out_then_the_session_resumes_with_nothing_lost(
     make_agent: AgentFactory,
 ) -> None:
@@ -64,6 +66,7 @@ async def test_a_429_with_retry_after_is_waited_out_then_the_session_resumes_wit
         remove()
 
 
+@pytest.mark.e2e
 async def test_a_retry_after_past_the_outage_deadline_gives_up_at_once_saying_so(
     make_agent: AgentFactory,
 ) -> None:
@@ -84,6 +87,7 @@ async def test_a_retry_after_past_the_outage_deadline_gives_up_at_once_saying_so
         assert len(server.connections) == 2
 
 
+@pytest.mark.e2e
 async def test_a_hook_that_gives_up_ends_the_run_with_a_clear_error(
     make_agent: AgentFactory, asked: list[tuple[Drop, int]]
 ) -> None:
@@ -110,6 +114,7 @@ async def test_a_hook_that_gives_up_ends_the_run_with_a_clear_error(
     assert [(d.kind, d.code, d.reason, a) for d, a in asked] == [("closed", 1011, "overloaded", 1)]
 
 
+@pytest.mark.e2e
 async def test_a_hook_that_returns_a_wait_is_used(
     make_agent: AgentFactory, asked: list[tuple[Drop, int]]
 ) -> None:
@@ -138,6 +143,7 @@ async def test_a_hook_that_returns_a_wait_is_used(
     assert [(d.code, a) for d, a in asked] == [(1011, 1)]
 
 
+@pytest.mark.e2e
 async def test_a_hook_that_raises_ends_the_run_with_a_clear_error_not_a_hang(
     make_agent: AgentFactory,
 ) -> None:
@@ -157,3 +163,15 @@ async def test_a_hook_that_raises_ends_the_run_with_a_clear_error_not_a_hang(
         assert isinstance(error.__cause__, KeyError)
     finally:
         remove()
+
+
+def test_refuse_handshake_takes_an_http_error_and_a_retry_after_of_seconds_or_a_date() -> None:
+    assert Fault.refuse_handshake().status == 429
+    assert Fault.refuse_handshake(503, retry_after=2).retry_after == "2"
+    date = "Fri, 27 Nov 2026 06:00:00 GMT"
+    assert Fault.refuse_handshake(retry_after=date).retry_after == date
+    assert "status" not in repr(Fault.refuse_handshake())  # (pinned plans record reprs)
+    with pytest.raises(ValueError, match="HTTP error status"):
+        Fault.refuse_handshake(200)
+    with pytest.raises(ValueError, match="retry_after must be >= 0"):
+        Fault.refuse_handshake(retry_after=-1)

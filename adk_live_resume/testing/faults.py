@@ -33,7 +33,7 @@ record (``ended_by="handshake_refused"``); other faults scripted for it never fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["Fault", "FaultKind", "Flap"]
@@ -62,8 +62,9 @@ class Fault:
     mid_tool_call: bool = False
     after_setup: bool = False
     seconds: float = 0.0
-    status: int = 0
-    retry_after: str | None = None
+    # (out of the repr: the pinned soak plans record faults by their repr)
+    status: int = field(default=0, repr=False)
+    retry_after: str | None = field(default=None, repr=False)
 
     @classmethod
     def close(
