@@ -70,6 +70,7 @@ class RetryDecision:
 
     @property
     def retries(self) -> bool:
+        """Another attempt follows (now or after :attr:`seconds`)."""
         return self.action != "give_up"
 
 
