@@ -24,8 +24,8 @@ from websockets.asyncio.server import ServerConnection
 
 from adk_live_resume.testing import silence_pcm
 from adk_live_resume.testing.armed_faults import ArmedFaults
+from adk_live_resume.testing.connection import SessionParts
 from adk_live_resume.testing.connection_clocks import (
-    SessionClocks,
     lifetime_timing,
     session_ended,
 )
@@ -417,36 +417,8 @@ async def parts() -> AsyncIterator[Callable[..., _Parts]]:
         session = SessionState(SessionInfo("s-1", wire.now(), False), audio=choices.audio_out)
         ledger = ConsumedLedger()
         faults = ArmedFaults([], connection=1, end=lambda f: None, spawn=wire.spawn, real=float)
-        turns_box: list[TurnTaking] = []
-        gen_box: list[Generation] = []
-        handles = HandleIssuer(
-            wire,
-            session,
-            ledger,
-            enabled=choices.resumption,
-            transparent=choices.transparent,
-            settings=server,
-            shared=shared,
-            busy=lambda: bool(gen_box) and gen_box[0].busy(),
-            held_since=lambda: turns_box[0].held_since() if turns_box else None,
-        )
-        clocks = SessionClocks(wire, session, choices, server, shared)
-        turns = TurnTaking(
-            wire, session, ledger, handles, clocks, choices=choices, settings=server, shared=shared
-        )
-        generation = Generation(
-            wire,
-            session,
-            handles,
-            faults,
-            choices=choices,
-            settings=server,
-            shared=shared,
-            user_speaking=turns.speaking,
-        )
-        turns.answer_with(generation)
-        turns_box.append(turns)
-        gen_box.append(generation)
+        composed = SessionParts.compose(wire, choices, session, ledger, faults, server, shared)
+        handles, generation, turns = composed.handles, composed.generation, composed.turns
         made.append(_Parts(wire, socket, session, ledger, handles, generation, turns, shared))
         return made[-1]
 

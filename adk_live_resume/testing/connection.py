@@ -60,13 +60,13 @@ from .settings import INTERNAL_ERROR_REASON, INVALID_ARGUMENT_REASON, ServerSett
 from .setup_choices import SetupChoices, read_setup
 from .turn_taking import TurnTaking
 
-__all__ = ["LiveConnection"]
+__all__ = ["LiveConnection", "SessionParts"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
 
 @dataclass(frozen=True)
-class _SessionParts:
+class SessionParts:
     """The parts a connection has once its setup was read and its session restored."""
 
     session: SessionState
@@ -74,6 +74,60 @@ class _SessionParts:
     clocks: SessionClocks
     generation: Generation
     turns: TurnTaking
+
+    @classmethod
+    def compose(
+        cls,
+        wire_: ConnectionWire,
+        choices: SetupChoices,
+        session: SessionState,
+        ledger: ConsumedLedger,
+        faults: ArmedFaults,
+        settings: ServerSettings,
+        shared: SharedState,
+    ) -> SessionParts:
+        """The parts of the session's life on one connection, wired to each other.
+
+        The handle issuer asks the generation (busy?) and the turn taking (audio held?), the
+        generation asks the turn taking (is the user speaking?): made later, they are reached
+        through these functions.
+        """
+        later: list[tuple[Generation, TurnTaking]] = []
+        handles = HandleIssuer(
+            wire_,
+            session,
+            ledger,
+            enabled=choices.resumption,
+            transparent=choices.transparent,
+            settings=settings,
+            shared=shared,
+            busy=lambda: bool(later) and later[0][0].busy(),
+            held_since=lambda: later[0][1].held_since() if later else None,
+        )
+        clocks = SessionClocks(wire_, session, choices, settings, shared)
+        generation = Generation(
+            wire_,
+            session,
+            handles,
+            faults,
+            choices=choices,
+            settings=settings,
+            shared=shared,
+            user_speaking=lambda: bool(later) and later[0][1].speaking(),
+        )
+        turns = TurnTaking(
+            wire_,
+            session,
+            ledger,
+            handles,
+            clocks,
+            generation,
+            choices=choices,
+            settings=settings,
+            shared=shared,
+        )
+        later.append((generation, turns))
+        return cls(session, handles, clocks, generation, turns)
 
 
 class LiveConnection:
@@ -101,7 +155,7 @@ class LiveConnection:
         self._clocks = ConnectionClocks(self._wire, settings)
         self._ledger = ConsumedLedger()
         self._fresh = SessionInfo(secrets.token_hex(8), self._wire.now(), audio=False)
-        self._parts: _SessionParts | None = None
+        self._parts: SessionParts | None = None
         self._setup_answered = False
         self._counted_open: str | None = None  # the session counted in shared.open_sessions
 
@@ -211,7 +265,15 @@ class LiveConnection:
         session = self._restore(choices)
         if session is None:
             return
-        parts = self._parts = self._compose(choices, session)
+        parts = self._parts = SessionParts.compose(
+            self._wire,
+            choices,
+            session,
+            self._ledger,
+            self._faults,
+            self._settings,
+            self._shared,
+        )
         self.record.session_id = session.id
         self._shared.open_sessions[session.id] += 1
         self._counted_open = session.id
@@ -268,54 +330,6 @@ class LiveConnection:
         except (ValueError, UnicodeDecodeError):
             return None
         return value if isinstance(value, dict) else None
-
-    def _compose(self, choices: SetupChoices, session: SessionState) -> _SessionParts:
-        """The parts of the session's life on this connection, wired to each other."""
-        settings, shared = self._settings, self._shared
-        turns: TurnTaking | None = None
-
-        def held_since() -> int | None:
-            return None if turns is None else turns.held_since()
-
-        generation: Generation | None = None
-
-        def busy() -> bool:
-            return generation is not None and generation.busy()
-
-        handles = HandleIssuer(
-            self._wire,
-            session,
-            self._ledger,
-            enabled=choices.resumption,
-            transparent=choices.transparent,
-            settings=settings,
-            shared=shared,
-            busy=busy,
-            held_since=held_since,
-        )
-        clocks = SessionClocks(self._wire, session, choices, settings, shared)
-        turns = TurnTaking(
-            self._wire,
-            session,
-            self._ledger,
-            handles,
-            clocks,
-            choices=choices,
-            settings=settings,
-            shared=shared,
-        )
-        generation = Generation(
-            self._wire,
-            session,
-            handles,
-            self._faults,
-            choices=choices,
-            settings=settings,
-            shared=shared,
-            user_speaking=turns.speaking,
-        )
-        turns.answer_with(generation)
-        return _SessionParts(session, handles, clocks, generation, turns)
 
     def _restore(self, choices: SetupChoices) -> SessionState | None:
         """The session: fresh, or restored from the snapshot of the setup's handle; None (and

@@ -62,6 +62,7 @@ class TurnTaking:
         ledger: ConsumedLedger,
         handles: HandleIssuer,
         clocks: SessionClocks,
+        model: Generation,
         *,
         choices: SetupChoices,
         settings: ServerSettings,
@@ -73,27 +74,16 @@ class TurnTaking:
         self._ledger = ledger
         self._handles = handles
         self._clocks = clocks
+        self._model = model
         self._choices = choices
         self._settings = settings
         self._shared = shared
-        self._generation: Generation | None = None
         self._tracker = SpeechTracker(choices.vad)
         self._audio_rate = 16000
         self._unanswered_user = False
         self._realtime_seen = False
         self._awaiting_trigger = False
         self._trigger_tool_results: list[tuple[str, Any]] = []
-
-    def answer_with(self, generation: Generation) -> None:
-        """The model that answers the turns (made after this part: it asks
-        :meth:`speaking`)."""
-        self._generation = generation
-
-    @property
-    def _model(self) -> Generation:
-        if self._generation is None:
-            raise RuntimeError("TurnTaking.answer_with was not called")
-        return self._generation
 
     def speaking(self) -> bool:
         """True while the user is in the middle of an utterance."""
