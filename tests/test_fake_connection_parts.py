@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from adk_live_resume.testing import silence_pcm
 from adk_live_resume.testing.armed_faults import ArmedFaults
@@ -325,6 +326,20 @@ async def test_the_wire_records_sends_and_refuses_them_once_ending() -> None:
         assert socket.sent == [{"a": 1}, {"b": 2}]
 
 
+async def test_a_message_the_closed_socket_refused_is_not_in_the_record() -> None:
+    async with asyncio.timeout(5):
+        wire, socket = _wire()
+
+        async def closed(data: str) -> None:
+            raise ConnectionClosed(None, None)
+
+        socket.send = closed  # type: ignore[method-assign]
+        with pytest.raises(ConnectionEnded):
+            await wire.send({"a": 1})
+        assert wire.record.server_messages == []
+        assert wire.record.first_sent_at is None
+
+
 @pytest.mark.parametrize("code", [1005, 1006, 1015])
 async def test_the_wire_drops_tcp_for_codes_no_close_frame_carries(code: int) -> None:
     async with asyncio.timeout(5):
@@ -339,19 +354,21 @@ async def test_ending_cancels_every_task_but_the_caller_and_finish_awaits_them()
     async with asyncio.timeout(5):
         wire, _ = _wire()
         forever = wire.spawn(asyncio.sleep(3600))
-        ended_itself = asyncio.Event()
+        went_on: list[bool] = []
 
         async def ends_and_goes_on() -> None:
             wire.terminate("fault", abort=True)
-            ended_itself.set()  # not cancelled by its own terminate
+            await asyncio.sleep(0)  # not cancelled by its own terminate
+            went_on.append(True)
 
         async def fails() -> None:
             raise ValueError("a bug")
 
         wire.spawn(fails())
-        wire.spawn(ends_and_goes_on())
-        await ended_itself.wait()
+        await asyncio.sleep(0)
+        await asyncio.wait([wire.spawn(ends_and_goes_on())])
         await wire.finish()
+        assert went_on == [True]
         assert forever.cancelled()
         assert wire.record.errors == ["ValueError('a bug')"]
         wire.mark_finished()
