@@ -30,7 +30,7 @@ from adk_live_resume.testing.connection_clocks import (
     lifetime_timing,
     session_ended,
 )
-from adk_live_resume.testing.connection_wire import ConnectionEnded, ConnectionWire
+from adk_live_resume.testing.connection_wire import ConnectionWire, _ConnectionEnded
 from adk_live_resume.testing.families import (
     GEMINI_2_LIVE,
     GEMINI_3_1_LIVE,
@@ -318,7 +318,7 @@ async def test_the_wire_records_sends_and_refuses_them_once_ending() -> None:
         assert wire.record.first_sent_at is not None
         wire.terminate("fault", code=1001, reason="bye")
         wire.terminate("deadline", code=1011)  # the first call wins
-        with pytest.raises(ConnectionEnded):
+        with pytest.raises(_ConnectionEnded):
             await wire.send({"c": 3})
         await wire.finish()
         assert (wire.record.ended_by, wire.record.close_code) == ("fault", 1001)
@@ -334,7 +334,7 @@ async def test_a_message_the_closed_socket_refused_is_not_in_the_record() -> Non
             raise ConnectionClosed(None, None)
 
         socket.send = closed  # type: ignore[method-assign]
-        with pytest.raises(ConnectionEnded):
+        with pytest.raises(_ConnectionEnded):
             await wire.send({"a": 1})
         assert wire.record.server_messages == []
         assert wire.record.first_sent_at is None

@@ -48,7 +48,7 @@ from websockets.exceptions import ConnectionClosed
 from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_clocks import ConnectionClocks, SessionClocks, session_ended
-from .connection_wire import ConnectionEnded, ConnectionWire
+from .connection_wire import ConnectionWire, _ConnectionEnded
 from .faults import Fault
 from .generation import Generation
 from .handle_issuing import ConsumedLedger, HandleIssuer
@@ -215,8 +215,7 @@ class LiveConnection:
 
     async def run(self) -> None:
         """Serve the connection until it closes; never raises for connection errors."""
-        request = self._wire.ws.request
-        self.record.path = request.path if request is not None else ""
+        self.record.path = self._wire.request_path()
         self.record.accepted_at = self._wire.now()
         self._clocks.start_lifetime(lambda: self._setup_answered)
         held = [f.seconds for f in self._faults.of_kind("hold_pongs")]
@@ -225,7 +224,7 @@ class LiveConnection:
             self._clocks.hold_pongs(pong_delay)
         try:
             await self._serve()
-        except (ConnectionClosed, ConnectionEnded):
+        except (ConnectionClosed, _ConnectionEnded):
             pass
         except Exception as exc:  # a bug in the fake: keep it visible in the record
             logger.exception("fake live server: connection %d failed", self.record.index)
@@ -247,7 +246,7 @@ class LiveConnection:
         timeout = self._settings.setup_timeout
         try:
             async with asyncio.timeout(None if timeout is None else self._settings.real(timeout)):
-                raw = await self._wire.ws.recv()
+                raw = await self._wire.receive()
         except TimeoutError:
             self.terminate("setup_timeout", code=1011, reason="no setup in time")
             return
@@ -293,7 +292,7 @@ class LiveConnection:
         if self._faults.fire(lambda f: f.after_setup):
             return
         parts.clocks.start(resumable=parts.handles.resumable, issue_handle=parts.handles.issue)
-        async for raw in self._wire.ws:
+        async for raw in self._wire.messages():
             if self.ending:
                 continue
             message = self._parse(raw)
@@ -314,7 +313,7 @@ class LiveConnection:
                 try:
                     await parts.handles.send_late()
                     await parts.turns.handle(message)
-                except ConnectionEnded:
+                except _ConnectionEnded:
                     continue
             self._ledger.mark_handled()
             self.record.handled_messages = index

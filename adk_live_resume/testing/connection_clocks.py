@@ -27,7 +27,6 @@ from typing import Any
 from . import protocol as wire
 from .connection_wire import ConnectionWire
 from .handles import SessionInfo
-from .keepalive import hold_pongs
 from .session_state import SessionState
 from .settings import ServerSettings, SharedState
 from .setup_choices import SetupChoices
@@ -105,7 +104,7 @@ class ConnectionClocks:
 
     def hold_pongs(self, service_seconds: float) -> None:
         """Answer every ping ``service_seconds`` late from now on."""
-        hold_pongs(self._wire.ws, self._settings.real(service_seconds), self._wire.spawn)
+        self._wire.hold_pongs(self._settings.real(service_seconds))
 
 
 class SessionClocks:

@@ -10,7 +10,7 @@ Guarantees:
 * the messages of one :meth:`ConnectionWire.send` call go out back to back (nothing of this
   connection goes in between); each is in ``record.server_messages`` once handed to the
   socket, and taken back out when the closed socket refused it; a send on an ending
-  connection raises :class:`ConnectionEnded`;
+  connection raises :class:`_ConnectionEnded`;
 * :meth:`ConnectionWire.terminate`: the first call wins; every other task of the connection is
   cancelled; the close codes that may not travel in a frame (1005, 1006, 1015) drop TCP;
 * every task started by :meth:`ConnectionWire.spawn` is cancelled and awaited by
@@ -21,37 +21,57 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
+from .keepalive import hold_pongs
 from .protocol import JsonDict
 from .records import ConnectionRecord, EndedBy
 
-__all__ = ["ConnectionEnded", "ConnectionWire"]
+__all__ = ["ConnectionWire"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
 _UNSENDABLE_CODES = frozenset({1005, 1006, 1015})
 
 
-class ConnectionEnded(Exception):
-    """Raised inside a connection task once the connection is ending."""
+class _ConnectionEnded(Exception):
+    """Raised inside a connection task once the connection is ending (never leaves the fake:
+    the connection's tasks and its message loop stop on it)."""
 
 
 class ConnectionWire:
     """Sends, ends and runs the tasks of one websocket connection (see the module docstring)."""
 
     def __init__(self, ws: ServerConnection, record: ConnectionRecord) -> None:
-        self.ws = ws
+        self._ws = ws
         self.record = record
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task[None]] = set()
         self._send_lock = asyncio.Lock()
         self._closer: asyncio.Task[None] | None = None
+
+    def request_path(self) -> str:
+        """The path of the websocket request ("" when unknown)."""
+        request = self._ws.request
+        return request.path if request is not None else ""
+
+    async def receive(self) -> str | bytes:
+        """The next message from the client (``ConnectionClosed`` once it closed)."""
+        return await self._ws.recv()
+
+    def messages(self) -> AsyncIterator[str | bytes]:
+        """The client's messages until it closes (the socket's own iterator)."""
+        return aiter(self._ws)
+
+    def hold_pongs(self, delay: float) -> None:
+        """Answer every ping ``delay`` real seconds late from now on
+        (:func:`~adk_live_resume.testing.keepalive.hold_pongs`)."""
+        hold_pongs(self._ws, delay, self.spawn)
 
     def now(self) -> float:
         """The event loop's time (real seconds)."""
@@ -85,7 +105,7 @@ class ConnectionWire:
     async def _guard(self, coro: Coroutine[Any, Any, None]) -> None:
         try:
             await coro
-        except (ConnectionEnded, ConnectionClosed):
+        except (_ConnectionEnded, ConnectionClosed):
             pass
         except asyncio.CancelledError:
             raise
@@ -130,13 +150,13 @@ class ConnectionWire:
             self._closer = self._loop.create_task(self._close(code, reason))
 
     def _abort(self) -> None:
-        transport = self.ws.transport
+        transport = self._ws.transport
         if transport is not None:
             transport.abort()
 
     async def _close(self, code: int, reason: str) -> None:
         try:
-            await self.ws.close(code, reason)
+            await self._ws.close(code, reason)
         except Exception:  # never leave the handler hanging: drop the connection instead
             logger.exception("fake live server: close(%d) failed; aborting", code)
             self._abort()
@@ -147,9 +167,9 @@ class ConnectionWire:
         if not self.ending:
             self.record.ended_by = "client"
             self.record.ended_at = self._loop.time()
-            code = self.ws.close_code
+            code = self._ws.close_code
             self.record.close_code = 1006 if code is None else code
-            self.record.close_reason = self.ws.close_reason or ""
+            self.record.close_reason = self._ws.close_reason or ""
             logger.info(
                 "fake live server: connection %d closed by the client (%s)",
                 self.record.index,
@@ -172,22 +192,18 @@ class ConnectionWire:
     async def send(self, *messages: JsonDict) -> None:
         """Send ``messages`` back to back (nothing of this connection goes in between)."""
         if self.ending:
-            raise ConnectionEnded
+            raise _ConnectionEnded
         async with self._send_lock:
             for message in messages:
                 if self.ending:
-                    raise ConnectionEnded
+                    raise _ConnectionEnded
                 self.record.server_messages.append(message)
                 handed_at = self._loop.time()
                 try:
-                    await self.ws.send(wire.dumps(message))
+                    await self._ws.send(wire.dumps(message))
                 except ConnectionClosed:
                     self.record.server_messages.pop()
-                    raise ConnectionEnded from None
+                    raise _ConnectionEnded from None
                 if self.record.first_sent_at is None:
                     self.record.first_sent_at = handed_at
                 self.record.last_sent_at = handed_at
-
-
-#: What the parts use to start a task of the connection.
-Spawn = Callable[[Coroutine[Any, Any, None]], "asyncio.Task[None]"]

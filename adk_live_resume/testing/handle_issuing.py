@@ -20,7 +20,7 @@ from collections.abc import Callable
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
-from .connection_wire import ConnectionEnded, ConnectionWire
+from .connection_wire import ConnectionWire, _ConnectionEnded
 from .handles import HandleIssue, IssuePoint, fingerprint
 from .protocol import JsonDict
 from .session_state import SessionState
@@ -209,7 +209,7 @@ class HandleIssuer:
                 await self.not_resumable()
                 return None
             return await self.issue()
-        except (ConnectionEnded, ConnectionClosed):
+        except (_ConnectionEnded, ConnectionClosed):
             return None
 
     async def not_resumable(self) -> None:
