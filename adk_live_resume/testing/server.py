@@ -350,7 +350,7 @@ class FakeLiveServer:
         With ``connection=None`` they go to the next connection that has no script of its own;
         each call with None scripts one more such connection, in call order. A connection
         already open gets them at once (see :meth:`LiveConnection.arm
-        <adk_live_resume.testing.connection_clocks.ConnectionClocks.arm>` for how triggers count
+        <adk_live_resume.testing.connection.LiveConnection.arm>` for how triggers count
         then); scripting a connection that has ended raises ``ValueError``.
         """
         if not faults:
