@@ -13,7 +13,9 @@ them. They guarantee:
   under ``plots/`` without a copy in ``docs/``;
 - the build fails, naming each one, if a public name (``adk_live_resume.__all__``,
   ``adk_live_resume.testing.__all__``, ``ResumePolicy``'s fields) has no docstring or does not
-  appear in the built API reference.
+  appear in the built API reference;
+- the build fails, naming the page and the text, if a Sphinx role (``:class:`X```) shows raw
+  on any built page (``scripts/docs_sphinx_roles.py`` renders those of the docstrings).
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import html
+import importlib.util
 import inspect
 import math
 import re
 import types
 import typing
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,10 +217,34 @@ def not_in_reference(names: list[str], site_dir: Path) -> list[str]:
     return [n for n in names if n not in anchors]
 
 
+def _sphinx_roles() -> ModuleType:
+    """``scripts/docs_sphinx_roles.py`` (the griffe extension that renders Sphinx roles)."""
+    spec = importlib.util.spec_from_file_location(
+        "docs_sphinx_roles", Path(__file__).with_name("docs_sphinx_roles.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sphinx_roles_left(site_dir: Path) -> list[str]:
+    """Every Sphinx role shown raw on a built page: ``page: the text``."""
+    found: list[str] = _sphinx_roles().roles_left(site_dir)
+    return found
+
+
 def on_post_build(config: Any, **_: Any) -> None:
-    """Fail the build, naming each, if a public name is undocumented or not in the reference."""
+    """Fail the build, naming each, if a public name is undocumented or not in the reference,
+    or if a page shows a Sphinx role raw."""
     from mkdocs.exceptions import PluginError
 
+    raw = sphinx_roles_left(Path(config["site_dir"]))
+    if raw:
+        raise PluginError(
+            "Sphinx roles show raw on the built site (scripts/docs_sphinx_roles.py renders "
+            "those of docstrings; in a page, write a link or `code`):\n  " + "\n  ".join(raw)
+        )
     names = public_names()
     problems = [f"no docstring: {n}" for n in undocumented(names)]
     problems += [
