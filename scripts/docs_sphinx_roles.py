@@ -53,8 +53,9 @@ _ROLE_OR_CODE = re.compile(
     rf"|{_ROLE}`(?P<body>[^`]+)`",
     flags=re.DOTALL | re.MULTILINE,
 )
-#: A role as it looks on a built page when nothing rendered it (its backticks became <code>).
-ROLE_IN_HTML = re.compile(rf"{_ROLE}(?:<code>|`)")
+#: A role as it looks on a built page when nothing rendered it: its backticks became
+#: ``<code>`` (a role shown inside code, ``<code>:class:`X`</code>``, is code and stays).
+ROLE_IN_HTML = re.compile(rf"{_ROLE}<code>")
 #: ``title <target>``: a role with an explicit title.
 _EXPLICIT_TITLE = re.compile(r"^(?P<title>.+?)\s*<(?P<target>[^<>]+)>$", flags=re.DOTALL)
 _CALLABLE_ROLES = frozenset({"func", "meth"})

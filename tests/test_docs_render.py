@@ -100,7 +100,9 @@ def test_no_role_is_left_outside_code(pieces: list[str]) -> None:
 def test_roles_left_finds_a_raw_role_on_a_page(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "page.html").write_text("<p>see :class:<code>Foo</code> here</p>")
-    (tmp_path / "ok.html").write_text("<p><code>:class:</code> is a role's name</p>")
+    (tmp_path / "ok.html").write_text(
+        "<p><code>:class:</code> is a role's name; <code>:func:`f`</code> shows one</p>"
+    )
     assert roles.roles_left(tmp_path) == ["sub/page.html: :class:<code>Foo</code>"]
 
 
