@@ -10,15 +10,15 @@ where ``<FIELD>`` is any :class:`~adk_live_resume.ResumePolicy` field in upper c
 (``ADK_LIVE_RESUME_MAX_ATTEMPTS=5``, ``ADK_LIVE_RESUME_GO_AWAY_MARGIN=10``,
 ``ADK_LIVE_RESUME_RETRYABLE_CLOSE_CODES=1000,1006,1011``). A policy passed to ``install()``
 in code wins over all of them (they are then reported as ignored, never silently).
+``ADK_LIVE_RESUME_STRICT=0`` allows a google-adk release older than the supported minimum.
+
+An ``ADK_LIVE_RESUME_*`` variable that is none of these is reported once with a WARNING
+(with the closest known name), so a misspelt variable never goes unnoticed.
 
 An optional field (annotated ``X | None``) is set to ``None`` with the word ``none`` (any case)
 in its variable or launcher flag (``ADK_LIVE_RESUME_<FIELD>=none``, ``--<field> none``) and
 with ``null`` in JSON; an empty variable means "not set" (the default stays). Any other value
 must be an ``X``, and an error says so and shows how to write ``none``.
-``ADK_LIVE_RESUME_STRICT=0`` allows a google-adk release older than the supported minimum.
-
-An ``ADK_LIVE_RESUME_*`` variable that is none of these is reported once with a WARNING
-(with the closest known name), so a misspelt variable never goes unnoticed.
 
 Standard library only at import time: the start-up hook imports this in child processes.
 """

@@ -389,15 +389,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in _FLAGS:
         flag = flag_for(name)
         seconds = field_kind(name) is float
-        none = f" or {NONE_WORD}" if is_optional(name) else ""
+        optional = is_optional(name)
+        default = _shown(getattr(defaults, name), seconds)
         parser.add_argument(
             flag,
             dest=name,
             type=_flag_value(name, flag),
-            metavar=("SECONDS" if seconds else "N") + none.replace(" or ", "|"),
-            help=f"{text} (default {_shown(getattr(defaults, name), seconds)}"
-            + (f"; {NONE_WORD} sets it to None" if none else "")
-            + ")",
+            metavar=("SECONDS" if seconds else "N") + (f"|{NONE_WORD}" if optional else ""),
+            help=f"{text} (default {default}"
+            + (f"; {NONE_WORD} sets it to None)" if optional else ")"),
         )
     parser.add_argument(
         "--inject",
