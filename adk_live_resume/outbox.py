@@ -584,6 +584,20 @@ class Outbox:
                 text, turn = "", ""
         return cut
 
+    def typed_turns_unanswered(self) -> list[str]:
+        """The typed turns held here that no answer began after (no generation began once
+        they were sent), oldest first: the model has said nothing to them yet, so model
+        output after one of them in ADK's session was said before the server had it (see
+        :func:`~adk_live_resume.fresh_history.fresh_history`)."""
+        turns: list[str] = []
+        for item in self._items:
+            if isinstance(item, ClientMessage):
+                if item.user_text:
+                    turns.append(item.user_text)
+            elif item.starts:
+                turns = []
+        return turns
+
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()
     ) -> Replay:
