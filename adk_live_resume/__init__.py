@@ -10,7 +10,7 @@ Two ways in::
 
 See docs/guarantees.md for the guarantees and :class:`ResumePolicy` for the knobs;
 :func:`on_reconnect`, :func:`on_run_end` and :mod:`adk_live_resume.telemetry` (OpenTelemetry)
-for what happened.
+for what happened; :func:`on_retry` for a say in whether and when to retry.
 """
 
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ from . import lazy_exports
 # the handle store pulls in cryptography; install() imports what it needs when called.
 if TYPE_CHECKING:
     from .errors import (
+        Drop,
         InstallConflictError,
         LiveResumeError,
         ReconnectFailedError,
@@ -35,12 +36,14 @@ if TYPE_CHECKING:
     from .observe import ReconnectInfo, RunStats, on_reconnect, on_run_end
     from .patch import install, installed_policy, is_installed, uninstall
     from .policy import ResumePolicy, set_testing, testing_backoff
+    from .retry_hooks import on_retry
     from .stored_handle import HandleKeyError, ResumeHandle
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports.attach(
         __name__,
         globals(),
         {
+            "Drop": ".errors",
             "InstallConflictError": ".errors",
             "LiveResumeError": ".errors",
             "ReconnectFailedError": ".errors",
@@ -63,6 +66,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "ResumePolicy": ".policy",
             "set_testing": ".policy",
             "testing_backoff": ".policy",
+            "on_retry": ".retry_hooks",
             "HandleKeyError": ".stored_handle",
             "ResumeHandle": ".stored_handle",
         },
@@ -71,6 +75,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Drop",
     "HandleKeyError",
     "InstallConflictError",
     "LiveResumeError",
@@ -90,6 +95,7 @@ __all__ = [
     "installed_policy",
     "is_installed",
     "on_reconnect",
+    "on_retry",
     "on_run_end",
     "run_config_resuming",
     "set_testing",

@@ -15,6 +15,11 @@ in code wins over all of them (they are then reported as ignored, never silently
 An ``ADK_LIVE_RESUME_*`` variable that is none of these is reported once with a WARNING
 (with the closest known name), so a misspelt variable never goes unnoticed.
 
+An optional field (annotated ``X | None``) is set to ``None`` with the word ``none`` (any case)
+in its variable or launcher flag (``ADK_LIVE_RESUME_<FIELD>=none``, ``--<field> none``) and
+with ``null`` in JSON; an empty variable means "not set" (the default stays). Any other value
+must be an ``X``, and an error says so and shows how to write ``none``.
+
 Standard library only at import time: the start-up hook imports this in child processes.
 """
 
@@ -44,6 +49,8 @@ OTHER_VARIABLES: set[str] = {"ADK_LIVE_RESUME_HANDLE_KEY"}  # stored_handle.py r
 #: Prefixes of variables read elsewhere, e.g. by this repository's own test suite.
 OTHER_PREFIXES: tuple[str, ...] = ("ADK_LIVE_RESUME_CHAOS_", "ADK_LIVE_RESUME_VOICE_CHAOS_")
 
+#: How an optional (``X | None``) field is set to ``None`` in a variable or a launcher flag.
+NONE_WORD = "none"
 _FALSE = frozenset({"0", "false", "no", "off"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
@@ -75,9 +82,20 @@ def known_variables() -> set[str]:
     }
 
 
-def _kind(name: str) -> Any:
+def _hint(name: str) -> Any:
+    return typing.get_type_hints(ResumePolicy)[name]
+
+
+def is_optional(name: str) -> bool:
+    """Whether the policy field ``name`` accepts ``None`` (it is annotated ``X | None``)."""
+    hint = _hint(name)
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return union and type(None) in typing.get_args(hint)
+
+
+def field_kind(name: str) -> Any:
     """The field's annotated type, ``X | None`` reduced to ``X``, generics to their origin."""
-    hint = typing.get_type_hints(ResumePolicy)[name]
+    hint = _hint(name)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(args) == 1:
@@ -85,10 +103,24 @@ def _kind(name: str) -> Any:
     return typing.get_origin(hint) or hint
 
 
+def default_policy() -> ResumePolicy:
+    """The policy with every field at its default."""
+    return ResumePolicy()
+
+
 def coerce(name: str, value: object, source: str) -> object:
-    """Check and convert one policy value from JSON or from an environment string."""
-    kind = _kind(name)
+    """Check and convert one policy value from JSON, an environment string or a flag's text.
+
+    Guarantees: an optional field (``X | None``) takes ``None`` (JSON ``null``) and the word
+    ``none`` in any case, and nothing else that is not an ``X``; a field that is not optional
+    never becomes ``None``; a value that cannot be used raises :class:`ConfigError` naming
+    ``source``, the field, what it must be and (for an optional field) how to write none.
+    """
+    kind = field_kind(name)
     text = value.strip() if isinstance(value, str) else None
+    optional = is_optional(name)
+    if optional and (value is None or (text is not None and text.lower() == NONE_WORD)):
+        return None
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -118,7 +150,21 @@ def coerce(name: str, value: object, source: str) -> object:
             return value
     except (TypeError, ValueError):
         pass
+    if optional:
+        raise ConfigError(
+            f"{source}: {name} must be {_describe(kind)} or {NONE_WORD}, not {value!r} "
+            f"(write {NONE_WORD} to set it to None: {_how_to_write_none(name, source)})"
+        )
     raise ConfigError(f"{source}: {name} must be {_describe(kind)}, not {value!r}")
+
+
+def _how_to_write_none(name: str, source: str) -> str:
+    """How ``source`` spells none for the field ``name``."""
+    if source.startswith(ENV_PREFIX) and source not in (POLICY_JSON_ENV, BOOTSTRAP_POLICY_ENV):
+        return f"{source}={NONE_WORD}"
+    if source.startswith("--") and source != "--policy-json":
+        return f"{source} {NONE_WORD}"
+    return f'{{"{name}": null}}'
 
 
 def _describe(kind: Any) -> str:
@@ -167,18 +213,28 @@ def resolve_policy(
     policy_json: str | None = None,
     flags: Mapping[str, object] | None = None,
 ) -> ResumePolicy:
-    """The policy from defaults, environment, ``--policy-json`` and flags (later wins)."""
+    """The policy from defaults, environment, ``--policy-json`` and flags (later wins).
+
+    ``flags`` maps field names to the launcher flags' values: the text as typed (read like a
+    variable's, so ``none`` sets an optional field to ``None``) or a typed value; ``None``
+    means the flag was not given. A bad value raises :class:`ConfigError` naming the flag.
+    """
     warn_unknown_variables(environ)
     changes = changes_from_environment(environ)
     if policy_json:
         changes.update(from_json(policy_json, "--policy-json"))
     for name, value in (flags or {}).items():
         if value is not None:
-            changes[name] = value
+            changes[name] = coerce(name, value, flag_for(name))
     try:
         return ResumePolicy(**changes)  # type: ignore[arg-type]
     except (TypeError, ValueError) as error:
         raise ConfigError(str(error)) from None
+
+
+def flag_for(name: str) -> str:
+    """The launcher flag that sets the policy field ``name`` (``--max-attempts``)."""
+    return "--" + name.replace("_", "-")
 
 
 def policy_to_json(policy: ResumePolicy) -> str:

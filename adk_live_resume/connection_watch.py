@@ -85,7 +85,7 @@ class WatchedRun(Protocol):
 
     def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None: ...
 
-    def dial_after_close(self, watch: ConnectionWatch, code: int) -> None: ...
+    def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None: ...
 
 
 class ConnectionWatch:
@@ -320,7 +320,7 @@ class ConnectionWatch:
         if self._closed_by_us():
             return
         self.mark_lost()
-        self.run.dial_after_close(self, code)
+        self.run.dial_after_close(self, code, reason)
 
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool

@@ -5,14 +5,25 @@
 ``OSError``/``TimeoutError``/handshake errors from ``connect``) and returns a :class:`Drop`,
 or ``None`` for everything that is not about the connection (a tool bug, a bad request...),
 which the live loop must re-raise untouched.
+
+A websocket handshake the server refuses reaches us unwrapped: google-genai opens its socket
+with websockets' ``connect``, which raises ``InvalidStatus`` carrying the HTTP response
+(status and headers). A 429 or 5xx refusal is a ``connect_failed`` drop that keeps its status
+and, when the response has one, its ``Retry-After`` in seconds (RFC 9110, section 10.2.3:
+delay-seconds or an HTTP-date; RFC 6585, section 4, for 429), so the retry decision can
+honour it (:mod:`adk_live_resume.retry_decision`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
+import math
 import ssl
+import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
@@ -72,11 +83,21 @@ class InstallConflictError(LiveResumeError):
 
 @dataclass(frozen=True)
 class Drop:
-    """A lost connection: how it ended and the close code, when there is one."""
+    """A lost connection: how it ended and the close code, when there is one.
+
+    ``kind`` is ``"closed"`` (the socket closed, ``code`` says how; 1006 without a close
+    frame), ``"connect_failed"`` (a connect that may work next time: refused with HTTP 429 or
+    5xx, a timeout, a network error) or ``"rejected"`` (a connect that will fail the same way:
+    HTTP 401/403/404, a TLS certificate refused). For a refused websocket handshake,
+    ``status`` is the HTTP status and ``retry_after`` the seconds its ``Retry-After`` header
+    asked to wait (``None`` without one). Never holds a resumption handle.
+    """
 
     kind: DropKind
     code: int | None
     reason: str
+    status: int | None = None
+    retry_after: float | None = None
 
     def describe(self) -> str:
         if self.code is not None:
@@ -113,9 +134,13 @@ def classify(exc: BaseException) -> Drop | None:
         return None
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
-        if status == 429 or status >= 500:
-            return Drop("connect_failed", None, f"HTTP {status} during the websocket handshake")
-        return Drop("rejected", None, f"HTTP {status} during the websocket handshake")
+        headers = exc.response.headers
+        retry_after = retry_after_seconds(headers.get("Retry-After"), headers.get("Date"))
+        reason = f"HTTP {status} during the websocket handshake"
+        if retry_after is not None:
+            reason += f" (Retry-After: {retry_after:g} s)"
+        kind: DropKind = "connect_failed" if status == 429 or status >= 500 else "rejected"
+        return Drop(kind, None, reason, status=status, retry_after=retry_after)
     if isinstance(exc, InvalidHandshake):
         return Drop("connect_failed", None, f"websocket handshake failed: {exc}")
     if isinstance(exc, ssl.SSLCertVerificationError):
@@ -125,3 +150,34 @@ def classify(exc: BaseException) -> Drop | None:
     if isinstance(exc, OSError):
         return Drop("connect_failed", None, f"{type(exc).__name__}: {exc}")
     return None
+
+
+def retry_after_seconds(value: Any, date: Any = None, *, now: float | None = None) -> float | None:
+    """The seconds a ``Retry-After`` header ``value`` asks to wait, or ``None`` if there is no
+    usable value.
+
+    Takes delay-seconds (``"120"``) or an HTTP-date (``"Wed, 21 Oct 2015 07:28:00 GMT"``),
+    counted from the response's ``Date`` header when it has one, else from ``now`` (default:
+    the wall clock). A date in the past is 0 s; garbage, negative or non-finite values are
+    ``None`` (the policy's own backoff applies then).
+    """
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(int(text))
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if math.isfinite(seconds):
+        return seconds if seconds >= 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    start = now if now is not None else time.time()
+    if isinstance(date, str):
+        with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+            start = email.utils.parsedate_to_datetime(date).timestamp()
+    return max(0.0, when - start)

@@ -28,6 +28,7 @@ def fresh_history(
     fragments: Sequence[str] = (),
     stored: str = "",
     cut: Sequence[tuple[str, str]] = (),
+    unanswered: Sequence[str] = (),
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -58,11 +59,20 @@ def fresh_history(
     the history waits on, as it was on the server, and the fresh session answers it (a
     history ending with a model turn asks for no answer). A model turn after the turn in
     the history that is not that output (the turn's own answer, cut off) stays where it is.
+
+    ``unanswered`` (:meth:`~adk_live_resume.outbox.Outbox.typed_turns_unanswered`) are typed
+    turns the model had said nothing to yet, oldest first. Model output after one of them in
+    the history began before the server had the turn (an answer already streaming when it
+    was sent, which ADK writes to its session when it completes): each such turn moves to
+    the end of the history, after that output, so that the fresh session answers it once
+    (a history ending with a model turn asks for no answer).
     """
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
     for turn, output in cut:
         _put_output_before_turn(history, turn, output)
+    for turn in unanswered:
+        _move_after_model_output(history, turn)
     at = _unanswered_user_turn(history, heard) if heard else None
     joined = _squeeze(stored)
     if at is None and joined and joined != heard:
@@ -105,6 +115,18 @@ def _put_output_before_turn(history: list[Any], turn: str, output: str) -> None:
                 return
             before -= 1
         return
+
+
+def _move_after_model_output(history: list[Any], turn: str) -> None:
+    """Move the newest user turn that is exactly ``turn`` to the end of ``history`` when a
+    model turn comes after it."""
+    typed = _squeeze(turn)
+    for position in range(len(history) - 1, -1, -1):
+        content = history[position]
+        if content.role == "user" and _squeeze(_user_text([content])) == typed:
+            if any(later.role == "model" for later in history[position + 1 :]):
+                history.append(history.pop(position))
+            return
 
 
 def _model_text(content: Any) -> str:

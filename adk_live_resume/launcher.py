@@ -46,7 +46,7 @@ import os
 import runpy
 import shutil
 import sys
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -54,9 +54,15 @@ from typing import TYPE_CHECKING, Literal
 from .config import (
     BOOTSTRAP_POLICY_ENV,
     ENV_PREFIX,
+    NONE_WORD,
     POLICY_JSON_ENV,
     STRICT_ENV,
     ConfigError,
+    coerce,
+    default_policy,
+    field_kind,
+    flag_for,
+    is_optional,
     policy_from_json,
     policy_to_json,
     resolve_policy,
@@ -94,38 +100,34 @@ BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
 #: A usage or configuration problem: reported on stderr, exit status 2.
 LauncherError = ConfigError
 
-#: Flags that set one policy field each: (flag, field, type, help).
-_FLAGS: tuple[tuple[str, str, type, str], ...] = (
-    ("--max-attempts", "max_attempts", int, "connection attempts per outage"),
+#: Policy fields that have a flag of their own (``--max-attempts``...): (field, help). The
+#: flag's name, value type, default and how it takes ``none`` come from the field itself
+#: (:func:`adk_live_resume.config.flag_for`, :func:`adk_live_resume.config.coerce`).
+_FLAGS: tuple[tuple[str, str], ...] = (
+    ("max_attempts", "connection attempts per outage"),
     (
-        "--go-away-margin",
         "go_away_margin",
-        float,
         "after goAway, reconnect at the latest this many seconds before the deadline",
     ),
     (
-        "--outage-timeout",
         "outage_timeout",
-        float,
         "longest outage, from the drop to a healthy connection, before giving up",
     ),
-    (
-        "--max-reconnects-per-minute",
-        "max_reconnects_per_minute",
-        int,
-        "reconnects allowed in any 60 s window of one run",
-    ),
-    (
-        "--connect-timeout",
-        "connect_timeout",
-        float,
-        "seconds for the websocket to open and the setup to be answered",
-    ),
+    ("max_reconnects_per_minute", "reconnects allowed in any 60 s window of one run"),
+    ("connect_timeout", "seconds for the websocket to open and the setup to be answered"),
 )
-_VALUE_OPTIONS = frozenset({"--policy-json", "--inject", *(flag for flag, _, _, _ in _FLAGS)})
 _SWITCHES = frozenset({"-h", "--help", "--no-strict", "-v", "--verbose", "--version"})
-#: Launcher options that are caught when they follow the command (see :func:`split_argv`).
-_LATE_OPTIONS = frozenset({*_VALUE_OPTIONS, "--no-strict"})
+
+
+def _value_options() -> frozenset[str]:
+    """Launcher options that take a value."""
+    return frozenset({"--policy-json", "--inject", *(flag_for(name) for name, _ in _FLAGS)})
+
+
+def _late_options() -> frozenset[str]:
+    """Launcher options that are caught when they follow the command (:func:`split_argv`)."""
+    return frozenset({*_value_options(), "--no-strict"})
+
 
 # ---- child processes -------------------------------------------------------------------------
 
@@ -198,7 +200,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
         if word.startswith("-m") and not word.startswith("--"):
             return options, word[2:], _no_late_options([word[2:], *argv[i + 1 :]])[1:]
         name = word.split("=", 1)[0]
-        if name in _VALUE_OPTIONS:
+        if name in _value_options():
             if "=" in word:
                 options.append(word)
                 i += 1
@@ -222,7 +224,7 @@ def _no_late_options(command: Sequence[str]) -> list[str]:
     """``command`` as a list, or a :class:`LauncherError` if a launcher option follows it."""
     for word in command[1:]:
         name = word.split("=", 1)[0]
-        if name in _LATE_OPTIONS:
+        if name in _late_options():
             raise LauncherError(
                 f"{name} comes after the command {command[0]!r}, which would receive it; "
                 f"put {PROG}'s options before the command ({PROG} {name} ... "
@@ -325,6 +327,32 @@ def _inject_schedule(spec: str | None) -> InjectSchedule | None:
 # ---- command line ----------------------------------------------------------------------------
 
 
+def _flag_value(name: str, flag: str) -> Callable[[str], str]:
+    """An argparse ``type`` that checks a flag's text now and keeps it as typed.
+
+    The text goes on to :func:`resolve_policy`, which reads it again: a ``none`` that sets
+    an optional field to ``None`` stays apart from a flag that was not given.
+    """
+
+    def check(text: str) -> str:
+        try:
+            coerce(name, text, flag)
+        except ConfigError as error:
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag}: ")) from None
+        return text
+
+    return check
+
+
+def _shown(value: object, seconds: bool) -> str:
+    """A flag's default as ``--help`` shows it: ``5 s``, ``8``, ``none``."""
+    if value is None:
+        return NONE_WORD
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}" + (" s" if seconds else "")
+    return str(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -343,7 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Environment: ADK_LIVE_RESUME_POLICY_JSON, ADK_LIVE_RESUME_<FIELD> for any "
             "ResumePolicy field (e.g. ADK_LIVE_RESUME_MAX_ATTEMPTS=5), "
-            "ADK_LIVE_RESUME_STRICT=0. Precedence: defaults < POLICY_JSON < <FIELD> "
+            "ADK_LIVE_RESUME_STRICT=0. A field that may be None takes none "
+            "(ADK_LIVE_RESUME_<FIELD>=none, --flag none, null in JSON). "
+            "Precedence: defaults < POLICY_JSON < <FIELD> "
             "variables < --policy-json < flags. If the app also calls install() itself, "
             "the launcher's policy (installed first) is kept and the app's call logs a "
             "WARNING."
@@ -355,15 +385,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="any ResumePolicy fields as a JSON object, e.g. '{\"max_attempts\": 5}' "
         "(default: none; the flags below win over it)",
     )
-    defaults = ResumePolicy()
-    for flag, name, kind, text in _FLAGS:
-        unit = "" if kind is int else " s"
+    defaults = default_policy()
+    for name, text in _FLAGS:
+        flag = flag_for(name)
+        seconds = field_kind(name) is float
+        optional = is_optional(name)
+        default = _shown(getattr(defaults, name), seconds)
         parser.add_argument(
             flag,
             dest=name,
-            type=kind,
-            metavar="N" if kind is int else "SECONDS",
-            help=f"{text} (default {getattr(defaults, name):g}{unit})",
+            type=_flag_value(name, flag),
+            metavar=("SECONDS" if seconds else "N") + (f"|{NONE_WORD}" if optional else ""),
+            help=f"{text} (default {default}"
+            + (f"; {NONE_WORD} sets it to None)" if optional else ")"),
         )
     parser.add_argument(
         "--inject",
@@ -402,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(f"{PROG} {__version__}")
             return 0
-        flags = {name: getattr(options, name) for _, name, _, _ in _FLAGS}
+        flags = {name: getattr(options, name) for name, _ in _FLAGS}
         policy = resolve_policy(os.environ, policy_json=options.policy_json, flags=flags)
         strict = strict_from(os.environ) and not options.no_strict
         launch = plan_launch(module, command)

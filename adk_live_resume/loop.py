@@ -54,7 +54,7 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome
 from .connection_watch import ConnectionWatch
-from .errors import classify
+from .errors import Drop, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
 from .handover import Handover
@@ -180,24 +180,24 @@ class LiveRun:
         """Start the first attempt after a retryable drop at once, while the dead connection
         is still being taken down (ADK's receive step unwinding, its sender stopped).
 
-        Only when that attempt would go at once anyway: the first of an outage, no
-        ``first_attempt_jitter``. :meth:`Reconnects.after_drop` still decides: the loop
-        discards the connection if it decides otherwise."""
+        Only when the retry decision about that attempt says "now"
+        (:meth:`Reconnects.at_once`); :meth:`Reconnects.after_drop` gives the loop the same
+        decision later (it discards the connection if the run ends meanwhile)."""
         drop = classify(error)
-        if drop is not None and drop.kind == "closed" and self._retries_at_once(watch, drop.code):
+        if drop is not None and drop.kind == "closed" and self._retries_at_once(watch, drop):
             self._open_next(watch, latest=None)
 
-    def dial_after_close(self, watch: ConnectionWatch, code: int) -> None:
+    def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None:
         """The server's close frame arrived: if the loop will reconnect at once once
         google-genai reports the close (:meth:`open_after_drop`), open the next socket now.
         It saves a round trip: the SDK reports the close only after the close handshake."""
-        if self._retries_at_once(watch, code):
+        if self._retries_at_once(watch, Drop("closed", code, reason)):
             self.dial_early(latest=None)
 
-    def _retries_at_once(self, watch: ConnectionWatch, code: int | None) -> bool:
+    def _retries_at_once(self, watch: ConnectionWatch, drop: Drop) -> bool:
         guard = self.queue_guard
         return self.reconnects.at_once(
-            code,
+            drop,
             closing=bool(watch.rotating or watch.client_closed),
             close_requested=guard is not None and guard.close_requested,
             now=asyncio.get_running_loop().time(),

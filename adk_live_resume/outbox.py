@@ -89,10 +89,13 @@ class _Fact:
     ]
     text: str = ""
     ids: tuple[str, ...] = ()
+    #: Model output that begins a generation (none was in progress on this connection).
+    starts: bool = False
 
 
 #: Model output without text (audio, a thought): one fact stands for a run of them.
 _MODEL_AUDIO = _Fact("model_audio")
+_MODEL_AUDIO_STARTS = _Fact("model_audio", starts=True)
 #: Facts that are model output, whatever its form: the server took in what came before.
 _MODEL_OUTPUT = frozenset({"model_text", "model_audio", "tool_call"})
 
@@ -137,6 +140,8 @@ class Outbox:
         self.turns = PendingTurns()
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
+        #: Model output of a generation was seen on this connection, and no end of it.
+        self._generating = False
         self._audio_ms = 0.0  # audio held now
         #: Voiced audio (ms) that left the outbox without being covered, over the run.
         self.dropped_audio_ms_total = 0.0
@@ -189,6 +194,7 @@ class Outbox:
         """Client message numbering restarts on every connection; a generation in progress
         on the last one was cut off with it."""
         self._index = 0
+        self._generating = False
         self.activity.on_generation_cut()
         self.turns.on_new_connection()
         self.echo.new_connection()
@@ -268,7 +274,12 @@ class Outbox:
         if text:
             self.activity.on_model_output()
             self.turns.on_model_output()
-            self._items.append(_Fact("model_text", text))
+            self._items.append(_Fact("model_text", text, starts=self._generation_begins()))
+
+    def _generation_begins(self) -> bool:
+        """Model output arrives: whether it begins a generation (see :meth:`covered`)."""
+        begins, self._generating = not self._generating, True
+        return begins
 
     def model_audio(self) -> None:
         """Model output without text (audio, a thought) arrived: model output as text is, for
@@ -277,7 +288,9 @@ class Outbox:
         back as context. Consecutive parts are kept as one fact."""
         self.activity.on_model_output()
         self.turns.on_model_output()
-        if not self._items or self._items[-1] is not _MODEL_AUDIO:
+        if self._generation_begins():
+            self._items.append(_MODEL_AUDIO_STARTS)
+        elif not self._items or self._items[-1] not in (_MODEL_AUDIO, _MODEL_AUDIO_STARTS):
             self._items.append(_MODEL_AUDIO)
 
     def input_text(self, text: str) -> str:
@@ -297,11 +310,15 @@ class Outbox:
     def tool_call(self, ids: Iterable[str]) -> None:
         self.activity.on_model_output()
         self.turns.on_model_output()
-        self._items.append(_Fact("tool_call", ids=tuple(ids)))
+        self._items.append(_Fact("tool_call", ids=tuple(ids), starts=self._generation_begins()))
+        # The model waits for the responses: what it says after them answers them, even
+        # where no turnComplete ends the turn first (native audio, Gemini 3.x Live).
+        self._generating = False
 
     def turn_complete(self) -> None:
         self.activity.on_turn_complete()
         self.turns.on_generation_end()
+        self._generating = False
         self._items.append(_Fact("turn_complete"))
 
     def interrupted(self) -> None:
@@ -309,6 +326,7 @@ class Outbox:
         later handle holds that input, though nothing answered it (not a turn's end)."""
         self.activity.on_generation_cut()
         self.turns.on_generation_end()
+        self._generating = False
         self._items.append(_Fact("interrupted"))
 
     def covered(self, last_consumed_index: int | None) -> None:
@@ -322,18 +340,27 @@ class Outbox:
             return
         # Gemini API: model output (or an interrupted generation) shows the server took in
         # what came before it, except the utterance the user is still speaking or has not
-        # been answered for.
-        answered_until = -1
+        # been answered for. A typed turn or a function response needs more: a generation
+        # that began after it was sent (or an interruption). The rest of a generation already
+        # streaming when the turn went out was sent before the server had the turn, and so
+        # may the handle that follows it be (as :class:`~adk_live_resume.answers.PendingTurns`
+        # reads an answer).
+        answered_until = answer_began = -1
         for position, item in enumerate(self._items):
-            if isinstance(item, _Fact) and (
-                item.kind in _MODEL_OUTPUT or item.kind == "interrupted"
-            ):
-                answered_until = position
+            if isinstance(item, _Fact):
+                if item.kind in _MODEL_OUTPUT or item.kind == "interrupted":
+                    answered_until = position
+                if item.starts or item.kind == "interrupted":
+                    answer_began = position
         current = self._current_utterance()
         self._keep(
             lambda position, item: (
                 isinstance(item, ClientMessage)
-                and (position > answered_until or (current > 0 and item.utterance == current))
+                and (
+                    position > answered_until
+                    or (current > 0 and item.utterance == current)
+                    or (position > answer_began and bool(item.user_text or item.response_ids))
+                )
             )
         )
 
@@ -556,6 +583,20 @@ class Outbox:
             elif item.kind in ("turn_complete", "tool_call"):
                 text, turn = "", ""
         return cut
+
+    def typed_turns_unanswered(self) -> list[str]:
+        """The typed turns held here that no answer began after (no generation began once
+        they were sent), oldest first: the model has said nothing to them yet, so model
+        output after one of them in ADK's session was said before the server had it (see
+        :func:`~adk_live_resume.fresh_history.fresh_history`)."""
+        turns: list[str] = []
+        for item in self._items:
+            if isinstance(item, ClientMessage):
+                if item.user_text:
+                    turns.append(item.user_text)
+            elif item.starts:
+                turns = []
+        return turns
 
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()

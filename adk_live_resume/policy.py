@@ -236,12 +236,19 @@ class ResumePolicy:
         if _testing:
             return 0.0
         uniform = rng.uniform if rng is not None else random.uniform
+        cap = self.wait_bound(attempt)
+        if not cap:
+            return 0.0
+        if attempt <= 1 or self.jitter:  # (first_attempt_jitter is always jittered)
+            return uniform(0.0, cap)
+        return cap
+
+    def wait_bound(self, attempt: int) -> float:
+        """The longest wait :meth:`wait_before` may return for ``attempt`` (with backoff on,
+        :func:`set_testing` aside): 0 means that attempt goes at once, whatever the jitter."""
         if attempt <= 1:
-            return uniform(0.0, self.first_attempt_jitter) if self.first_attempt_jitter else 0.0
-        cap = min(self.max_wait, self.initial_wait * 2.0 ** (attempt - 2))
-        if not self.jitter:
-            return cap
-        return uniform(0.0, cap)
+            return self.first_attempt_jitter
+        return min(self.max_wait, self.initial_wait * 2.0 ** (attempt - 2))
 
     def is_retryable_code(self, code: int | None) -> bool:
         """Whether a websocket close ``code`` is worth resuming after."""
@@ -304,29 +311,19 @@ def _type_problem(value: object, hint: Any) -> str:
     return ""
 
 
-Decision = Literal["retry", "give_up"]
-
-
 @dataclass
 class OutageBudget:
-    """Counts one outage's attempts against a policy. Times are ``loop.time()`` values."""
+    """One outage: when it began (a ``loop.time()`` value) and the attempts made since.
+
+    What the next attempt does is :func:`adk_live_resume.retry_decision.decide`'s call."""
 
     policy: ResumePolicy
     started_at: float
     attempts: int = 0
 
-    def next_attempt(self, now: float) -> tuple[Decision, float, str]:
-        """Reserve the next attempt: ``("retry", wait, "")`` or ``("give_up", 0, why)``."""
-        if self.attempts >= self.policy.max_attempts:
-            return "give_up", 0.0, f"{self.attempts} connection attempts failed"
-        elapsed = now - self.started_at
-        if elapsed >= self.policy.outage_timeout:
-            return "give_up", 0.0, f"still disconnected after {elapsed:.1f} s"
-        self.attempts += 1
-        wait = self.policy.wait_before(self.attempts)
-        # Never sleep past the outage deadline: the next check would give up anyway.
-        wait = min(wait, max(0.0, self.policy.outage_timeout - elapsed))
-        return "retry", wait, ""
+    def elapsed(self, now: float) -> float:
+        """Seconds since the outage began."""
+        return now - self.started_at
 
 
 @dataclass

@@ -13,7 +13,13 @@ Guarantees:
   :class:`~adk_live_resume.errors.SessionLimitError`.
 * An outage that outlasts ``max_attempts`` or ``outage_timeout``, or reconnects beyond
   ``max_reconnects_per_minute``, end the run with
-  :class:`~adk_live_resume.errors.ReconnectFailedError`, chained to the last error.
+  :class:`~adk_live_resume.errors.ReconnectFailedError`, chained to the last error; so does a
+  retry hook that gives up (chained to the last error) or fails (chained to its error).
+* One decision per attempt: whether to retry now, wait or give up is
+  :func:`~adk_live_resume.retry_decision.decide`'s answer, asked once for each attempt and
+  drop (:meth:`Reconnects.decide`): the close frame's question (:meth:`Reconnects.at_once`)
+  and the loop's (:meth:`Reconnects.after_drop`) get the same answer, so the next socket is
+  opened early exactly when the loop then retries with no wait.
 * A handle appears in messages only redacted.
 """
 
@@ -22,12 +28,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from . import observe
+from . import observe, retry_decision, retry_hooks
 from .connection_end import Outcome
-from .errors import ReconnectFailedError, SessionLimitError, SessionNotResumableError
+from .errors import Drop, ReconnectFailedError, SessionLimitError, SessionNotResumableError
 from .handles import ResumptionState, redact
 from .observe import ReconnectReason
-from .policy import OutageBudget, ReconnectRate, ResumePolicy
+from .policy import OutageBudget, ReconnectRate, ResumePolicy, is_testing
+from .retry_decision import RetryDecision
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -44,31 +51,51 @@ class Reconnects:
         self.cause = ""
         #: ``loop.time()`` of the first sign that the connection was lost.
         self.lost_at: float | None = None
+        #: The decision made about the next attempt, and what it was made for.
+        self._decided: tuple[tuple[object, ...], RetryDecision] | None = None
 
     def healthy(self) -> None:
         """A connection proved healthy: the outage, if any, is over."""
         self.outage = None
+        self._decided = None
 
     @property
     def attempt(self) -> int:
         """The attempt of the outage that made the current connection (1 outside one)."""
         return self.outage.attempts if self.outage else 1
 
-    def at_once(
-        self, code: int | None, *, closing: bool, close_requested: bool, now: float
-    ) -> bool:
-        """A close with ``code`` is followed by an attempt without delay: the first of an
-        outage, no ``first_attempt_jitter``, a code worth retrying, room in the rate cap, a
-        close we did not start (``closing``: a move, the client's close) and a queue the
-        client has not closed (``close_requested``)."""
-        return not (
-            closing
-            or self.outage is not None
-            or self.policy.first_attempt_jitter
-            or not self.rate.has_room(now)
-            or close_requested
-            or not self.policy.is_retryable_code(code)
+    def decide(self, drop: Drop, now: float, *, fresh_start: bool = False) -> RetryDecision:
+        """The decision about the next attempt after ``drop`` (see
+        :func:`~adk_live_resume.retry_decision.decide`), made once per attempt and drop: asked
+        again for the same attempt and a drop with the same kind, code, status and
+        ``Retry-After``, it returns the first answer (the retry hooks are not asked again).
+        The answer is forgotten once acted on (:meth:`after_drop`), at every reconnect
+        (:meth:`count`) and when a connection proves healthy."""
+        attempt = self.outage.attempts + 1 if self.outage else 1
+        key = (attempt, drop.kind, drop.code, drop.status, drop.retry_after, fresh_start)
+        if self._decided is not None and self._decided[0] == key:
+            return self._decided[1]
+        decision = retry_decision.decide(
+            drop,
+            attempt,
+            policy=self.policy,
+            elapsed=self.outage.elapsed(now) if self.outage else 0.0,
+            rate_has_room=self.rate.has_room(now),
+            hooks=retry_hooks.registered(),
+            testing=is_testing(),
+            fresh_start=fresh_start,
         )
+        self._decided = (key, decision)
+        return decision
+
+    def at_once(self, drop: Drop, *, closing: bool, close_requested: bool, now: float) -> bool:
+        """Whether the next attempt after ``drop`` goes without a wait (:meth:`decide` says
+        "now"), asked while the connection is still being taken down. Never for a close we
+        started (``closing``: a move, the client's close) or once the client closed the
+        queue (``close_requested``): the loop does not retry those."""
+        if closing or close_requested:
+            return False
+        return self.decide(drop, now).now
 
     def after_drop(
         self,
@@ -88,9 +115,7 @@ class Reconnects:
         cause = drop.describe()
         self.reason = "drop"
         self.cause = cause
-        fatal = drop.kind == "rejected" or (
-            drop.kind == "closed" and not self.policy.is_retryable_code(drop.code)
-        )
+        fatal = not retry_decision.retryable(drop, self.policy)
         refused = fatal and outcome.at_connect and handles.handle and drop.code in (1007, 1008)
         if refused and drop.code == 1007 and session_limited():
             raise SessionLimitError(
@@ -101,7 +126,8 @@ class Reconnects:
                 " or ResumePolicy(sliding_window=True) for longer conversations.",
                 code=drop.code,
             ) from outcome.error
-        if refused and self.policy.restart_when_handle_dead:
+        fresh = bool(refused and self.policy.restart_when_handle_dead)
+        if fresh:
             logger.info(
                 "the server refused handle %s (%s); starting a fresh session with the"
                 " conversation so far",
@@ -109,8 +135,7 @@ class Reconnects:
                 cause,
             )
             start_fresh()
-            fatal = False
-        if fatal:
+        if fatal and not fresh:
             resumed = (
                 " while resuming with a handle" if outcome.at_connect and handles.handle else ""
             )
@@ -121,31 +146,51 @@ class Reconnects:
                 " content or an exhausted context window.",
                 code=drop.code,
             ) from outcome.error
+        decision = self.decide(drop, now, fresh_start=fresh)
         if self.outage is None:
             self.outage = OutageBudget(self.policy, started_at=now)
-        decision, wait, why = self.outage.next_attempt(now)
-        if decision == "give_up":
+        self._decided = None  # (spent: the next drop is about the next attempt)
+        if decision.cause == "rate":
+            self._rate_exceeded(now, outcome.error)
+        if decision.cause == "hook":
             raise ReconnectFailedError(
-                f"gave up reconnecting the live session: {why} (last cause: {cause}). The"
-                " server or network did not come back within ResumePolicy(max_attempts="
+                f"gave up reconnecting the live session: {decision.why} (last cause: {cause})."
+                " A hook registered with adk_live_resume.on_retry() decides about retries:"
+                " check its answer, or remove it to let ResumePolicy decide.",
+                attempts=self.outage.attempts,
+                elapsed=now - self.outage.started_at,
+            ) from (decision.error or outcome.error)
+        if not decision.retries:
+            raise ReconnectFailedError(
+                f"gave up reconnecting the live session: {decision.why} (last cause: {cause})."
+                " The server or network did not come back within ResumePolicy(max_attempts="
                 f"{self.policy.max_attempts}, outage_timeout={self.policy.outage_timeout}).",
                 attempts=self.outage.attempts,
                 elapsed=now - self.outage.started_at,
             ) from outcome.error
+        self.outage.attempts += 1
         observe.attempt_failed(
-            cause, self.outage.attempts, self.policy.max_attempts, wait, redact(handles.handle)
+            cause,
+            self.outage.attempts,
+            self.policy.max_attempts,
+            decision.seconds,
+            redact(handles.handle),
         )
-        return wait
+        return decision.seconds
 
     def count(self, now: float, error: BaseException | None) -> None:
         """Count a reconnect at ``now`` against ``max_reconnects_per_minute``; raise if the
         run has had too many (``error``: the one that ended the last connection)."""
+        self._decided = None  # (a reconnect happens: what comes next is decided afresh)
         if not self.rate.allow(now):
-            raise ReconnectFailedError(
-                f"gave up: more than {self.policy.max_reconnects_per_minute} reconnects within"
-                f" 60 s (last cause: {self.cause}). The server keeps dropping the"
-                " connection; check the service status or raise"
-                " ResumePolicy.max_reconnects_per_minute.",
-                attempts=self.outage.attempts if self.outage else 0,
-                elapsed=now - (self.lost_at or now),
-            ) from error
+            self._rate_exceeded(now, error)
+
+    def _rate_exceeded(self, now: float, error: BaseException | None) -> None:
+        raise ReconnectFailedError(
+            f"gave up: more than {self.policy.max_reconnects_per_minute} reconnects within"
+            f" 60 s (last cause: {self.cause}). The server keeps dropping the"
+            " connection; check the service status or raise"
+            " ResumePolicy.max_reconnects_per_minute.",
+            attempts=self.outage.attempts if self.outage else 0,
+            elapsed=now - (self.lost_at or now),
+        ) from error

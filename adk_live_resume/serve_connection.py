@@ -138,6 +138,7 @@ async def serve(
                     fragments=run.outbox.transcript_fragments,
                     stored=run.outbox.utterance_transcript_stored(),
                     cut=run.outbox.cut_by_typed_turns(),
+                    unanswered=run.outbox.typed_turns_unanswered(),
                 )
                 replay = run.outbox.take_audio(
                     utterance_in_history=in_history,

@@ -13,7 +13,9 @@ them. They guarantee:
   under ``plots/`` without a copy in ``docs/``;
 - the build fails, naming each one, if a public name (``adk_live_resume.__all__``,
   ``adk_live_resume.testing.__all__``, ``ResumePolicy``'s fields) has no docstring or does not
-  appear in the built API reference.
+  appear in the built API reference;
+- the build fails, naming the page and the text, if a Sphinx role (``:class:`X```) shows raw
+  on any built page (``scripts/docs_sphinx_roles.py`` renders those of the docstrings).
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import html
+import importlib.util
 import inspect
 import math
 import re
+import types
 import typing
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,14 +50,18 @@ _PROBES: dict[type, tuple[object, ...]] = {
 
 
 def _field_docstrings(cls: type) -> dict[str, str]:
-    """The attribute docstrings (a string right after the field) of a dataclass's fields."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    """The attribute docstrings (a string right after the field) of a dataclass's fields,
+    its base classes' included."""
     docs: dict[str, str] = {}
-    for node, after in zip(body, [*body[1:], None], strict=True):
-        is_field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-        if is_field and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-            docs[node.target.id] = inspect.cleandoc(str(after.value.value))  # type: ignore[union-attr]
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(klass)))
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for node, after in zip(body, [*body[1:], None], strict=True):
+            is_field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            if is_field and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                docs[node.target.id] = inspect.cleandoc(str(after.value.value))  # type: ignore[union-attr]
     return docs
 
 
@@ -60,6 +69,15 @@ def _type_name(hint: Any) -> str:
     if isinstance(hint, type) and not typing.get_args(hint):
         return hint.__name__
     return str(hint).replace("typing.", "")
+
+
+def _without_none(hint: Any) -> Any:
+    """``X`` for ``X | None``; any other annotation as it is."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
 
 
 def _default(value: object) -> str:
@@ -70,6 +88,7 @@ def _default(value: object) -> str:
 
 def _refusals(policy_cls: Any, name: str, hint: Any) -> list[str]:
     """What ``policy_cls(name=...)`` refuses, in its own words, for a few probe values."""
+    hint = _without_none(hint)
     origin = typing.get_origin(hint)
     probes: tuple[object, ...] = _PROBES.get(hint, ())
     if origin is frozenset:
@@ -90,28 +109,34 @@ def _markdown_cell(text: str) -> str:
     return text.replace("``", "`").replace("\n", " ").replace("|", "\\|")
 
 
-def policy_fields_table() -> str:
-    """A Markdown table of every :class:`ResumePolicy` field, made from the class itself."""
-    from adk_live_resume import ResumePolicy
-    from adk_live_resume.config import ENV_PREFIX
+def policy_fields_table(policy_cls: type | None = None) -> str:
+    """A Markdown table of every field of :class:`ResumePolicy` (or of ``policy_cls``, a
+    subclass), made from the class itself.
 
-    hints = typing.get_type_hints(ResumePolicy)
-    docs = _field_docstrings(ResumePolicy)
+    An optional field (``X | None``) says in its variable's cell how to set it to ``None``.
+    """
+    from adk_live_resume import ResumePolicy
+    from adk_live_resume.config import ENV_PREFIX, NONE_WORD
+
+    policy_cls = policy_cls or ResumePolicy
+    hints = typing.get_type_hints(policy_cls)
+    docs = _field_docstrings(policy_cls)
     rows = [
         "| field | type | default | environment variable | meaning | refused |",
         "|---|---|---|---|---|---|",
     ]
-    for item in dataclasses.fields(ResumePolicy):
+    for item in dataclasses.fields(policy_cls):
         default = item.default
         if default is dataclasses.MISSING and item.default_factory is not dataclasses.MISSING:
             default = item.default_factory()
-        refused = "<br>".join(
-            _markdown_cell(r) for r in _refusals(ResumePolicy, item.name, hints[item.name])
-        )
+        hint = hints[item.name]
+        refused = "<br>".join(_markdown_cell(r) for r in _refusals(policy_cls, item.name, hint))
+        variable = f"`{ENV_PREFIX}{item.name.upper()}`"
+        if _without_none(hint) is not hint:
+            variable += f"<br>`{NONE_WORD}` sets it to `None`"
         rows.append(
-            f"| `{item.name}` | `{_type_name(hints[item.name])}` | `{_default(default)}` "
-            f"| `{ENV_PREFIX}{item.name.upper()}` | {_markdown_cell(docs.get(item.name, ''))} "
-            f"| {refused} |"
+            f"| `{item.name}` | `{_type_name(hint)}` | `{_default(default)}` "
+            f"| {variable} | {_markdown_cell(docs.get(item.name, ''))} | {refused} |"
         )
     return "\n".join(rows)
 
@@ -192,10 +217,34 @@ def not_in_reference(names: list[str], site_dir: Path) -> list[str]:
     return [n for n in names if n not in anchors]
 
 
+def _sphinx_roles() -> ModuleType:
+    """``scripts/docs_sphinx_roles.py`` (the griffe extension that renders Sphinx roles)."""
+    spec = importlib.util.spec_from_file_location(
+        "docs_sphinx_roles", Path(__file__).with_name("docs_sphinx_roles.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sphinx_roles_left(site_dir: Path) -> list[str]:
+    """Every Sphinx role shown raw on a built page: ``page: the text``."""
+    found: list[str] = _sphinx_roles().roles_left(site_dir)
+    return found
+
+
 def on_post_build(config: Any, **_: Any) -> None:
-    """Fail the build, naming each, if a public name is undocumented or not in the reference."""
+    """Fail the build, naming each, if a public name is undocumented or not in the reference,
+    or if a page shows a Sphinx role raw."""
     from mkdocs.exceptions import PluginError
 
+    raw = sphinx_roles_left(Path(config["site_dir"]))
+    if raw:
+        raise PluginError(
+            "Sphinx roles show raw on the built site (scripts/docs_sphinx_roles.py renders "
+            "those of docstrings; in a page, write a link or `code`):\n  " + "\n  ".join(raw)
+        )
     names = public_names()
     problems = [f"no docstring: {n}" for n in undocumented(names)]
     problems += [

@@ -511,6 +511,30 @@ async def test_go_away_then_deadline_close_under_time_scale(fake_live_server_fac
     assert record.go_away_sent and record.ended_by == "deadline" and record.close_code == 1011
 
 
+async def test_changed_settings_apply_to_the_connections_opened_after(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(
+        time_scale=0.01, connection_lifetime=100, go_away_lead=60
+    )
+    async with session(server) as first:
+        server.change_settings(connection_lifetime=60_000)
+        async with session(server) as second:
+            with pytest.raises(errors.APIError):  # the first keeps its 1 s lifetime
+                async with asyncio.timeout(10):
+                    while True:
+                        async for _ in first.receive():
+                            pass
+            with pytest.raises(TimeoutError):  # the second lives 600 s now
+                async with asyncio.timeout(0.5):
+                    async for message in second.receive():
+                        assert not message.go_away
+    with pytest.raises(TypeError):
+        server.change_settings(no_such_setting=1)
+    with pytest.raises(ValueError, match="connection_lifetime"):
+        server.change_settings(connection_lifetime=0)
+
+
 # ---- faults and what the SDK raises --------------------------------------------------------
 
 

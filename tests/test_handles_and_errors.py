@@ -7,10 +7,12 @@ import logging
 
 import pytest
 from google.genai import errors as genai_errors
-from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK, InvalidStatus
 from websockets.frames import Close
+from websockets.http11 import Response
 
-from adk_live_resume.errors import Drop, classify
+from adk_live_resume.errors import Drop, classify, retry_after_seconds
 from adk_live_resume.handles import ResumptionState, redact
 from adk_live_resume.log_redaction import HandleRedactor, redact_text
 from adk_live_resume.tap import parse_time_left
@@ -76,6 +78,60 @@ def test_classify_connect_failures_and_non_connection_errors() -> None:
     assert classify(genai_errors.APIError(403, {"message": "denied"})) is None
     assert classify(ValueError("tool bug")) is None
     assert classify(KeyError("x")) is None
+
+
+def _refused(status: int, **headers: str) -> InvalidStatus:
+    """What websockets' connect raises (and google-genai lets through) for a refused upgrade."""
+    return InvalidStatus(Response(status, "refused", Headers(headers), b""))
+
+
+def test_a_refused_handshake_keeps_its_status_and_retry_after() -> None:
+    busy = classify(_refused(429, **{"Retry-After": "7"}))
+    assert busy == Drop(
+        "connect_failed",
+        None,
+        "HTTP 429 during the websocket handshake (Retry-After: 7 s)",
+        status=429,
+        retry_after=7.0,
+    )
+    unavailable = classify(_refused(503))
+    assert unavailable is not None and unavailable.kind == "connect_failed"
+    assert (unavailable.status, unavailable.retry_after) == (503, None)
+    denied = classify(_refused(403, **{"Retry-After": "7"}))
+    assert denied is not None and (denied.kind, denied.status) == ("rejected", 403)
+    dated = classify(
+        _refused(
+            429,
+            **{
+                "Retry-After": "Fri, 27 Nov 2026 06:00:30 GMT",
+                "Date": "Fri, 27 Nov 2026 06:00:00 GMT",
+            },
+        )
+    )
+    assert dated is not None and dated.retry_after == 30.0
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("120", 120.0),
+        (" 2 ", 2.0),
+        ("1.5", 1.5),
+        ("0", 0.0),
+        ("-3", None),
+        ("inf", None),
+        ("soon", None),
+        ("", None),
+        (None, None),
+        ("Fri, 27 Nov 2026 06:00:10 GMT", 10.0),
+        ("Fri, 27 Nov 2026 05:00:00 GMT", 0.0),  # in the past
+    ],
+)
+def test_retry_after_takes_seconds_or_an_http_date(
+    value: str | None, seconds: float | None
+) -> None:
+    now = datetime.datetime(2026, 11, 27, 6, 0, 0, tzinfo=datetime.UTC).timestamp()
+    assert retry_after_seconds(value, now=now) == seconds
 
 
 @pytest.mark.parametrize(

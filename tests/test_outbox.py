@@ -46,6 +46,55 @@ def test_a_text_turn_that_crosses_the_handle_of_the_previous_answer_is_kept() ->
     assert [m.user_text for m in outbox.take_replay().messages] == ["two"]
 
 
+def test_a_text_turn_sent_while_an_earlier_answer_streams_is_kept_past_its_end() -> None:
+    """The rest of an answer already streaming was sent before the server had the turn, and
+    so may the handle after it be: only an answer that began after the turn covers it."""
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.model_text("echo: ")
+    outbox.record("send_client_content", typed_turn("two"))  # while "echo: one" streams
+    outbox.model_text("one")
+    outbox.turn_complete()
+    outbox.covered(None)
+    assert [m.user_text for m in outbox.take_replay().messages] == ["two"]
+    outbox.record("send_client_content", typed_turn("three"))
+    outbox.model_text("echo: three")  # an answer that began after it: the server had it
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+
+
+def test_a_function_response_sent_while_an_earlier_answer_streams_is_kept_past_its_end() -> None:
+    outbox = Outbox()
+    outbox.model_audio()  # a job's call was answered; the model goes on talking
+    outbox.record("send_tool_response", tool_response("job-1"))
+    outbox.model_audio()
+    outbox.turn_complete()
+    outbox.covered(None)
+    assert [m.response_ids for m in outbox.take_replay().messages] == [("job-1",)]
+
+
+def test_output_after_a_tool_call_answers_its_responses_without_a_turn_complete() -> None:
+    """Native audio and Gemini 3.x Live go on after the tool responses in the same turn."""
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("look it up"))
+    outbox.model_audio()
+    outbox.tool_call(["c1"])
+    outbox.record("send_tool_response", tool_response("c1"))
+    outbox.model_audio()  # the same turn goes on: the answer to the response
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+
+
+def test_audio_sent_while_an_answer_streams_is_covered_by_the_rest_of_it() -> None:
+    """Audio is taken in as it arrives: model output after it covers it, as before."""
+    outbox = Outbox()
+    outbox.model_text("echo: ")
+    outbox.record("send_realtime_input", silent_audio_input(40))
+    outbox.model_text("one")
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+
+
 def test_transparent_trims_exactly_by_last_consumed_index() -> None:
     outbox = Outbox()
     outbox.begin_connection()

@@ -9,7 +9,6 @@ import pytest
 
 from adk_live_resume.policy import (
     DEFAULT_RETRYABLE_CLOSE_CODES,
-    OutageBudget,
     ReconnectRate,
     ResumePolicy,
     is_testing,
@@ -47,25 +46,6 @@ def test_testing_switch_turns_waits_off_and_restores() -> None:
         assert is_testing()
         assert policy.wait_before(5) == 0.0
     assert policy.wait_before(3) == 2.0
-
-
-def test_outage_budget_gives_up_after_max_attempts() -> None:
-    budget = OutageBudget(ResumePolicy(max_attempts=3, jitter=False), started_at=0.0)
-    decisions = [budget.next_attempt(now=0.0)[0] for _ in range(4)]
-    assert decisions == ["retry", "retry", "retry", "give_up"]
-    assert "3 connection attempts failed" in budget.next_attempt(now=0.0)[2]
-
-
-def test_outage_budget_gives_up_after_outage_timeout_and_never_waits_past_it() -> None:
-    policy = ResumePolicy(
-        max_attempts=100, outage_timeout=10.0, initial_wait=8.0, max_wait=8.0, jitter=False
-    )
-    budget = OutageBudget(policy, started_at=100.0)
-    assert budget.next_attempt(now=100.0) == ("retry", 0.0, "")
-    decision, wait, _ = budget.next_attempt(now=105.0)
-    assert decision == "retry" and wait == 5.0  # capped by the 5 s left, not 8 s
-    decision, _, why = budget.next_attempt(now=110.5)
-    assert decision == "give_up" and "10.5 s" in why
 
 
 def test_reconnect_rate_is_a_sliding_window() -> None:

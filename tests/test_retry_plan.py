@@ -91,19 +91,24 @@ def test_a_refused_audio_session_past_its_limit_says_how_to_go_longer() -> None:
         _after(reconnects, _outcome(1007, at_connect=True), handles, limited=True)
 
 
+def _closed(code: int) -> Drop:
+    return Drop("closed", code, "test")
+
+
 def test_attempts_at_once_only_when_nothing_stands_in_the_way() -> None:
     policy = ResumePolicy(max_reconnects_per_minute=1)
     reconnects = Reconnects(policy)
-    assert reconnects.at_once(1011, closing=False, close_requested=False, now=0.0)
-    assert not reconnects.at_once(1011, closing=True, close_requested=False, now=0.0)
-    assert not reconnects.at_once(1011, closing=False, close_requested=True, now=0.0)
-    assert not reconnects.at_once(1008, closing=False, close_requested=False, now=0.0)
+    assert reconnects.at_once(_closed(1011), closing=False, close_requested=False, now=0.0)
+    assert not reconnects.at_once(_closed(1011), closing=True, close_requested=False, now=0.0)
+    assert not reconnects.at_once(_closed(1011), closing=False, close_requested=True, now=0.0)
+    assert not reconnects.at_once(_closed(1008), closing=False, close_requested=False, now=0.0)
     jittered = Reconnects(policy.replace(first_attempt_jitter=0.5))
-    assert not jittered.at_once(1011, closing=False, close_requested=False, now=0.0)
+    assert not jittered.at_once(_closed(1011), closing=False, close_requested=False, now=0.0)
     reconnects.count(0.0, None)  # the rate cap is full now
-    assert not reconnects.at_once(1011, closing=False, close_requested=False, now=1.0)
-    _after(reconnects, _outcome(1011, at_connect=False), ResumptionState())
-    assert not reconnects.at_once(1011, closing=False, close_requested=False, now=61.0)
+    assert not reconnects.at_once(_closed(1011), closing=False, close_requested=False, now=1.0)
+    in_outage = Reconnects(ResumePolicy())  # the second attempt of an outage waits
+    _after(in_outage, _outcome(1011, at_connect=False), ResumptionState())
+    assert not in_outage.at_once(_closed(1011), closing=False, close_requested=False, now=0.1)
 
 
 def test_the_reconnect_rate_cap_ends_a_run_that_keeps_dropping() -> None:

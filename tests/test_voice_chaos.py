@@ -541,7 +541,11 @@ async def _run_plan(
                         await server.wait_for(
                             lambda n=name: _job_result_sent(server, n), 20, what=f"job {name}"
                         )
-                # (after a transfer the child repeats ADK's long "For context" turns: longer)
+                # (after a transfer the child repeats ADK's long "For context" turns: longer.
+                # Such an answer can outlast a short connection lifetime on a busy machine,
+                # and every connection would cut it off again: the last ones live long.)
+                if plan.transfers:
+                    server.change_settings(connection_lifetime=60.0, go_away_lead=1.0)
                 recall = await live.say("recall", timeout=60, skip=_job_result)
             finally:
                 await mic.stop()
@@ -565,9 +569,8 @@ async def _run_plan(
         assert all(remembered.count(story) <= 1 for story in maybe_cut), f"memory {remembered}"
         answered = server.user_turns_answered()
         for text in said:
-            assert answered.count(text) == 1, (
-                f"{text!r} answered {answered.count(text)}x: {answered}"
-            )
+            count = answered.count(text) - _answers_lost_unread(server, live.events, text)
+            assert count == 1, f"{text!r} answered {count}x: {answered}"
         for story in maybe_cut:
             assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
         for finished in (False, True):  # no utterance shown twice (its pieces, its whole)
@@ -699,6 +702,24 @@ def _job_results(server: FakeLiveServer, name: str) -> list[Any]:
         r for r in in_history if r is not None
     ]
     return [r for r in found if f"'{name}'" in str(r) or f'"{name}"' in str(r)]
+
+
+def _answers_lost_unread(server: FakeLiveServer, events: list[Any], turn: str) -> int:
+    """How many of the server's echo answers to ``turn`` never reached the user: given on
+    a connection the server then dropped without a close frame (an abort discards what the
+    client had not read yet), and missing from what the client received. Such an answer was
+    never heard, and a session resumed from a handle older than it does not hold it: the
+    model rightly answers the turn again."""
+    given = server.user_turns_answered().count(turn)
+    aborted = sum(
+        record.answered_user_turns.count(turn)
+        for record in server.connections
+        if record.close_code == 1006
+    )
+    heard = sum(1 for event in events if _says(event, f"echo: {turn}"))
+    if given < 2 or heard == 0:
+        return 0
+    return max(0, min(given - heard, aborted))
 
 
 def _job_result(text: str) -> bool:

@@ -868,3 +868,76 @@ async def test_a_typed_turn_that_cut_an_answer_off_is_answered_after_a_fresh_sta
         assert "echo: later" not in first.answers, "its own answer was cut with its connection"
         assert fresh.resume_handle is None, "a fresh session"
         assert server.user_turns_answered().count("later") == 1
+
+
+async def test_a_turn_typed_while_the_last_answer_streams_survives_a_drop_after_its_handle(
+    make_agent: AgentFactory,
+) -> None:
+    """The user types while the previous answer still streams in. Over a real network the
+    server may finish that answer and send its handle before the turn arrives: the handle
+    does not hold the turn, although the rest of the answer reached the client after the
+    turn was sent. A drop then must not lose the turn: it is answered once, after the
+    resume from that handle."""
+    async with (
+        FakeLiveServer(chunk_delay=0.15) as server,
+        LatencyRelay(server, one_way=0.5) as relay,
+    ):
+        agent = make_agent(relay)
+        async with await LiveDriver.start(agent) as live:
+            mark = live.send_text("one")
+            await live.wait_for_event(
+                lambda e: bool(e.partial and e.content and e.content.parts), after=mark, timeout=15
+            )
+            second = live.send_text("two")  # the rest of "echo: one" is still on its way
+            await server.wait_for(
+                lambda: any(i.point == "turn_complete" for i in server.handle_issues()),
+                10,
+                what="the handle after the first answer",
+            )
+            handle = server.handle_issues()[-1].handle
+            assert "two" not in server.connections[0].user_turns, "the turn came too soon"
+            await server.close_open(1006)  # "two" was still on its way: it is lost with it
+            answer = await live.answer_after(
+                second, timeout=20, skip=lambda text: text != "echo: two"
+            )
+            assert answer == "echo: two"
+            await live.close()
+        resumed = server.connections[1]
+        assert resumed.resumed and resumed.resume_handle == handle, "not resumed from it"
+        assert server.user_turns_answered() == ["one", "two"]
+
+
+async def test_a_turn_typed_while_the_last_answer_streams_is_answered_by_a_fresh_session(
+    make_agent: AgentFactory,
+) -> None:
+    """As above, but the handle is refused: ADK stored the turn before the end of the answer
+    that was streaming when it was sent (the server had that answer first). The fresh
+    session's history ends with the turn, so the model answers it once."""
+    async with (
+        FakeLiveServer(chunk_delay=0.15) as server,
+        LatencyRelay(server, one_way=0.5) as relay,
+    ):
+        server.script(Fault.refuse_resume(), connection=2)
+        agent = make_agent(relay)
+        async with await LiveDriver.start(agent) as live:
+            mark = live.send_text("one")
+            await live.wait_for_event(
+                lambda e: bool(e.partial and e.content and e.content.parts), after=mark, timeout=15
+            )
+            second = live.send_text("two")  # the rest of "echo: one" is still on its way
+            await server.wait_for(
+                lambda: any(i.point == "turn_complete" for i in server.handle_issues()),
+                10,
+                what="the handle after the first answer",
+            )
+            assert "two" not in server.connections[0].user_turns, "the turn came too soon"
+            # (its end reaches the client before the drop does: ADK stores it after "two")
+            await server.close_open(1006)
+            answer = await live.answer_after(
+                second, timeout=20, skip=lambda text: text != "echo: two"
+            )
+            assert answer == "echo: two"
+            assert await live.say("recall") == "you said: one | two"
+            await live.close()
+        assert not server.connections[2].resumed, "not a fresh session"
+        assert server.user_turns_answered() == ["one", "two", "recall"]

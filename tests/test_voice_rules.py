@@ -489,6 +489,37 @@ def test_output_a_typed_turn_cut_off_goes_back_before_it_in_a_fresh_history() ->
     assert replay.messages == [], "answered from the history, not sent again"
 
 
+def test_a_typed_turn_an_earlier_answer_finished_after_ends_a_fresh_history() -> None:
+    """The user typed "grove" while a background result was being told; the telling went
+    on to its end (the server had it before the turn) and ADK stored it after the turn.
+    The connection dropped before any answer to the turn began: the fresh history ends with
+    the turn, so the fresh session answers it once, and it is not sent again."""
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.model_text("echo: one")
+    outbox.turn_complete()
+    outbox.model_text("job returned {")
+    outbox.record("send_client_content", typed_turn("grove"))
+    outbox.model_text('"done":"yes"}')
+    outbox.turn_complete()
+    assert outbox.typed_turns_unanswered() == ["grove"]
+    told = content("model", 'job returned {"done":"yes"}')
+    contents = [content("user", "one"), content("model", "echo: one")]
+    stored = [*contents, content("user", "grove"), told]
+    history, _ = fresh_history(
+        stored, "", speaking=False, unanswered=outbox.typed_turns_unanswered()
+    )
+    assert history == [*contents, told, content("user", "grove")]
+    assert stored[-1] is told, "ADK's contents are not changed"
+    replay = outbox.take_audio(utterance_in_history=False, waiting_in_history=user_texts(history))
+    assert replay.messages == [], "answered from the history, not sent again"
+    outbox.record("send_client_content", typed_turn("two"))
+    outbox.model_text("echo: t")  # its answer began: the model has said something to it
+    assert outbox.typed_turns_unanswered() == []
+    own = [content("user", "two"), content("model", "echo: t")]
+    assert fresh_history(own, "", speaking=False, unanswered=[]) == (own, False)
+
+
 def test_the_outbox_names_the_output_a_typed_turn_cut_off() -> None:
     """Output whose first text came after the turn was sent is still the output the turn cut
     off when nothing else can have cut it (silence only after it); with the user's voice

@@ -2,7 +2,7 @@
 
 A drop fault (``close``, ``abort``) fires at most once: :meth:`ArmedFaults.fire` at the
 connection's trigger points, a timer for ``after_seconds``. A ``server_message`` fault is
-taken once at its trigger point (:meth:`ArmedFaults.take_messages`) and its message sent.
+sent once at its trigger point (:meth:`ArmedFaults.send_messages`).
 Faults may be added while the connection is open (:meth:`ArmedFaults.arm`). The connection
 does the firing itself (the ``end`` callback) and owns every task started here (the
 ``spawn`` callback).
@@ -11,11 +11,13 @@ does the firing itself (the ``end`` callback) and owns every task started here (
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from .faults import Fault, FaultKind
+from .protocol import JsonDict
 
 __all__ = ["ArmedFaults"]
 
@@ -54,14 +56,16 @@ class ArmedFaults:
                 return True
         return False
 
-    def take_messages(self, matches: Callable[[Fault], bool]) -> list[Fault]:
-        """Take the armed ``server_message`` faults that ``matches`` (each fires once), in
-        arming order: the connection sends their messages."""
+    async def send_messages(
+        self, matches: Callable[[Fault], bool], send: Callable[[JsonDict], Awaitable[None]]
+    ) -> None:
+        """Send, with ``send``, the message of every armed ``server_message`` fault that
+        ``matches``, in arming order; each fires once."""
         taken = [fault for fault in self._faults if fault.sends_message and matches(fault)]
         for fault in taken:
             self._faults.remove(fault)
             logger.info("fake live server: connection %d: fault %s", self._connection, fault)
-        return taken
+            await send(json.loads(fault.message))
 
     def start_timers(self) -> None:
         """The setup was answered: start the ``after_seconds`` timers of the drop faults."""

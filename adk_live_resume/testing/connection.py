@@ -16,55 +16,226 @@ Per connection, in order:
    resumed connection, a client message whose identity the snapshot already consumed is
    recorded in ``record.resent_consumed`` (and handled as usual).
 
-:class:`LiveConnection` is the top of a stack of layers, each in its own module and each
-calling only the ones below it (see :mod:`~adk_live_resume.testing.connection_core`). Every
-task the connection starts is cancelled and awaited before its handler returns, and the record
-is final (``record.finished``) from then on.
+:class:`LiveConnection` coordinates parts that each own their state and are reached only
+through their methods: the wire (:mod:`~adk_live_resume.testing.connection_wire`: sends, the
+end, tasks), the armed faults (:mod:`~adk_live_resume.testing.armed_faults`), the connection's
+clocks, and from the setup on the setup's choices
+(:mod:`~adk_live_resume.testing.setup_choices`), the session
+(:mod:`~adk_live_resume.testing.session_state`), the ledger of client messages and the handle
+issuer (:mod:`~adk_live_resume.testing.handle_issuing`), the session's clocks, the generation
+and the turn taking. Every task the connection starts is cancelled and awaited before its
+handler returns, and the record is final (``record.finished``) from then on.
+
+A new kind of server message the fake should send on demand (a fault or a server method)
+goes out through :meth:`ConnectionWire.send
+<adk_live_resume.testing.connection_wire.ConnectionWire.send>`: a method here beside
+:meth:`LiveConnection.go_away_now` for a server method, or a trigger in
+:class:`~adk_live_resume.testing.armed_faults.ArmedFaults` for a fault.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
 import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
-from .connection_core import _Ended
-from .dialect import history_in_client_content, is_gemini_3_live, model_name
-from .families import family_for
+from .armed_faults import ArmedFaults
+from .connection_clocks import ConnectionClocks, SessionClocks, session_ended
+from .connection_wire import ConnectionWire, _ConnectionEnded
 from .faults import Fault
-from .handles import fingerprint
-from .model import ScriptedModel
-from .protocol import JsonDict, has, pick, pick_dict, pick_list
-from .records import ResentMessage, short_handle
-from .settings import INTERNAL_ERROR_REASON, INVALID_ARGUMENT_REASON
+from .generation import Generation
+from .handle_issuing import ConsumedLedger, HandleIssuer
+from .handles import HandleIssue, SessionInfo
+from .protocol import JsonDict, pick_dict
+from .records import ConnectionRecord, EndedBy, ResentMessage, short_handle
+from .session_state import SessionState
+from .settings import INTERNAL_ERROR_REASON, INVALID_ARGUMENT_REASON, ServerSettings, SharedState
+from .setup_choices import SetupChoices, read_setup
 from .turn_taking import TurnTaking
-from .vad import SpeechTracker, VadConfig
 
-__all__ = ["LiveConnection"]
+__all__ = ["LiveConnection", "SessionParts"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
 
-class LiveConnection(TurnTaking):
+@dataclass(frozen=True)
+class SessionParts:
+    """The parts a connection has once its setup was read and its session restored."""
+
+    session: SessionState
+    handles: HandleIssuer
+    clocks: SessionClocks
+    generation: Generation
+    turns: TurnTaking
+
+    @classmethod
+    def compose(
+        cls,
+        wire_: ConnectionWire,
+        choices: SetupChoices,
+        session: SessionState,
+        ledger: ConsumedLedger,
+        faults: ArmedFaults,
+        settings: ServerSettings,
+        shared: SharedState,
+    ) -> SessionParts:
+        """The parts of the session's life on one connection, wired to each other.
+
+        The handle issuer asks the generation (busy?) and the turn taking (audio held?), the
+        generation asks the turn taking (is the user speaking?): made later, they are reached
+        through these functions.
+        """
+        later: list[tuple[Generation, TurnTaking]] = []
+        handles = HandleIssuer(
+            wire_,
+            session,
+            ledger,
+            enabled=choices.resumption,
+            transparent=choices.transparent,
+            settings=settings,
+            shared=shared,
+            busy=lambda: bool(later) and later[0][0].busy(),
+            held_since=lambda: later[0][1].held_since() if later else None,
+        )
+        clocks = SessionClocks(wire_, session, choices, settings, shared)
+        generation = Generation(
+            wire_,
+            session,
+            handles,
+            faults,
+            choices=choices,
+            settings=settings,
+            shared=shared,
+            user_speaking=lambda: bool(later) and later[0][1].speaking(),
+        )
+        turns = TurnTaking(
+            wire_,
+            session,
+            ledger,
+            handles,
+            clocks,
+            generation,
+            choices=choices,
+            settings=settings,
+            shared=shared,
+        )
+        later.append((generation, turns))
+        return cls(session, handles, clocks, generation, turns)
+
+
+class LiveConnection:
     """Serves one websocket connection; see the module docstring for the sequence."""
+
+    def __init__(
+        self,
+        ws: ServerConnection,
+        record: ConnectionRecord,
+        faults: Sequence[Fault],
+        settings: ServerSettings,
+        shared: SharedState,
+    ) -> None:
+        self.record = record
+        self._settings = settings
+        self._shared = shared
+        self._wire = ConnectionWire(ws, record)
+        self._faults = ArmedFaults(
+            faults,
+            connection=record.index,
+            end=self._end_by_fault,
+            spawn=self._wire.spawn,
+            real=settings.real,
+        )
+        self._clocks = ConnectionClocks(self._wire, settings)
+        self._ledger = ConsumedLedger()
+        self._fresh = SessionInfo(secrets.token_hex(8), self._wire.now(), audio=False)
+        self._parts: SessionParts | None = None
+        self._setup_answered = False
+        self._counted_open: str | None = None  # the session counted in shared.open_sessions
+
+    # ---- what the server asks of an open connection ----------------------------------------
+
+    @property
+    def ending(self) -> bool:
+        """True once the connection has been ended by anyone."""
+        return self._wire.ending
+
+    def terminate(
+        self, ended_by: EndedBy, *, code: int = 1000, reason: str = "", abort: bool = False
+    ) -> None:
+        """End the connection now (see :meth:`ConnectionWire.terminate
+        <adk_live_resume.testing.connection_wire.ConnectionWire.terminate>`)."""
+        self._wire.terminate(ended_by, code=code, reason=reason, abort=abort)
+
+    def arm(self, faults: Sequence[Fault]) -> None:
+        """Add ``faults`` to this connection, already open. Triggers count as for a fault armed
+        at the start, with two differences: ``after_setup`` fires at once when the setup was
+        answered already, and ``after_seconds`` counts from now. ``after_client_messages=N``
+        counts the connection's messages from its start, so ``N`` must not be reached yet
+        (``ValueError`` otherwise, before anything is armed)."""
+        self._faults.arm(
+            faults,
+            messages_seen=self._ledger.received,
+            setup_answered=self._setup_answered and not self.ending,
+            hold_pongs=self._clocks.hold_pongs,
+        )
+
+    def go_away_now(self, time_left: float) -> bool:
+        """Send ``goAway`` with ``time_left`` (real seconds, as on the wire) now and end the
+        connection at that deadline, as the service does; False if the setup was not
+        answered yet (the service sends no goAway before it)."""
+        if not self._setup_answered or self.ending:
+            return False
+        self._clocks.go_away_now(time_left)
+        return True
+
+    async def send_message_now(self, message: JsonDict) -> bool:
+        """Send ``message`` as given now; False if the setup was not answered yet or the
+        connection is ending (nothing sent)."""
+        if not self._setup_answered or self.ending:
+            return False
+        try:
+            await self._wire.send(message)
+        except _ConnectionEnded:
+            return False
+        return True
+
+    async def issue_handle_now(self) -> HandleIssue | None:
+        """Issue a handle now if this connection is at a resumable point, else None.
+
+        When it is not (the model generates or a call is pending), ``{"resumable": false}`` is
+        sent instead, as the service does. None too when the setup did not ask for handles.
+        """
+        if self._parts is None or not self._setup_answered:
+            return None
+        return await self._parts.handles.issue_now()
+
+    def _end_by_fault(self, fault: Fault) -> None:
+        if fault.kind == "abort":
+            self.terminate("fault", abort=True)
+        else:
+            self.terminate("fault", code=fault.code or 1000, reason=fault.reason)
+
+    # ---- serving ---------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Serve the connection until it closes; never raises for connection errors."""
-        request = self.ws.request
-        self.record.path = request.path if request is not None else ""
-        self.record.accepted_at = self._loop.time()
-        self._spawn(self._lifetime())
+        self.record.path = self._wire.request_path()
+        self.record.accepted_at = self._wire.now()
+        self._clocks.start_lifetime(lambda: self._setup_answered)
         held = [f.seconds for f in self._faults.of_kind("hold_pongs")]
         pong_delay = held[-1] if held else self._settings.pong_delay
         if pong_delay is not None:
-            self._hold_pongs(pong_delay)
+            self._clocks.hold_pongs(pong_delay)
         try:
             await self._serve()
-        except (ConnectionClosed, _Ended):
+        except (ConnectionClosed, _ConnectionEnded):
             pass
         except Exception as exc:  # a bug in the fake: keep it visible in the record
             logger.exception("fake live server: connection %d failed", self.record.index)
@@ -73,13 +244,20 @@ class LiveConnection(TurnTaking):
         finally:
             await self._finish()
 
-    # ---- setup -----------------------------------------------------------------------------
+    async def _finish(self) -> None:
+        if self._counted_open is not None:
+            self._shared.open_sessions[self._counted_open] -= 1
+            self._counted_open = None
+        await self._wire.finish()
+        if self._parts is not None:
+            self._parts.generation.cancel_pending()
+        self._wire.mark_finished()
 
     async def _serve(self) -> None:
         timeout = self._settings.setup_timeout
         try:
             async with asyncio.timeout(None if timeout is None else self._settings.real(timeout)):
-                raw = await self.ws.recv()
+                raw = await self._wire.receive()
         except TimeoutError:
             self.terminate("setup_timeout", code=1011, reason="no setup in time")
             return
@@ -89,72 +267,76 @@ class LiveConnection(TurnTaking):
             self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
             return
         self.record.setup = setup
-        self._apply_setup(setup)
-        if not self._restore():
+        choices = read_setup(setup)
+        if choices.resumption:
+            self.record.resumption_enabled = True
+            self.record.resume_handle = choices.resume_handle
+            self.record.transparent = choices.transparent
+        session = self._restore(choices)
+        if session is None:
             return
-        self.record.session_id = self._session.id
-        self._shared.open_sessions[self._session.id] += 1
-        self._counted_open = True
+        parts = self._parts = SessionParts.compose(
+            self._wire,
+            choices,
+            session,
+            self._ledger,
+            self._faults,
+            self._settings,
+            self._shared,
+        )
+        self.record.session_id = session.id
+        self._shared.open_sessions[session.id] += 1
+        self._counted_open = session.id
         delay = sum(f.seconds for f in self._faults.of_kind("setup_delay"))
         if delay:
             await asyncio.sleep(self._settings.real(delay))
         flap = self._shared.flap
         if flap is not None and (self.record.resumed or not flap.resuming_only):
             if flap.after_setup:
-                await self._send(wire.setup_complete())
+                await self._wire.send(wire.setup_complete())
             self.terminate("flap", code=flap.code, reason=flap.reason)
             return
         if not self._faults.of_kind("no_setup_complete"):
-            await self._send(wire.setup_complete())
+            await self._wire.send(wire.setup_complete())
         self._setup_answered = True
         self._faults.start_timers()
-        await self._send_scripted(lambda f: f.after_setup)
+        await self._faults.send_messages(lambda f: f.after_setup, self._wire.send)
         if self._faults.fire(lambda f: f.after_setup):
             return
-        schedule = self._settings.handle_schedule
-        if schedule.idle_interval is not None and self.record.resumption_enabled:
-            self._spawn(self._idle_handles(self._settings.real(schedule.idle_interval)))
-        if self._settings.session_limit is not None:
-            self._spawn(self._session_clock(self._settings.real(self._settings.session_limit)))
-        if self._family.session_cap is not None:
-            self._spawn(self._session_cap(self._settings.real(self._family.session_cap)))
-        async for raw in self.ws:
+        parts.clocks.start(resumable=parts.handles.resumable, issue_handle=parts.handles.issue)
+        async for raw in self._wire.messages():
             if self.ending:
                 continue
             message = self._parse(raw)
-            self._message_index += 1
+            resent = self._ledger.receive(message)
+            index = self._ledger.received
             self.record.client_messages.append(
                 message if message is not None else {"unparsed": str(raw)}
             )
-            mark = fingerprint(message) if message is not None else None
-            self._fingerprints.append(mark)
-            if mark is not None and self._restored_consumed[mark] > 0:
-                self._restored_consumed[mark] -= 1
-                kind = mark.partition(":")[0]
-                self.record.resent_consumed.append(
-                    ResentMessage(self.record.index, self._message_index, kind)
-                )
+            if resent is not None:
+                self.record.resent_consumed.append(ResentMessage(self.record.index, index, resent))
                 logger.info(
                     "fake live server: connection %d: message %d (%s) was already consumed",
                     self.record.index,
-                    self._message_index,
-                    kind,
+                    index,
+                    resent,
                 )
             if message is not None:
                 try:
-                    await self._send_late_handle()
-                    await self._handle(message)
-                except _Ended:
+                    await parts.handles.send_late()
+                    await parts.turns.handle(message)
+                except _ConnectionEnded:
                     continue
-            self._handled_index = self.record.handled_messages = self._message_index
+            self._ledger.mark_handled()
+            self.record.handled_messages = index
             try:
-                await self._send_scripted(self._is_due_after_messages)
-            except _Ended:
+                await self._faults.send_messages(self._is_due_after_messages, self._wire.send)
+            except _ConnectionEnded:
                 continue
             self._faults.fire(self._is_due_after_messages)
 
     def _is_due_after_messages(self, fault: Fault) -> bool:
-        return fault.after_client_messages == self._message_index
+        return fault.after_client_messages == self._ledger.received
 
     @staticmethod
     def _parse(raw: str | bytes) -> JsonDict | None:
@@ -164,52 +346,21 @@ class LiveConnection(TurnTaking):
             return None
         return value if isinstance(value, dict) else None
 
-    def _apply_setup(self, setup: JsonDict) -> None:
-        config = pick_dict(setup, "generationConfig") or {}
-        modalities = pick_list(config, "responseModalities") or pick_list(
-            setup, "responseModalities"
-        )
-        self._modality = "AUDIO" if any(str(m).upper() == "AUDIO" for m in modalities) else "TEXT"
-        self._session_audio = self._modality == "AUDIO"
-        self._gemini3 = is_gemini_3_live(model_name(setup))
-        self._family = family_for(model_name(setup))
-        names: list[str] = []
-        non_blocking: list[str] = []
-        for tool in pick_list(setup, "tools"):
-            for declaration in pick_list(tool, "functionDeclarations"):
-                name = pick(declaration, "name")
-                if isinstance(name, str):
-                    names.append(name)
-                    if self._family.non_blocking(pick(declaration, "behavior")):
-                        non_blocking.append(name)
-        self._model = ScriptedModel(names)
-        self._non_blocking = frozenset(non_blocking)
-        self._history_in_client_content = history_in_client_content(setup)
-        self._compression = bool(pick(setup, "contextWindowCompression"))
-        self._input_transcription = has(setup, "inputAudioTranscription")
-        self._output_transcription = has(setup, "outputAudioTranscription")
-        self._tracker = SpeechTracker(VadConfig.from_setup(setup))
-        resumption = pick(setup, "sessionResumption")
-        if has(setup, "sessionResumption") and (resumption is None or isinstance(resumption, dict)):
-            self.record.resumption_enabled = True
-            handle = pick(resumption, "handle")
-            self.record.resume_handle = handle if isinstance(handle, str) and handle else None
-            self.record.transparent = bool(pick(resumption, "transparent"))
-
-    def _restore(self) -> bool:
-        """Restore the snapshot of the setup's handle; False (and refused) if it is invalid."""
+    def _restore(self, choices: SetupChoices) -> SessionState | None:
+        """The session: fresh, or restored from the snapshot of the setup's handle; None (and
+        refused) when the handle is invalid or its session is over."""
         handle = self.record.resume_handle
         if handle is None:
-            return True
+            return SessionState(self._fresh, audio=choices.audio_out)
         refusal = next(iter(self._faults.of_kind("refuse_resume")), None)
         snapshot = None
         if refusal is None:
-            snapshot = self._shared.handles.lookup(handle, now=self._loop.time())
-        if snapshot is not None and self._session_over(snapshot.session):
+            snapshot = self._shared.handles.lookup(handle, now=self._wire.now())
+        if snapshot is not None and self._session_over(snapshot.session, choices):
             self._shared.ended_sessions.add(snapshot.session.id)
             logger.info("fake live server: connection %d: session has ended", self.record.index)
             self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
-            return False
+            return None
         if (
             snapshot is not None
             and self._settings.refuse_resume_while_open
@@ -220,7 +371,7 @@ class LiveConnection(TurnTaking):
                 self.record.index,
             )
             self.terminate("refused", code=1011, reason=INTERNAL_ERROR_REASON)
-            return False
+            return None
         if snapshot is None:
             code = self._settings.refuse_close_code
             if refusal is not None and refusal.code is not None:
@@ -232,19 +383,29 @@ class LiveConnection(TurnTaking):
                 short_handle(handle),
             )
             self.terminate("refused", code=code, reason=reason)
-            return False
-        self._memory = list(snapshot.turns)
-        self._background = dict(snapshot.background)
-        self._session = snapshot.session
-        self._session_audio = self._session_audio or snapshot.session.audio
-        self._base_consumed = collections.Counter(snapshot.consumed)
-        self._consumed = collections.Counter(snapshot.consumed)
-        self._restored_consumed = collections.Counter(snapshot.consumed)
+            return None
+        session = SessionState.restored(snapshot, audio=choices.audio_out)
+        self._ledger.restore(snapshot.consumed)
         self.record.resumed = True
         logger.info(
             "fake live server: connection %d resumed %s (%d turns)",
             self.record.index,
             short_handle(handle),
-            len(self._memory),
+            len(session.turns),
         )
-        return True
+        return session
+
+    def _session_over(self, session: SessionInfo, choices: SetupChoices) -> bool:
+        """True when the session of a snapshot has ended (or its time ran out meanwhile)."""
+        settings = self._settings
+        cap = choices.family.session_cap
+        limit = settings.session_limit
+        return session_ended(
+            session,
+            now=self._wire.now(),
+            ended=self._shared.ended_sessions,
+            cap=None if cap is None else settings.real(cap),
+            limit=None if limit is None else settings.real(limit),
+            compression=choices.compression,
+            audio=choices.audio_out,
+        )

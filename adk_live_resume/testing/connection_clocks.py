@@ -2,73 +2,176 @@
 
 All in service seconds, converted to real seconds by ``time_scale``:
 
-* lifetime: ``goAway`` at ``connection_lifetime - go_away_lead`` after the TCP accept, the
-  deadline close (``deadline_close_code``) at ``connection_lifetime``;
-  :meth:`ConnectionClocks.go_away_now` does the same at once;
-* session length: a session that carried audio (AUDIO responses or audio input) and whose
-  current setup has no ``contextWindowCompression`` is closed with 1011 once ``session_limit``
-  seconds have passed since its first connection (across resumptions); resuming it afterwards
-  is refused with 1007;
+* lifetime (:class:`ConnectionClocks`): ``goAway`` at ``connection_lifetime - go_away_lead``
+  after the TCP accept, the deadline close (``deadline_close_code``) at
+  ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the same at once;
+* session length (:class:`SessionClocks`): a session that carried audio (AUDIO responses or
+  audio input) and whose current setup has no ``contextWindowCompression`` is closed with
+  1011 once ``session_limit`` seconds have passed since its first connection (across
+  resumptions); resuming it afterwards is refused with 1007 (:func:`session_ended`);
 * the model family's session age cap closes the session with 1011 whatever the compression
   (resumes refused afterwards);
 * idle handles every ``HandleSchedule.idle_interval`` while the connection is resumable;
 * pings are answered ``pong_delay`` (or ``Fault.hold_pongs``) late
-  (:mod:`~adk_live_resume.testing.keepalive`); :meth:`ConnectionClocks.arm` adds faults to an
-  open connection.
+  (:mod:`~adk_live_resume.testing.keepalive`).
+
+Every timer runs in a task of the connection's wire, so it ends with the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Coroutine
+from typing import Any
 
 from . import protocol as wire
-from .faults import Fault
-from .handle_issuing import HandleIssuing
+from .connection_wire import ConnectionWire
 from .handles import SessionInfo
-from .keepalive import hold_pongs
+from .session_state import SessionState
+from .settings import ServerSettings, SharedState
+from .setup_choices import SetupChoices
 
-__all__ = ["ConnectionClocks"]
+__all__ = ["ConnectionClocks", "SessionClocks", "lifetime_timing", "session_ended"]
 
 
-class ConnectionClocks(HandleIssuing):
-    """Timers and faults armed later on one connection (a layer of ``LiveConnection``)."""
+def lifetime_timing(settings: ServerSettings) -> tuple[float, float]:
+    """``(wait, lead)`` in real seconds: ``goAway`` after ``wait``, the deadline close
+    ``lead`` later (the lead never exceeds the lifetime)."""
+    lifetime = settings.real(settings.connection_lifetime)
+    lead = min(settings.real(settings.go_away_lead), lifetime)
+    return lifetime - lead, lead
 
-    def arm(self, faults: Sequence[Fault]) -> None:
-        """Add ``faults`` to this connection, already open. Triggers count as for a fault armed
-        at the start, with two differences: ``after_setup`` fires at once when the setup was
-        answered already, and ``after_seconds`` counts from now. ``after_client_messages=N``
-        counts the connection's messages from its start, so ``N`` must not be reached yet
-        (``ValueError`` otherwise, before anything is armed)."""
-        self._faults.arm(
-            faults,
-            messages_seen=self._message_index,
-            setup_answered=self._setup_answered and not self.ending,
-            hold_pongs=self._hold_pongs,
+
+def session_ended(
+    session: SessionInfo,
+    *,
+    now: float,
+    ended: Collection[str],
+    cap: float | None,
+    limit: float | None,
+    compression: bool,
+    audio: bool,
+) -> bool:
+    """True when ``session`` has ended, or its time ran out by ``now`` (real seconds).
+
+    Pure. ``cap`` is the family's age cap and ``limit`` the audio session limit (real
+    seconds, None: none); the limit applies only without ``compression`` in the new setup
+    and when the session carried audio or the new setup answers in audio (``audio``).
+    """
+    if session.id in ended:
+        return True
+    age = now - session.started_at
+    if cap is not None and age >= cap:
+        return True
+    if limit is None or compression or not (session.audio or audio):
+        return False
+    return age >= limit
+
+
+class ConnectionClocks:
+    """The lifetime and keepalive of one connection, from its TCP accept."""
+
+    def __init__(self, wire_: ConnectionWire, settings: ServerSettings) -> None:
+        self._wire = wire_
+        self._settings = settings
+
+    def start_lifetime(self, setup_answered: Callable[[], bool]) -> None:
+        """Start the lifetime timer; its ``goAway`` is sent only if the setup was answered
+        by then (and the lead is not 0), the deadline close comes either way."""
+        self._wire.spawn(self._lifetime(setup_answered))
+
+    async def _lifetime(self, setup_answered: Callable[[], bool]) -> None:
+        wait, lead = lifetime_timing(self._settings)
+        await asyncio.sleep(wait)
+        await self._go_away(lead, warn=lead > 0 and setup_answered())
+
+    def go_away_now(self, time_left: float) -> None:
+        """Send ``goAway`` with ``time_left`` (real seconds, as on the wire) now and end the
+        connection at that deadline, as the service does (the caller checks that the setup
+        was answered: the service sends no goAway before it)."""
+        self._wire.spawn(self._go_away(time_left))
+
+    async def _go_away(self, time_left: float, *, warn: bool = True) -> None:
+        """``goAway`` (if ``warn``), then the deadline close ``time_left`` real seconds later."""
+        settings = self._settings
+        if warn:
+            await self._wire.send(wire.go_away(wire.format_time_left(round(time_left, 3))))
+            self._wire.record.go_away_sent = True
+        await asyncio.sleep(time_left)
+        self._wire.terminate(
+            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
         )
 
-    def _hold_pongs(self, service_seconds: float) -> None:
-        hold_pongs(self.ws, self._settings.real(service_seconds), self._spawn)
+    def hold_pongs(self, service_seconds: float) -> None:
+        """Answer every ping ``service_seconds`` late from now on."""
+        self._wire.hold_pongs(self._settings.real(service_seconds))
 
-    async def _idle_handles(self, interval: float) -> None:
+
+class SessionClocks:
+    """The session's length limit, its family's age cap and idle handles, on one connection."""
+
+    def __init__(
+        self,
+        wire_: ConnectionWire,
+        session: SessionState,
+        choices: SetupChoices,
+        settings: ServerSettings,
+        shared: SharedState,
+    ) -> None:
+        self._wire = wire_
+        self._session = session
+        self._choices = choices
+        self._settings = settings
+        self._shared = shared
+        self._over_limit = False
+
+    def start(
+        self,
+        *,
+        resumable: Callable[[], bool],
+        issue_handle: Callable[[], Coroutine[Any, Any, object]],
+    ) -> None:
+        """The setup was answered: start the idle handles (``issue_handle`` whenever
+        ``resumable``), the session limit and the family's age cap, as the settings say."""
+        settings = self._settings
+        interval = settings.handle_schedule.idle_interval
+        if interval is not None and self._choices.resumption:
+            self._wire.spawn(self._idle_handles(settings.real(interval), resumable, issue_handle))
+        if settings.session_limit is not None:
+            self._wire.spawn(self._session_clock(settings.real(settings.session_limit)))
+        cap = self._choices.family.session_cap
+        if cap is not None:
+            self._wire.spawn(self._session_cap(settings.real(cap)))
+
+    @staticmethod
+    async def _idle_handles(
+        interval: float,
+        resumable: Callable[[], bool],
+        issue_handle: Callable[[], Coroutine[Any, Any, object]],
+    ) -> None:
         """Issue a handle every ``interval`` real seconds while the model is idle."""
         while True:
             await asyncio.sleep(interval)
-            if self._resumable():
-                await self._issue_handle(self._idle_point())
+            if resumable():
+                await issue_handle()
+
+    def _until(self, age: float) -> float:
+        return max(0.0, self._session.started_at + age - self._wire.now())
 
     async def _session_clock(self, limit: float) -> None:
         """At ``limit`` real seconds after the session started, enforce the session limit."""
-        await asyncio.sleep(max(0.0, self._session.started_at + limit - self._loop.time()))
+        await asyncio.sleep(self._until(limit))
         self._over_limit = True
-        self._enforce_session_limit()
+        self.enforce_session_limit()
 
-    def _enforce_session_limit(self) -> None:
-        if not self._over_limit or not self._session_audio or self._compression:
+    def enforce_session_limit(self) -> None:
+        """End the session if it is over its limit and the limit applies (it carried audio
+        and the setup has no compression); called again when audio arrives."""
+        if not self._over_limit or not self._session.audio or self._choices.compression:
             return
         self._shared.ended_sessions.add(self._session.id)
         limit = self._settings.session_limit
-        self.terminate(
+        self._wire.terminate(
             "session_limit",
             code=1011,
             reason=(
@@ -79,44 +182,6 @@ class ConnectionClocks(HandleIssuing):
 
     async def _session_cap(self, cap: float) -> None:
         """At ``cap`` real seconds of session age, end the session whatever its compression."""
-        await asyncio.sleep(max(0.0, self._session.started_at + cap - self._loop.time()))
+        await asyncio.sleep(self._until(cap))
         self._shared.ended_sessions.add(self._session.id)
-        self.terminate("session_limit", code=1011, reason=self._settings.deadline_reason)
-
-    def _session_over(self, session: SessionInfo) -> bool:
-        """True when the session of a snapshot has ended (or its time ran out meanwhile)."""
-        if session.id in self._shared.ended_sessions:
-            return True
-        cap = self._family.session_cap
-        if cap is not None and self._loop.time() - session.started_at >= self._settings.real(cap):
-            return True
-        limit = self._settings.session_limit
-        if limit is None or self._compression or not (session.audio or self._session_audio):
-            return False
-        return self._loop.time() - session.started_at >= self._settings.real(limit)
-
-    async def _lifetime(self) -> None:
-        lifetime = self._settings.real(self._settings.connection_lifetime)
-        lead = min(self._settings.real(self._settings.go_away_lead), lifetime)
-        await asyncio.sleep(lifetime - lead)
-        await self._go_away(lead, warn=lead > 0 and self._setup_answered)
-
-    def go_away_now(self, time_left: float) -> bool:
-        """Send ``goAway`` with ``time_left`` (real seconds, as on the wire) now and end the
-        connection at that deadline, as the service does; False if the setup was not
-        answered yet (the service sends no goAway before it)."""
-        if not self._setup_answered or self.ending:
-            return False
-        self._spawn(self._go_away(time_left))
-        return True
-
-    async def _go_away(self, time_left: float, *, warn: bool = True) -> None:
-        """``goAway`` (if ``warn``), then the deadline close ``time_left`` real seconds later."""
-        settings = self._settings
-        if warn:
-            await self._send(wire.go_away(wire.format_time_left(round(time_left, 3))))
-            self.record.go_away_sent = True
-        await asyncio.sleep(time_left)
-        self.terminate(
-            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
-        )
+        self._wire.terminate("session_limit", code=1011, reason=self._settings.deadline_reason)

@@ -9,6 +9,7 @@ Build faults with the :class:`Fault` constructors and hand them to
     server.script(Fault.setup_delay(2.0), Fault.no_setup_complete(), connection=4)
     server.script(Fault.hold_pongs(10.0), connection=5)     # pings answered 10 s late
     server.script(Fault.server_message({"someFutureMessage": {}}, mid_turn=True))
+    server.script(Fault.refuse_handshake(429, retry_after=2), connection=6)   # HTTP 429
 
 A ``close`` or ``abort`` fault takes exactly one trigger:
 
@@ -30,6 +31,13 @@ must survive a kind its SDK does not know: this scripts one. To send one between
 ``close`` sends a real close frame with ``code`` and ``reason`` (``close(1006)``, which no
 frame may carry, acts as ``abort``). ``abort`` drops the TCP connection without a close frame
 (the client sees 1006). Each fault fires at most once.
+
+``refuse_handshake`` answers the websocket upgrade with an HTTP error instead of ``101``, with
+a ``Retry-After`` header when asked: the HTTP convention for "busy, come back later" (RFC
+6585, section 4, for 429; RFC 9110, section 10.2.3, for ``Retry-After``), which websockets'
+client raises as ``InvalidStatus``. It is not a recording of the Gemini service (no such
+refusal has been recorded there). The refused attempt gets its own connection number and a
+record (``ended_by="handshake_refused"``); other faults scripted for it never fire.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ FaultKind = Literal[
     "no_setup_complete",
     "hold_pongs",
     "server_message",
+    "refuse_handshake",
 ]
 
 
@@ -65,6 +74,9 @@ class Fault:
     mid_tool_call: bool = False
     after_setup: bool = False
     seconds: float = 0.0
+    # (out of the repr: the pinned soak plans record faults by their repr)
+    status: int = field(default=0, repr=False)
+    retry_after: str | None = field(default=None, repr=False)
     #: The raw message a ``server_message`` fault sends (JSON text). Out of the repr, which
     #: stays as it was for every other kind (pinned soak plans record it).
     message: str = field(default="", repr=False)
@@ -146,6 +158,24 @@ class Fault:
         if seconds < 0:
             raise ValueError("seconds must be >= 0")
         return cls("hold_pongs", seconds=seconds)
+
+    @classmethod
+    def refuse_handshake(
+        cls, status: int = 429, *, retry_after: float | str | None = None
+    ) -> Fault:
+        """Refuse this connection's websocket upgrade with HTTP ``status`` (no websocket, no
+        setup), with ``Retry-After: retry_after`` when given: seconds (sent as given, real
+        seconds: not scaled by ``time_scale``) or an HTTP-date string."""
+        if not 400 <= status <= 599:
+            raise ValueError("status must be an HTTP error status (400-599)")
+        header: str | None = None
+        if isinstance(retry_after, str):
+            header = retry_after
+        elif retry_after is not None:
+            if retry_after < 0:
+                raise ValueError("retry_after must be >= 0")
+            header = f"{retry_after:g}"
+        return cls("refuse_handshake", status=status, retry_after=header)
 
     @classmethod
     def server_message(

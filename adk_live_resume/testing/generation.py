@@ -1,6 +1,6 @@
 """The fake model's answer on one connection: told in chunks, cut off, and its function calls.
 
-* One generation at a time: :meth:`Generation._interrupt` cuts the answer in progress (the
+* One generation at a time: :meth:`Generation.interrupt` cuts the answer in progress (the
   client gets ``toolCallCancellation`` for its pending calls, then ``interrupted``); an answer
   whose last messages are going out is let finish instead;
 * the model family (:mod:`~adk_live_resume.testing.families`) rules ``turnComplete`` after a
@@ -23,14 +23,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import protocol as wire
-from .connection_clocks import ConnectionClocks
-from .model import STARTED, CallTools, Turn, split_chunks, thought_part
+from .armed_faults import ArmedFaults
+from .connection_wire import ConnectionWire
+from .handle_issuing import HandleIssuer
+from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks, thought_part
 from .protocol import JsonDict, pick
 from .records import ToolCallRecord
+from .session_state import SessionState
+from .settings import ServerSettings, SharedState
+from .setup_choices import SetupChoices
 from .speech import speech_pcm
 
 __all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "Generation"]
@@ -40,12 +45,51 @@ OUTPUT_SAMPLE_RATE = 24000
 OUTPUT_SAMPLES_PER_BYTE = 10
 
 
-class Generation(ConnectionClocks):
-    """The model's answers on one connection (a layer of ``LiveConnection``)."""
+class Generation:
+    """The model's answers on one connection: at most one in progress, and its pending calls.
 
-    async def _interrupt(self) -> None:
+    ``user_speaking`` says whether the user is in the middle of an utterance (a ``WHEN_IDLE``
+    result waits for its end).
+    """
+
+    def __init__(
+        self,
+        wire_: ConnectionWire,
+        session: SessionState,
+        handles: HandleIssuer,
+        faults: ArmedFaults,
+        *,
+        choices: SetupChoices,
+        settings: ServerSettings,
+        shared: SharedState,
+        user_speaking: Callable[[], bool],
+    ) -> None:
+        self._wire = wire_
+        self._record = wire_.record
+        self._session = session
+        self._handles = handles
+        self._faults = faults
+        self._choices = choices
+        self._settings = settings
+        self._shared = shared
+        self._user_speaking = user_speaking
+        self._model = ScriptedModel(choices.functions)
+        self._task: asyncio.Task[None] | None = None
+        self._finishing = False
+        #: An answer in progress is being cut off for input that starts the next one: no
+        #: background result may start its telling in between (one generation at a time).
+        self._interrupting = 0
+        self._pending: dict[str, tuple[str, asyncio.Future[Any]]] = {}
+
+    def busy(self) -> bool:
+        """True while an answer is in progress (or finishing) or a function call is pending:
+        the connection is not at a resumable point."""
+        task = self._task
+        return self._finishing or (task is not None and not task.done()) or bool(self._pending)
+
+    async def interrupt(self) -> None:
         """Cut off the answer in progress, if any, telling the client ``interrupted``."""
-        generation = self._generation
+        generation = self._task
         if generation is None or generation.done():
             return
         self._interrupting += 1
@@ -57,33 +101,53 @@ class Generation(ConnectionClocks):
             await asyncio.wait([generation])
         finally:
             self._interrupting -= 1
-        if self._generation is generation:
-            self._generation = None
-        cancelled = list(self._pending_tools)
-        self._pending_tools.clear()
-        self.record.interrupted += 1
+        if self._task is generation:
+            self._task = None
+        cancelled = list(self._pending)
+        self._pending.clear()
+        self._record.interrupted += 1
         for call_id in cancelled:
             known = self._shared.tool_calls.get(call_id)
             if known is not None:
                 known.cancelled = True
         if cancelled:
-            self.record.cancelled_tool_ids.extend(cancelled)
-            await self._send(wire.tool_call_cancellation(cancelled))
-        await self._send(wire.server_content(interrupted=True))
+            self._record.cancelled_tool_ids.extend(cancelled)
+            await self._wire.send(wire.tool_call_cancellation(cancelled))
+        await self._wire.send(wire.server_content(interrupted=True))
 
-    def _start_generation(
+    def start(
         self,
         user_text: str,
         *,
         tool_results: Sequence[tuple[str, Any]] = (),
         answers_user: bool = True,
     ) -> None:
-        previous = tuple(self._memory[:-1] if answers_user else self._memory)
-        coro = self._generate(user_text, previous, tuple(tool_results), answers_user)
-        self._generation = self._loop.create_task(self._guard(coro))
-        self._generation.add_done_callback(lambda _: coro.close())  # cancelled before it ran
+        """Start answering ``user_text`` (the latest turn of the session when
+        ``answers_user``), or telling ``tool_results``; the caller interrupted any answer in
+        progress."""
+        turns = self._session.turns
+        previous = turns[:-1] if answers_user else turns
+        self._task = self._wire.spawn(
+            self._generate(user_text, previous, tuple(tool_results), answers_user)
+        )
 
-    def _background_result(
+    def resolve(self, call_id: str, result: Any) -> bool:
+        """The response to call ``call_id`` arrived: True if the call was pending here (the
+        model goes on with ``result``)."""
+        pending = self._pending.pop(call_id, None)
+        if pending is None:
+            return False
+        if not pending[1].done():
+            pending[1].set_result(result)
+        return True
+
+    def cancel_pending(self) -> None:
+        """The connection ended: no pending call will be answered."""
+        for _, future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
+
+    def background_result(
         self, name: str, response: JsonDict, *, call_id: str | None = None
     ) -> None:
         """The response of an open NON_BLOCKING call (``call_id``): react per its
@@ -93,8 +157,8 @@ class Generation(ConnectionClocks):
         if scheduling == "SILENT":
             return
         if call_id is not None:
-            self._telling[call_id] = name
-        self._spawn(
+            self._session.telling(call_id, name)
+        self._wire.spawn(
             self._answer_result(name, result, interrupt=scheduling == "INTERRUPT", call_id=call_id)
         )
 
@@ -102,20 +166,20 @@ class Generation(ConnectionClocks):
         self, name: str, result: Any, *, interrupt: bool, call_id: str | None = None
     ) -> None:
         if interrupt:
-            await self._interrupt()
+            await self.interrupt()
         # WHEN_IDLE: the answer in progress first, the input cutting it off, and the
         # utterance the user is speaking (idle means neither the model nor the user talks)
         while True:
-            generation = self._generation
+            generation = self._task
             if generation is not None and not generation.done():
                 await asyncio.wait([generation])
-            elif self._interrupting or (not interrupt and self._tracker.speaking):
+            elif self._interrupting or (not interrupt and self._user_speaking()):
                 await asyncio.sleep(0.005)  # its caller starts the next answer at once
             else:
                 break
         if call_id is not None:
-            self._telling.pop(call_id, None)
-        self._start_generation("", tool_results=[(name, result)], answers_user=False)
+            self._session.told(call_id)
+        self.start("", tool_results=[(name, result)], answers_user=False)
 
     async def _call_tools(self, plan: CallTools) -> list[tuple[str, Any]] | None:
         """Issue the plan's calls step by step; return the results (None if a fault fired)."""
@@ -126,27 +190,27 @@ class Generation(ConnectionClocks):
             futures: list[tuple[str, asyncio.Future[Any]]] = []
             for call in step:
                 call_id = self._shared.new_tool_call_id()
-                future: asyncio.Future[Any] = self._loop.create_future()
-                non_blocking = call.name in self._non_blocking
+                future: asyncio.Future[Any] = self._wire.future()
+                non_blocking = call.name in self._choices.non_blocking
                 if non_blocking:  # the model goes on; the call stays open in the session
-                    self._background[call_id] = call.name
+                    self._session.open_call(call_id, call.name)
                     future.set_result(STARTED)
                 else:
-                    self._pending_tools[call_id] = (call.name, future)
+                    self._pending[call_id] = (call.name, future)
                 record = ToolCallRecord(
-                    call_id, call.name, call.args, self.record.index, number, non_blocking
+                    call_id, call.name, call.args, self._record.index, number, non_blocking
                 )
-                self.record.tool_calls.append(record)
+                self._record.tool_calls.append(record)
                 self._shared.tool_calls[call_id] = record
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
                 futures.append((call.name, future))
-            await self._send(wire.tool_call(calls))
+            await self._wire.send(wire.tool_call(calls))
             if self._faults.fire(lambda f: f.mid_tool_call):
                 return None
-            if self._family.turn_complete_after_tool_call:  # else the turn goes on
-                await self._send(wire.server_content(turn_complete=True))
-            if self._pending_tools:
-                await self._not_resumable()
+            if self._choices.family.turn_complete_after_tool_call:  # else the turn goes on
+                await self._wire.send(wire.server_content(turn_complete=True))
+            if self._pending:
+                await self._handles.not_resumable()
             for name, future in futures:
                 results.append((name, await future))
         return results
@@ -159,7 +223,7 @@ class Generation(ConnectionClocks):
         answers_user: bool = True,
     ) -> None:
         try:
-            await self._not_resumable()
+            await self._handles.not_resumable()
             plan = (
                 self._model.after_tools(tool_results)
                 if tool_results
@@ -172,21 +236,23 @@ class Generation(ConnectionClocks):
                 reply = self._model.after_tools(results)
             else:
                 reply = plan
-            if self._settings.thought_summaries and self._family.may_think:
-                await self._send(wire.server_content(model_turn={"parts": [thought_part(reply)]}))
+            if self._settings.thought_summaries and self._choices.family.may_think:
+                await self._wire.send(
+                    wire.server_content(model_turn={"parts": [thought_part(reply)]})
+                )
             for number, chunk in enumerate(split_chunks(reply.text)):
                 if number:
                     await asyncio.sleep(self._settings.chunk_delay)
                 await self._send_chunk(chunk)
                 if number == 0:
-                    await self._send_scripted(lambda f: f.mid_turn)
+                    await self._faults.send_messages(lambda f: f.mid_turn, self._wire.send)
                     if self._faults.fire(lambda f: f.mid_turn):
                         return
-            if self._vertex and self._modality != "TEXT" and self._output_transcription:
-                await self._send(wire.server_content(output_transcription={"finished": True}))
-            await self._send(wire.server_content(generation_complete=True))
+            if self._wire.vertex and self._choices.audio_out and self._choices.output_transcription:
+                await self._wire.send(wire.server_content(output_transcription={"finished": True}))
+            await self._wire.send(wire.server_content(generation_complete=True))
             self._finishing = True
-            self._memory.append(Turn("model", reply.text))
+            self._session.remember(Turn("model", reply.text))
             prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
             final: list[JsonDict] = [
                 {
@@ -194,34 +260,31 @@ class Generation(ConnectionClocks):
                     "usageMetadata": wire.usage(prompt, len(reply.text.split())),
                 }
             ]
-            issue = None
-            schedule = self._settings.handle_schedule
-            if self.record.resumption_enabled and schedule.on_turn_complete:
-                update, issue = self._new_handle("turn_complete")
-                if schedule.turn_handle_late:
-                    self._late_handle, issue = (update, issue), None
-                else:
-                    final.append(update)
-            await self._send(*final)
-            self.record.answers.append(reply.text)
+            handle = self._handles.at_turn_complete()
+            if handle is not None:
+                final.append(handle[0])
+            await self._wire.send(*final)
+            self._record.answers.append(reply.text)
             if answers_user:
-                self.record.answered_user_turns.append(user_text)
+                self._record.answered_user_turns.append(user_text)
                 self._shared.answered_user_turns.append(user_text)
-            if issue is not None:
-                self._issued(issue)
+            if handle is not None:
+                self._handles.issued(handle[1])
         finally:
             self._finishing = False
 
     async def _send_chunk(self, chunk: str) -> None:
-        if self._modality == "TEXT":
-            await self._send(wire.server_content(model_turn={"parts": [wire.text_part(chunk)]}))
+        if not self._choices.audio_out:
+            await self._wire.send(
+                wire.server_content(model_turn={"parts": [wire.text_part(chunk)]})
+            )
             return
         seconds = OUTPUT_SAMPLES_PER_BYTE * len(chunk.encode()) / OUTPUT_SAMPLE_RATE
         pcm = speech_pcm(chunk, sample_rate=OUTPUT_SAMPLE_RATE, seconds=seconds)
         audio = wire.server_content(
             model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}
         )
-        if not self._output_transcription:
-            await self._send(audio)
+        if not self._choices.output_transcription:
+            await self._wire.send(audio)
             return
-        await self._send(audio, wire.server_content(output_transcription={"text": chunk}))
+        await self._wire.send(audio, wire.server_content(output_transcription={"text": chunk}))

@@ -7,122 +7,222 @@ progress and no function call is pending. A handle snapshots the session there (
 held (an utterance in progress), then the message before the first one holding it. Where the
 connection is not resumable it says ``{"resumable": false}``, as the service does. When handles
 are issued follows the :class:`~adk_live_resume.testing.handles.HandleSchedule`.
+
+Two parts: :class:`ConsumedLedger` (pure: the client messages received and handled, their
+fingerprints, what a snapshot consumed) and :class:`HandleIssuer` (sends the updates).
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
 from websockets.exceptions import ConnectionClosed
 
 from . import protocol as wire
-from .connection_core import ConnectionCore, _Ended
-from .handles import HandleIssue, IssuePoint, SessionInfo, Snapshot
+from .connection_wire import ConnectionWire, _ConnectionEnded
+from .handles import HandleIssue, IssuePoint, fingerprint
 from .protocol import JsonDict
+from .session_state import SessionState
+from .settings import ServerSettings, SharedState
 
-__all__ = ["HandleIssuing"]
+__all__ = ["ConsumedLedger", "HandleIssuer"]
 
 
-class HandleIssuing(ConnectionCore):
-    """Resumable points and handle issuing of one connection (a layer of ``LiveConnection``)."""
+class ConsumedLedger:
+    """The client messages of one connection, numbered from 1 (the setup is 0), and what a
+    snapshot taken through message ``n`` consumed.
 
-    def _resumable(self) -> bool:
-        """True at a resumable point: no answer in progress, no function call pending."""
-        generation = self._generation
-        return (
-            self.record.resumption_enabled
-            and self._setup_answered
-            and not self.ending
-            and not self._finishing
-            and (generation is None or generation.done())
-            and not self._pending_tools
-        )
+    Pure: no I/O. Guarantees: :meth:`consumed_through` counts the fingerprints of the
+    restored snapshot plus those of messages 1..n of this connection, whatever order the
+    calls come in; :meth:`receive` names a message whose fingerprint the restored snapshot
+    consumed, each such consumed copy once.
+    """
 
-    def _idle_point(self) -> IssuePoint:
-        return "idle_silent" if self._tracker.held_since is None else "idle_speaking"
+    def __init__(self) -> None:
+        self._fingerprints: list[str | None] = [None]  # by message number; 0 is the setup
+        self._received = 0
+        self._handled = 0
+        self._base: collections.Counter[str] = collections.Counter()
+        self._consumed: collections.Counter[str] = collections.Counter()  # through _upto
+        self._upto = 0
+        self._restored: collections.Counter[str] = collections.Counter()
 
-    def _last_consumed(self, handled: int = 0) -> int:
+    def restore(self, consumed: collections.Counter[str]) -> None:
+        """The session was resumed from a snapshot that consumed ``consumed``."""
+        self._base = collections.Counter(consumed)
+        self._consumed = collections.Counter(consumed)
+        self._restored = collections.Counter(consumed)
+
+    @property
+    def received(self) -> int:
+        """The number of the last client message received (0: none yet)."""
+        return self._received
+
+    @property
+    def handled(self) -> int:
+        """The number of the last client message handled to its end (0: none yet)."""
+        return self._handled
+
+    def receive(self, message: JsonDict | None) -> str | None:
+        """Count the next client message (None: unparsed); the kind of its identity when the
+        restored snapshot consumed it already (one consumed copy used up), else None."""
+        self._received += 1
+        mark = fingerprint(message) if message is not None else None
+        self._fingerprints.append(mark)
+        if mark is None or self._restored[mark] <= 0:
+            return None
+        self._restored[mark] -= 1
+        return mark.partition(":")[0]
+
+    def mark_handled(self) -> None:
+        """Every message received so far was handled."""
+        self._handled = self._received
+
+    def last_consumed(self, held_since: int | None, handled: int = 0) -> int:
         """The last client message whose content the session state includes.
 
         That is the last message handled (or ``handled``, for a message whose content is in
-        the state already while it is being handled), unless audio is held: then the message
-        before the first one holding it.
+        the state already while it is being handled), unless audio is held since message
+        ``held_since``: then the message before it.
         """
-        done = max(self._handled_index, handled)
-        held = self._tracker.held_since
-        return done if held is None else min(done, held - 1)
+        done = max(self._handled, handled)
+        return done if held_since is None else min(done, held_since - 1)
 
-    def _new_handle(self, point: IssuePoint, handled: int = 0) -> tuple[JsonDict, HandleIssue]:
+    def consumed_through(self, index: int) -> collections.Counter[str]:
+        """Fingerprints of the session's consumed messages, through message ``index`` here."""
+        while self._upto < index:
+            self._upto += 1
+            mark = self._fingerprints[self._upto]
+            if mark is not None:
+                self._consumed[mark] += 1
+        if index == self._upto:
+            return collections.Counter(self._consumed)
+        marks = self._fingerprints[1 : index + 1]  # the index went back: count afresh
+        return self._base + collections.Counter(m for m in marks if m is not None)
+
+
+Issued = tuple[JsonDict, HandleIssue]
+
+
+class HandleIssuer:
+    """Issues the handles of one connection whose setup asked for them.
+
+    ``busy`` says whether an answer is in progress or a call pending; ``held_since`` the first
+    message whose audio the voice activity detection holds (None: none). Every issued handle
+    is in ``record.handles_issued`` and ``record.handle_issues`` once its update was sent.
+    """
+
+    def __init__(
+        self,
+        wire_: ConnectionWire,
+        session: SessionState,
+        ledger: ConsumedLedger,
+        *,
+        enabled: bool,
+        transparent: bool,
+        settings: ServerSettings,
+        shared: SharedState,
+        busy: Callable[[], bool],
+        held_since: Callable[[], int | None],
+    ) -> None:
+        self._wire = wire_
+        self._session = session
+        self._ledger = ledger
+        self._enabled = enabled
+        self._transparent = transparent
+        self._settings = settings
+        self._shared = shared
+        self._busy = busy
+        self._held_since = held_since
+        self._audio_since_handle_ms = 0
+        self._late: Issued | None = None
+
+    def resumable(self) -> bool:
+        """True at a resumable point: no answer in progress, no function call pending."""
+        return self._enabled and not self._wire.ending and not self._busy()
+
+    def _idle_point(self) -> IssuePoint:
+        return "idle_silent" if self._held_since() is None else "idle_speaking"
+
+    def _new(self, point: IssuePoint, handled: int = 0) -> Issued:
         """Snapshot the session now; return its update message and its issue record."""
-        index = self._last_consumed(handled)
-        consumed = self._consumed_through(index)
-        now = self._loop.time()
-        session = SessionInfo(self._session.id, self._session.started_at, self._session_audio)
-        sent_index = index if self.record.transparent else None
-        snapshot = Snapshot(
-            tuple(self._memory),
-            now,
-            self.record.index,
-            session,
-            sent_index,
-            consumed,
-            tuple({**self._background, **self._telling}.items()),
+        index = self._ledger.last_consumed(self._held_since(), handled)
+        consumed = self._ledger.consumed_through(index)
+        now = self._wire.now()
+        connection = self._wire.record.index
+        sent_index = index if self._transparent else None
+        snapshot = self._session.snapshot(
+            now=now, connection=connection, last_consumed_index=sent_index, consumed=consumed
         )
         handle = self._shared.handles.issue(snapshot)
-        issue = HandleIssue(handle, self.record.index, point, sent_index, len(self._memory), now)
+        issue = HandleIssue(handle, connection, point, sent_index, len(snapshot.turns), now)
         message = wire.resumption_update(
             new_handle=handle, resumable=True, last_consumed_index=sent_index
         )
         return message, issue
 
-    def _consumed_through(self, index: int) -> collections.Counter[str]:
-        """Fingerprints of the session's consumed messages, through message ``index`` here."""
-        while self._consumed_upto < index:
-            self._consumed_upto += 1
-            mark = self._fingerprints[self._consumed_upto]
-            if mark is not None:
-                self._consumed[mark] += 1
-        if index == self._consumed_upto:
-            return collections.Counter(self._consumed)
-        marks = self._fingerprints[1 : index + 1]  # the index went back: count afresh
-        return self._base_consumed + collections.Counter(m for m in marks if m is not None)
-
-    def _issued(self, issue: HandleIssue) -> None:
-        self.record.handles_issued.append(issue.handle)
-        self.record.handle_issues.append(issue)
+    def issued(self, issue: HandleIssue) -> None:
+        """The update of ``issue`` went out: record it; audio counts afresh from here."""
+        self._wire.record.handles_issued.append(issue.handle)
+        self._wire.record.handle_issues.append(issue)
         self._audio_since_handle_ms = 0
 
-    async def _send_late_handle(self) -> None:
-        """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""
-        if self._late_handle is not None:
-            (update, issue), self._late_handle = self._late_handle, None
-            await self._send(update)
-            self._issued(issue)
+    def at_turn_complete(self) -> Issued | None:
+        """The handle that goes with a ``turnComplete`` (per the schedule), to send with it
+        and then pass to :meth:`issued`; None when there is none now (none asked for, or held
+        until the next client message: ``HandleSchedule.turn_handle_late``)."""
+        schedule = self._settings.handle_schedule
+        if not self._enabled or not schedule.on_turn_complete:
+            return None
+        update = self._new("turn_complete")
+        if schedule.turn_handle_late:
+            self._late = update
+            return None
+        return update
 
-    async def _issue_handle(self, point: IssuePoint, handled: int = 0) -> HandleIssue:
-        message, issue = self._new_handle(point, handled)
-        await self._send(message)
-        self._issued(issue)
+    async def send_late(self) -> None:
+        """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""
+        if self._late is not None:
+            (update, issue), self._late = self._late, None
+            await self._wire.send(update)
+            self.issued(issue)
+
+    async def issue(self, *, handled: int = 0) -> HandleIssue:
+        """Issue an idle handle now (the caller checked :meth:`resumable`); ``handled``: a
+        message whose content is in the state already while it is being handled."""
+        message, issue = self._new(self._idle_point(), handled)
+        await self._wire.send(message)
+        self.issued(issue)
         return issue
 
-    async def issue_handle_now(self) -> HandleIssue | None:
+    async def issue_now(self) -> HandleIssue | None:
         """Issue a handle now if this connection is at a resumable point, else None.
 
         When it is not (the model generates or a call is pending), ``{"resumable": false}`` is
         sent instead, as the service does. None too when the setup did not ask for handles.
         """
-        if not self.record.resumption_enabled or not self._setup_answered or self.ending:
+        if not self._enabled or self._wire.ending:
             return None
         try:
-            if not self._resumable():
-                await self._not_resumable()
+            if not self.resumable():
+                await self.not_resumable()
                 return None
-            return await self._issue_handle(self._idle_point())
-        except (_Ended, ConnectionClosed):
+            return await self.issue()
+        except (_ConnectionEnded, ConnectionClosed):
             return None
 
-    async def _not_resumable(self) -> None:
-        if self.record.resumption_enabled:
-            await self._send(
+    async def not_resumable(self) -> None:
+        """Say ``{"resumable": false}`` (when the setup asked for handles)."""
+        if self._enabled:
+            await self._wire.send(
                 wire.resumption_update(new_handle=None, resumable=False, last_consumed_index=None)
             )
+
+    def audio_received(self, ms: int) -> bool:
+        """``ms`` of audio arrived while idle: True when ``every_audio_ms`` is due."""
+        every = self._settings.handle_schedule.every_audio_ms
+        if every is None:
+            return False
+        self._audio_since_handle_ms += ms
+        return self._audio_since_handle_ms >= every

@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 EndedBy = Literal[
+    "handshake_refused",
     "client",
     "fault",
     "deadline",
@@ -117,7 +118,9 @@ class ConnectionRecord:
             it arrives, before it is handled).
         handled_messages: how many of them the server has finished handling.
         server_messages: every raw message the server sent, in order.
-        ended_by: who ended the connection ("client", "fault", "deadline", "refused",
+        ended_by: who ended the connection ("handshake_refused": a ``Fault.refuse_handshake``
+            answered the upgrade with an HTTP error, ``close_reason`` says which; "client",
+            "fault", "deadline", "refused",
             "restart", "flap", "rejected" (Gemini 3.x ``clientContent``), "session_limit",
             "setup_timeout", or "shutdown" when the server stopped); None while open.
         close_code / close_reason: the close frame sent or received; 1006 when the TCP

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import ssl
 from collections.abc import Callable, Mapping
@@ -41,6 +42,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.http11 import Request, Response
 
 from ..log_redaction import HandleRedactor
 from .certs import TlsMaterial, create_tls_material
@@ -182,6 +184,7 @@ class FakeLiveServer:
             compression=None,
             logger=_frames_logger,
             create_connection=cast(Any, self._rest.connection_factory()),
+            process_request=self._refuse_handshake,
         )
         sockets = list(self._server.sockets)
         self._port = int(sockets[0].getsockname()[1])
@@ -211,6 +214,41 @@ class FakeLiveServer:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    def _refuse_handshake(self, ws: ServerConnection, request: Request) -> Response | None:
+        """Answer the upgrade with an HTTP error if the next connection is scripted to refuse
+        it (``Fault.refuse_handshake``); the refused attempt takes its connection number."""
+        index = len(self.connections) + 1
+        faults = self._scripts.get(index)
+        if faults is None and self._next_scripts:
+            faults = self._next_scripts[0]
+        refusal = next((f for f in faults or [] if f.kind == "refuse_handshake"), None)
+        if refusal is None:
+            return None
+        if self._scripts.pop(index, None) is None:
+            self._next_scripts.popleft()
+        response = ws.respond(
+            refusal.status, f"refused by a scripted fault: HTTP {refusal.status}\n"
+        )
+        if refusal.retry_after is not None:
+            response.headers["Retry-After"] = refusal.retry_after
+        now = asyncio.get_running_loop().time()
+        reason = f"HTTP {refusal.status}" + (
+            f" (Retry-After: {refusal.retry_after})" if refusal.retry_after is not None else ""
+        )
+        self.connections.append(
+            ConnectionRecord(
+                index=index,
+                path=request.path,
+                ended_by="handshake_refused",
+                close_reason=reason,
+                finished=True,
+                accepted_at=now,
+                ended_at=now,
+            )
+        )
+        logger.info("fake live server: connection %d: handshake refused, %s", index, reason)
+        return response
 
     async def _handle(self, ws: ServerConnection) -> None:
         record = ConnectionRecord(index=len(self.connections) + 1)
@@ -312,7 +350,7 @@ class FakeLiveServer:
         With ``connection=None`` they go to the next connection that has no script of its own;
         each call with None scripts one more such connection, in call order. A connection
         already open gets them at once (see :meth:`LiveConnection.arm
-        <adk_live_resume.testing.connection_clocks.ConnectionClocks.arm>` for how triggers count
+        <adk_live_resume.testing.connection.LiveConnection.arm>` for how triggers count
         then); scripting a connection that has ended raises ``ValueError``.
         """
         if not faults:
@@ -379,6 +417,12 @@ class FakeLiveServer:
         await self.wait_for(
             lambda: all(c.record.finished for c in closing), timeout, what="close_open"
         )
+
+    def change_settings(self, **changes: Any) -> None:
+        """Change settings (the constructor's timing and close-code arguments, e.g.
+        ``connection_lifetime``) for the connections opened from now on; open connections
+        keep theirs. An unknown name raises ``TypeError``, a bad value ``ValueError``."""
+        self.settings = dataclasses.replace(self.settings, **changes)
 
     def go_away_now(self, time_left: float, *, connection: int | None = None) -> list[int]:
         """Send ``goAway{timeLeft}`` now on every open connection (or the one numbered

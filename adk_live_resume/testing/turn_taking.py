@@ -33,23 +33,68 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import protocol as wire
+from .connection_clocks import SessionClocks
+from .connection_wire import ConnectionWire
 from .generation import Generation
+from .handle_issuing import ConsumedLedger, HandleIssuer
 from .model import Turn, turns_overlap
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
 from .records import HeardTurn
-from .settings import INVALID_ARGUMENT_REASON
+from .session_state import SessionState
+from .settings import INVALID_ARGUMENT_REASON, ServerSettings, SharedState
+from .setup_choices import SetupChoices
 from .speech import pcm_duration_ms
-from .vad import SpeechEvent, SpeechStarted, Transcribed, Utterance
+from .vad import SpeechEvent, SpeechStarted, SpeechTracker, Transcribed, Utterance
 
 __all__ = ["TurnTaking"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
 
-class TurnTaking(Generation):
-    """Client messages of one connection, handled in order (a layer of ``LiveConnection``)."""
+class TurnTaking:
+    """Client messages of one connection, handled in order: they become user turns, history,
+    tool responses. Owns the voice activity detection and what waits for the next input."""
 
-    async def _handle(self, message: JsonDict) -> None:
+    def __init__(
+        self,
+        wire_: ConnectionWire,
+        session: SessionState,
+        ledger: ConsumedLedger,
+        handles: HandleIssuer,
+        clocks: SessionClocks,
+        model: Generation,
+        *,
+        choices: SetupChoices,
+        settings: ServerSettings,
+        shared: SharedState,
+    ) -> None:
+        self._wire = wire_
+        self._record = wire_.record
+        self._session = session
+        self._ledger = ledger
+        self._handles = handles
+        self._clocks = clocks
+        self._model = model
+        self._choices = choices
+        self._settings = settings
+        self._shared = shared
+        self._tracker = SpeechTracker(choices.vad)
+        self._audio_rate = 16000
+        self._unanswered_user = False
+        self._realtime_seen = False
+        self._awaiting_trigger = False
+        self._trigger_tool_results: list[tuple[str, Any]] = []
+
+    def speaking(self) -> bool:
+        """True while the user is in the middle of an utterance."""
+        return self._tracker.speaking
+
+    def held_since(self) -> int | None:
+        """The first client message whose audio the voice activity detection still holds."""
+        return self._tracker.held_since
+
+    async def handle(self, message: JsonDict) -> None:
+        """Handle the latest client message (``ConsumedLedger.received`` numbers it)."""
         if has(message, "clientContent"):
             body = pick_dict(message, "clientContent") or {}
             if not self._accepts_client_content(body):
@@ -63,35 +108,35 @@ class TurnTaking(Generation):
             self._tool_response(pick_dict(message, "toolResponse") or {})
             self._realtime_seen = True
         elif has(message, "setup"):  # one setup per connection, as the service says
-            self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
+            self._wire.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         else:
             logger.warning(
                 "fake live server: connection %d: ignoring client message with keys %s",
-                self.record.index,
+                self._record.index,
                 sorted(message),
             )
 
     def _accepts_client_content(self, body: JsonDict) -> bool:
         """A family that takes no mid-session context (3.1): only initial history; False
         (and closed) when strict."""
-        if self._family.client_content_mid_session:
+        if self._choices.family.client_content_mid_session:
             return True
         if self._initial_history_open():
             return True
-        self.record.rejected_client_content.append(body)
+        self._record.rejected_client_content.append(body)
         if self._settings.lenient_client_content:
             logger.info(
                 "fake live server: connection %d: clientContent a Gemini 3.x Live model "
                 "rejects, accepted (lenient)",
-                self.record.index,
+                self._record.index,
             )
             return True
-        self.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
+        self._wire.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         return False
 
     def _initial_history_open(self) -> bool:
         """Gemini 3.x: the setup asked for initial history and no realtime input came yet."""
-        initial = self._history_in_client_content and not self.record.resumed
+        initial = self._choices.history_in_client_content and not self._record.resumed
         return initial and not self._realtime_seen
 
     async def _client_content(self, body: JsonDict) -> None:
@@ -109,20 +154,21 @@ class TurnTaking(Generation):
                 r for part in parts if isinstance(r := pick(part, "functionResponse"), dict)
             ]
             tool_results = [(str(pick(r, "name")), pick(r, "response", {})) for r in responses]
-        index = self._message_index
+        index = self._ledger.received
         if not turns:
-            if turn_complete and self._unanswered_user and self._memory:
+            remembered = self._session.turns
+            if turn_complete and self._unanswered_user and remembered:
                 self._unanswered_user = False
-                await self._interrupt()
-                self._start_generation(self._memory[-1].text)
+                await self._model.interrupt()
+                self._model.start(remembered[-1].text)
             return
         only_results = len(turns) == 1 and turns[0].role == "user" and not turns[0].text
         if turn_complete and only_results and responses:
             # Only function results, for calls the session knows from earlier (no open
             # call): the model tells them as it tells a NON_BLOCKING call's result.
             for response in responses:
-                self.record.tool_responses.append(response)
-                self._background_result(str(pick(response, "name")), response)
+                self._record.tool_responses.append(response)
+                self._model.background_result(str(pick(response, "name")), response)
             return
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
         is_history = is_history or any(turn.role == "model" for turn in turns)
@@ -130,63 +176,69 @@ class TurnTaking(Generation):
         # a single user turn is history, answered at the next realtime input.
         # A family that takes clientContent all session long (3.8) takes only the first one as
         # that history; later ones are turns as on Gemini 2.x.
-        initial = self._gemini3 and self._initial_history_open()
-        if self._family.client_content_mid_session and self.record.history_sends:
+        initial = self._choices.gemini3 and self._initial_history_open()
+        if self._choices.family.client_content_mid_session and self._record.history_sends:
             initial = False
-        held = initial or (self._gemini3 and not self._family.client_content_mid_session)
+        held = initial or (
+            self._choices.gemini3 and not self._choices.family.client_content_mid_session
+        )
         is_history = is_history or initial
         if not is_history:
             await self._user_turn(self._typed(turns[0].text, index))
             return
-        self.record.history_sends += 1
-        if turns_overlap(self._memory, turns):
-            self.record.duplicate_history_sends += 1
+        self._record.history_sends += 1
+        if turns_overlap(self._session.turns, turns):
+            self._record.duplicate_history_sends += 1
             logger.info(
-                "fake live server: connection %d: history delivered again", self.record.index
+                "fake live server: connection %d: history delivered again", self._record.index
             )
         answer = turn_complete and turns[-1].role == "user"
         if answer and not held:
-            await self._interrupt()
+            await self._model.interrupt()
         # Turns that carried only function calls or responses have no text to remember.
-        self._memory.extend(t for t in turns if t.text)
+        self._session.remember(*(t for t in turns if t.text))
         for t in turns:
             if t.role == "user" and t.text:
-                self._heard(HeardTurn(t.text, "history", self.record.index, index, index))
+                self._heard(HeardTurn(t.text, "history", self._record.index, index, index))
         self._unanswered_user = turns[-1].role == "user" and not turn_complete
         if answer and held:
             # Gemini 3.x Live answers history only at the next realtime input (ADK sends "."),
             # with the tool results the history ends with, if any.
             self._awaiting_trigger = True
             self._trigger_tool_results = tool_results
-        elif answer and tool_results and all(n in self._non_blocking for n, _ in tool_results):
+        elif (
+            answer
+            and tool_results
+            and all(n in self._choices.non_blocking for n, _ in tool_results)
+        ):
             # History ending with NON_BLOCKING calls' results (a fresh session after they
             # ended): told as such a result is, answering no user turn (the turn that asked
             # was answered when the call started).
-            self._start_generation("", tool_results=tool_results, answers_user=False)
+            self._model.start("", tool_results=tool_results, answers_user=False)
         elif answer and tool_results:
             # History ending with a tool's result: answer with it, as after a toolResponse,
             # for the user turn that asked for the tool.
-            asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
-            self._start_generation(asked, tool_results=tool_results)
+            asked = self._session.last_user_text()
+            self._model.start(asked, tool_results=tool_results)
         elif answer:
-            self._start_generation(turns[-1].text)
+            self._model.start(turns[-1].text)
 
     async def _realtime_input(self, body: JsonDict) -> None:
-        index = self._message_index
+        index = self._ledger.received
         if has(body, "activityStart"):
             if self._tracker.config.disabled:
                 await self._speech(self._tracker.activity_start(message=index))
             else:
-                await self._interrupt()
+                await self._model.interrupt()
         text = pick(body, "text")
         if isinstance(text, str) and text:
             await self._end_utterance()
             if self._awaiting_trigger and not text.strip(" .?!"):
                 self._awaiting_trigger = False
-                await self._interrupt()
-                asked = next((t.text for t in reversed(self._memory) if t.role == "user"), "")
+                await self._model.interrupt()
+                asked = self._session.last_user_text()
                 results, self._trigger_tool_results = self._trigger_tool_results, []
-                self._start_generation(asked, tool_results=results)
+                self._model.start(asked, tool_results=results)
             else:
                 self._awaiting_trigger = False
                 await self._user_turn(self._typed(text, index))
@@ -215,38 +267,43 @@ class TurnTaking(Generation):
         if not isinstance(data, str) or not data:
             return
         pcm = wire.b64decode_any(data)
-        self._session_audio = True
-        self._enforce_session_limit()
-        idle = self._resumable()
-        events = self._tracker.audio(pcm, message=self._message_index, sample_rate=self._audio_rate)
-        self.record.ignored_audio_ms = self._tracker.ignored_audio_ms
+        self._session.heard_audio()
+        self._clocks.enforce_session_limit()
+        idle = self._handles.resumable()
+        events = self._tracker.audio(
+            pcm, message=self._ledger.received, sample_rate=self._audio_rate
+        )
+        self._record.ignored_audio_ms = self._tracker.ignored_audio_ms
         await self._speech(events)
-        every = self._settings.handle_schedule.every_audio_ms
-        if every is not None and idle:
-            self._audio_since_handle_ms += pcm_duration_ms(pcm, self._audio_rate)
-            if self._audio_since_handle_ms >= every and self._resumable():
-                # this message's audio is in the state already: it counts as handled
-                await self._issue_handle(self._idle_point(), handled=self._message_index)
+        if (
+            idle
+            and self._handles.audio_received(pcm_duration_ms(pcm, self._audio_rate))
+            and self._handles.resumable()
+        ):
+            # this message's audio is in the state already: it counts as handled
+            await self._handles.issue(handled=self._ledger.received)
 
     async def _speech(self, events: Sequence[SpeechEvent]) -> None:
         """Act on what the voice activity detection found."""
         for event in events:
             if isinstance(event, SpeechStarted):
                 if self._tracker.config.interrupts:
-                    await self._interrupt()
+                    await self._model.interrupt()
             elif isinstance(event, Transcribed):
-                if self._input_transcription:
-                    await self._send(wire.server_content(input_transcription={"text": event.text}))
+                if self._choices.input_transcription:
+                    await self._wire.send(
+                        wire.server_content(input_transcription={"text": event.text})
+                    )
             elif isinstance(event, Utterance):
                 ending: JsonDict = {} if event.has_text else {"text": event.text}
-                if self._vertex:  # Vertex AI marks the end of a transcription
+                if self._wire.vertex:  # Vertex AI marks the end of a transcription
                     ending["finished"] = True
-                if ending and self._input_transcription:
-                    await self._send(wire.server_content(input_transcription=ending))
+                if ending and self._choices.input_transcription:
+                    await self._wire.send(wire.server_content(input_transcription=ending))
                 spoken = HeardTurn(
                     event.text,
                     "spoken",
-                    self.record.index,
+                    self._record.index,
                     event.first_message,
                     event.last_message,
                     event.ended_by,
@@ -257,47 +314,46 @@ class TurnTaking(Generation):
     async def _end_utterance(self) -> None:
         """Other input arrived: the audio held so far becomes a turn first."""
         if self._tracker.held_since is not None:
-            await self._speech(self._tracker.cut(message=self._message_index))
+            await self._speech(self._tracker.cut(message=self._ledger.received))
 
     def _tool_response(self, body: JsonDict) -> None:
         for response in pick_list(body, "functionResponses"):
             if not isinstance(response, dict):
                 continue
-            self.record.tool_responses.append(response)
+            self._record.tool_responses.append(response)
             call_id = pick(response, "id")
             known = self._shared.tool_calls.get(call_id) if isinstance(call_id, str) else None
             if known is not None:
                 known.responses.append(pick(response, "response", {}))
-            pending = self._pending_tools.pop(call_id, None) if isinstance(call_id, str) else None
-            background = self._background.pop(call_id, None) if isinstance(call_id, str) else None
-            if pending is not None:
-                self.record.accepted_tool_response_ids.append(str(call_id))
-                if not pending[1].done():
-                    pending[1].set_result(pick(response, "response", {}))
+            result = pick(response, "response", {})
+            pending = isinstance(call_id, str) and self._model.resolve(call_id, result)
+            background = self._session.close_call(call_id) if isinstance(call_id, str) else None
+            if pending:
+                self._record.accepted_tool_response_ids.append(str(call_id))
             elif background is not None:
-                self.record.accepted_tool_response_ids.append(str(call_id))
-                self._background_result(background, response, call_id=str(call_id))
+                self._record.accepted_tool_response_ids.append(str(call_id))
+                self._model.background_result(background, response, call_id=str(call_id))
             elif isinstance(call_id, str) and call_id in self._shared.issued_tool_ids:
-                self.record.stale_tool_response_ids.append(call_id)
+                self._record.stale_tool_response_ids.append(call_id)
             else:
-                self.record.unknown_tool_response_ids.append(str(call_id))
+                self._record.unknown_tool_response_ids.append(str(call_id))
                 logger.warning(
                     "fake live server: connection %d: tool response for unknown id %r",
-                    self.record.index,
+                    self._record.index,
                     call_id,
                 )
 
     def _typed(self, text: str, index: int) -> HeardTurn:
         """A typed turn: carried by client message ``index`` alone."""
-        return HeardTurn(text, "typed", self.record.index, index, index)
+        return HeardTurn(text, "typed", self._record.index, index, index)
 
     def _heard(self, turn: HeardTurn) -> None:
-        self.record.user_turns.append(turn.text)
-        self.record.heard.append(turn)
+        self._record.user_turns.append(turn.text)
+        self._record.heard.append(turn)
 
     async def _user_turn(self, turn: HeardTurn) -> None:
-        await self._interrupt()
+        await self._model.interrupt()
         self._unanswered_user = False
-        self._memory.append(Turn("user", turn.text))
+        self._session.remember(Turn("user", turn.text))
         self._heard(turn)
-        self._start_generation(turn.text)
+        self._model.start(turn.text)

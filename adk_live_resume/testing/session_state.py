@@ -1,0 +1,127 @@
+"""What one fake session holds across its connections: its turns, open background calls, audio.
+
+Pure: no I/O. A :class:`SessionState` is made fresh or restored from a handle's
+:class:`~adk_live_resume.testing.handles.Snapshot` when a connection's setup is read, and is
+the only place its turns and NON_BLOCKING calls change. Guarantees:
+
+* :meth:`SessionState.snapshot` holds the completed turns in order, the session's identity
+  and start, whether it carried audio, and every NON_BLOCKING call still open: started and not
+  answered, or answered and waiting to be told (an answer in flight is never continued after
+  a resume: the client sends the result again);
+* a restored state has exactly its snapshot's turns, open calls and session, and carries
+  audio when the snapshot's session did or the new setup answers in AUDIO;
+* once it carried audio, a session keeps carrying audio.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable
+
+from .handles import SessionInfo, Snapshot
+from .model import Turn
+
+__all__ = ["SessionState"]
+
+
+class SessionState:
+    """The turns, open NON_BLOCKING calls and audio flag of one session on one connection."""
+
+    def __init__(
+        self,
+        info: SessionInfo,
+        *,
+        audio: bool,
+        turns: Iterable[Turn] = (),
+        background: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        self._info = info
+        self._audio = audio or info.audio
+        self._turns = list(turns)
+        #: Open NON_BLOCKING calls of the session, by id (name): kept across resumption.
+        self._background = dict(background)
+        #: NON_BLOCKING calls whose result arrived and waits to be told (``WHEN_IDLE``).
+        self._telling: dict[str, str] = {}
+
+    @classmethod
+    def restored(cls, snapshot: Snapshot, *, audio: bool) -> SessionState:
+        """The session a handle's ``snapshot`` names; ``audio`` when the new setup answers in
+        AUDIO."""
+        return cls(
+            snapshot.session, audio=audio, turns=snapshot.turns, background=snapshot.background
+        )
+
+    # ---- identity and audio ----------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session's id (the same on every connection that resumes it)."""
+        return self._info.id
+
+    @property
+    def started_at(self) -> float:
+        """When the session's first connection began (event loop, real seconds)."""
+        return self._info.started_at
+
+    @property
+    def audio(self) -> bool:
+        """The session carried audio (AUDIO answers or audio input) at some point."""
+        return self._audio
+
+    def heard_audio(self) -> None:
+        """Audio input arrived: the session carries audio from now on."""
+        self._audio = True
+
+    # ---- turns -----------------------------------------------------------------------------
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        """The completed turns, oldest first."""
+        return tuple(self._turns)
+
+    def remember(self, *turns: Turn) -> None:
+        """Add completed turns at the end."""
+        self._turns.extend(turns)
+
+    def last_user_text(self) -> str:
+        """The text of the latest user turn ("" when there is none)."""
+        return next((t.text for t in reversed(self._turns) if t.role == "user"), "")
+
+    # ---- NON_BLOCKING calls ----------------------------------------------------------------
+
+    def open_call(self, call_id: str, name: str) -> None:
+        """A NON_BLOCKING call started: it stays open until its response arrives."""
+        self._background[call_id] = name
+
+    def close_call(self, call_id: str) -> str | None:
+        """The response of call ``call_id`` arrived: its function's name if it was open."""
+        return self._background.pop(call_id, None)
+
+    def telling(self, call_id: str, name: str) -> None:
+        """The result of call ``call_id`` waits to be told: open in the snapshots meanwhile."""
+        self._telling[call_id] = name
+
+    def told(self, call_id: str) -> None:
+        """The telling of call ``call_id``'s result starts: it is no longer open."""
+        self._telling.pop(call_id, None)
+
+    # ---- snapshots -------------------------------------------------------------------------
+
+    def snapshot(
+        self,
+        *,
+        now: float,
+        connection: int,
+        last_consumed_index: int | None,
+        consumed: collections.Counter[str],
+    ) -> Snapshot:
+        """The session as a handle issued now restores it (see the module docstring)."""
+        return Snapshot(
+            tuple(self._turns),
+            now,
+            connection,
+            SessionInfo(self._info.id, self._info.started_at, self._audio),
+            last_consumed_index,
+            consumed,
+            tuple({**self._background, **self._telling}.items()),
+        )
