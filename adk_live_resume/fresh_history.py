@@ -118,15 +118,26 @@ def _put_output_before_turn(history: list[Any], turn: str, output: str) -> None:
 
 
 def _move_after_model_output(history: list[Any], turn: str) -> None:
-    """Move the newest user turn that is exactly ``turn`` to the end of ``history`` when a
-    model turn comes after it."""
+    """Move the newest user turn that is exactly ``turn`` to the end of ``history`` when
+    model text comes after it and nothing else does: a function call or response after it
+    is the model's answer to it (an earlier connection's, whose record a replay does not
+    carry), and the turn stays where it is."""
     typed = _squeeze(turn)
     for position in range(len(history) - 1, -1, -1):
         content = history[position]
         if content.role == "user" and _squeeze(_user_text([content])) == typed:
-            if any(later.role == "model" for later in history[position + 1 :]):
+            later = history[position + 1 :]
+            if any(c.role == "model" for c in later) and not any(map(_has_call, later)):
                 history.append(history.pop(position))
             return
+
+
+def _has_call(content: Any) -> bool:
+    return any(
+        getattr(part, "function_call", None) is not None
+        or getattr(part, "function_response", None) is not None
+        for part in content.parts or []
+    )
 
 
 def _model_text(content: Any) -> str:

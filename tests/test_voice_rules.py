@@ -518,6 +518,13 @@ def test_a_typed_turn_an_earlier_answer_finished_after_ends_a_fresh_history() ->
     assert outbox.typed_turns_unanswered() == []
     own = [content("user", "two"), content("model", "echo: t")]
     assert fresh_history(own, "", speaking=False, unanswered=[]) == (own, False)
+    # A call after the turn is the model's answer to it (on a connection before a replay,
+    # which re-records the turn without what followed it): the turn stays.
+    call = types.Content(
+        role="model", parts=[types.Part(function_call=types.FunctionCall(name="f", args={}))]
+    )
+    called = [content("user", "two"), call, content("model", "f returned")]
+    assert fresh_history(called, "", speaking=False, unanswered=["two"]) == (called, False)
 
 
 def test_the_outbox_names_the_output_a_typed_turn_cut_off() -> None:
