@@ -167,7 +167,6 @@ class LiveRun:
             return False
         if self.queue_guard is not None:
             self.queue_guard.pause()  # what the user sends next goes to the new connection
-        watch.handing_over = True
         assert self.handover.opening is not None
         self.handover.opening.task.add_done_callback(watch.on_next_opened)
         return True

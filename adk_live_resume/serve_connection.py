@@ -253,7 +253,7 @@ async def let_next_open(
         or outcome.end not in (End.DROPPED, End.ROTATE)
     ):
         return
-    watch.dead = True  # what ADK's sender still sends goes to the outbox
+    watch.stop_sends()  # what ADK's sender still sends goes to the outbox
     if guard is not None:
         guard.pause()
     await asyncio.wait({opening.task})
@@ -278,7 +278,7 @@ async def stop_sender(
     it through. Only when the run itself ends (closed, cancelled) is the sender cancelled,
     after ``close_timeout``.
     """
-    watch.dead = True
+    watch.stop_sends()
     if guard is not None:
         guard.pause()
     if task is None:
