@@ -38,12 +38,34 @@ class End(enum.Enum):
 
 @dataclass
 class Outcome:
+    """What serving one connection came to: how it ended, and what it did on the way (the
+    run's counters are added up from these by the run, once the connection is over)."""
+
     end: End
     drop: Drop | None = None
     error: BaseException | None = None
     transfer_to: str | None = None
     #: The connection failed before it was established (connect or setup).
     at_connect: bool = True
+    #: A fresh session's history was sent on it.
+    history_sent: bool = False
+    #: Messages replayed on it.
+    replayed_messages: int = 0
+    #: The input transcription ADK had shown in pieces and not finished when it ended
+    #: (``None``: no connection was made, the run's stays as it was).
+    unfinished_input: str | None = None
+
+    def decided(self, end: End, *, transfer_to: str | None = None) -> None:
+        """How the connection ends was decided while receiving (restart, transfer, ...)."""
+        self.end, self.transfer_to = end, transfer_to
+
+    def connected(self) -> None:
+        """The connection was established: what fails from now on fails after connect."""
+        self.at_connect = False
+
+    def ended_without_error(self) -> None:
+        """ADK's receive step ended on its own: the connection is over (a normal close)."""
+        self.end, self.drop = End.DROPPED, ENDED
 
 
 class EndSigns(Protocol):

@@ -19,8 +19,9 @@ are ignored (the new one resumes the handle the move began with).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from google.genai import types
@@ -72,9 +73,6 @@ class WatchedRun(Protocol):
     keeper: HandleKeeper
     queue_guard: QueueGuard | None
     transparent: bool
-    go_aways: int
-    audio_sent: bool
-    make_before_break: bool
     close_frame_dial: bool
     go_away_frame: bool
 
@@ -88,7 +86,11 @@ class WatchedRun(Protocol):
 
     def takes_mid_session_content(self) -> bool: ...
 
-    def warn_session_limit(self) -> None: ...
+    def go_away_arrived(self) -> None: ...
+
+    def audio_started(self) -> None: ...
+
+    def stop_opening_ahead(self) -> None: ...
 
     def tool_running(self, call_id: str, name: str | None) -> bool: ...
 
@@ -114,7 +116,7 @@ class ConnectionWatch:
         self.lifecycle = ConnectionState()
         #: A fresh session's initial history is being sent: part of the session's state from
         #: its setup on (any handle it issues holds it), so it is never recorded for replay.
-        self.sending_history = False
+        self._history_going = False
         #: The model was in the middle of a turn (output seen, no turnComplete yet).
         self.model_turn_open = False
         #: Model output seen on this connection since its last turnComplete.
@@ -125,6 +127,22 @@ class ConnectionWatch:
         self._watcher: asyncio.Task[None] | None = None
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
         self._input_shown: tuple[str, str] | None = None
+
+    def attach(self, session: Any, tap: SessionTap) -> None:
+        """The connection is established: ``session`` is its google-genai session, ``tap``
+        the tap under ADK's connection that reports to this watch."""
+        self.session = session
+        self.tap = tap
+
+    @contextlib.contextmanager
+    def sending_history(self) -> Iterator[None]:
+        """A fresh session's history is sent inside: not recorded for replay (it is the
+        session's state from its setup on), only counted."""
+        self._history_going = True
+        try:
+            yield
+        finally:
+            self._history_going = False
 
     # -- the lifecycle, read ----------------------------------------------------------------
 
@@ -171,8 +189,7 @@ class ConnectionWatch:
                 case ProveHealthy():
                     run.connection_proved_healthy()
                 case NoteGoAway(time_left=time_left, delay=delay):
-                    run.go_aways += 1
-                    run.keeper.store_now()  # this worker may be going away
+                    run.go_away_arrived()
                     logger.debug(
                         "goAway on connection %d: time left %s s, reconnecting within %.2f s",
                         self.number,
@@ -198,7 +215,7 @@ class ConnectionWatch:
                 case DialAfterClose(code=code):
                     run.dial_after_close(self, code)
                 case StopOpeningAhead():
-                    run.make_before_break = False
+                    run.stop_opening_ahead()
 
     # -- TapListener ----------------------------------------------------------------------
 
@@ -350,7 +367,7 @@ class ConnectionWatch:
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
-        if self.sending_history:
+        if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.outbox.count_unrecorded()
             return method, kwargs
@@ -398,9 +415,8 @@ class ConnectionWatch:
             kwargs = kept
         message = run.outbox.record(method, kwargs)
         self._sent(replay)
-        if message.audio_ms > 0 and not run.audio_sent:
-            run.audio_sent = True
-            run.warn_session_limit()
+        if message.audio_ms > 0:
+            run.audio_started()
         if self.holds_sends:
             # Kept in the outbox for the next connection; this socket gets nothing more.
             return None
@@ -412,7 +428,7 @@ class ConnectionWatch:
         return activity.speaking or activity.unanswered
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
-        if not self.run.waiting_turns or self.holds_sends or self.sending_history:
+        if not self.run.waiting_turns or self.holds_sends or self._history_going:
             return []
         now = asyncio.get_running_loop().time()
         due = self.run.waiting_turns.due(user_busy=self._user_busy(), now=now)
