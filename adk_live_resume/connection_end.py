@@ -63,6 +63,18 @@ class Outcome:
         """The connection was established: what fails from now on fails after connect."""
         self.at_connect = False
 
+    def sending_history(self) -> None:
+        """A fresh session's history goes on the connection (counted even if it fails)."""
+        self.history_sent = True
+
+    def replayed(self, messages: int) -> None:
+        """``messages`` were sent again on the connection to restore the session."""
+        self.replayed_messages = messages
+
+    def left_unfinished(self, input_transcription: str) -> None:
+        """The input transcription ADK showed in pieces and had not finished at the end."""
+        self.unfinished_input = input_transcription
+
     def ended_without_error(self) -> None:
         """ADK's receive step ended on its own: the connection is over (a normal close)."""
         self.end, self.drop = End.DROPPED, ENDED

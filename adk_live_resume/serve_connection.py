@@ -141,7 +141,8 @@ async def serve(
                     utterance_in_history=in_history,
                     waiting_in_history=user_texts(history),
                 )
-            outcome.history_sent = bool(history)
+            if history:
+                outcome.sending_history()
             await send_restoration(watch, run.outbox, replay, history=(connection, history))
             if replay.dropped_audio_ms:
                 logger.warning(
@@ -157,7 +158,7 @@ async def serve(
                     "%.0f ms of unvoiced user audio (silence) left the replay window",
                     replay.dropped_silence_ms,
                 )
-            outcome.replayed_messages = len(replay.messages)
+            outcome.replayed(len(replay.messages))
             report_reconnect(run, watch.number, state_restored=bool(handle), replay=replay)
             if run.queue_guard is not None:
                 run.queue_guard.resume()
@@ -224,7 +225,7 @@ async def serve(
                 await watch.finish(graceful=clean_exit)
     finally:
         if connection is not None:
-            outcome.unfinished_input = adk_compat.unfinished_input_transcription(connection)
+            outcome.left_unfinished(adk_compat.unfinished_input_transcription(connection))
         if watch.retired:  # the next connection is up: do not wait for this one's close
             session = watch.session
             run.handover.closer.close(stack, lambda: abort_transport(session))
