@@ -35,6 +35,11 @@ class BackgroundCalls:
         #: tools, and a repeat held for one of them is not answered.
         self.leaving = False
 
+    def leave(self) -> None:
+        """The session is being left (a transfer, the run's end): ADK stops its background
+        tools, and no repeat held for one of them is answered from now on."""
+        self.leaving = True
+
     def tool_running(self, call_id: str, name: str | None) -> bool:
         """ADK runs the tool of ``call_id`` in the background now."""
         return adk_compat.running_tool_task(self.ctx, call_id, name) is not None

@@ -1,8 +1,9 @@
-"""How one connection of a live run ended, decided from what its watch saw.
+"""How one connection of a live run ended, read from the state its lifecycle ended in.
 
 Pure: no I/O. :func:`classify_end` fills an :class:`Outcome` from the error the receive step
-raised (if any) and three facts the connection's watch holds: the send step's error, whether
-the client closed the queue, and whether we closed the socket on purpose (a goAway move).
+raised (if any), the send step's error, and the connection's final
+:class:`~adk_live_resume.connection_state.State`: closed by the client, moved (a goAway
+move, :data:`~adk_live_resume.connection_state.MOVED`), or else lost.
 
 Guarantees: an error :func:`~adk_live_resume.errors.classify` does not know (a bug, not a
 lost connection) always ends as ``DROPPED`` with no ``drop``, so the loop re-raises it instead
@@ -16,6 +17,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
+from .connection_state import MOVED, State
 from .errors import Drop, classify
 from .tap import ConnectionRetired
 
@@ -36,25 +38,56 @@ class End(enum.Enum):
 
 @dataclass
 class Outcome:
+    """What serving one connection came to: how it ended, and what it did on the way (the
+    run's counters are added up from these by the run, once the connection is over)."""
+
     end: End
     drop: Drop | None = None
     error: BaseException | None = None
     transfer_to: str | None = None
     #: The connection failed before it was established (connect or setup).
     at_connect: bool = True
+    #: A fresh session's history was sent on it.
+    history_sent: bool = False
+    #: Messages replayed on it.
+    replayed_messages: int = 0
+    #: The input transcription ADK had shown in pieces and not finished when it ended
+    #: (``None``: no connection was made, the run's stays as it was).
+    unfinished_input: str | None = None
+
+    def decided(self, end: End, *, transfer_to: str | None = None) -> None:
+        """How the connection ends was decided while receiving (restart, transfer, ...)."""
+        self.end, self.transfer_to = end, transfer_to
+
+    def connected(self) -> None:
+        """The connection was established: what fails from now on fails after connect."""
+        self.at_connect = False
+
+    def sending_history(self) -> None:
+        """A fresh session's history goes on the connection (counted even if it fails)."""
+        self.history_sent = True
+
+    def replayed(self, messages: int) -> None:
+        """``messages`` were sent again on the connection to restore the session."""
+        self.replayed_messages = messages
+
+    def left_unfinished(self, input_transcription: str) -> None:
+        """The input transcription ADK showed in pieces and had not finished at the end."""
+        self.unfinished_input = input_transcription
+
+    def ended_without_error(self) -> None:
+        """ADK's receive step ended on its own: the connection is over (a normal close)."""
+        self.end, self.drop = End.DROPPED, ENDED
 
 
 class EndSigns(Protocol):
-    """What the connection's watch saw that tells how it ended."""
+    """The connection's final state, and the send step's error."""
+
+    @property
+    def state(self) -> State: ...
 
     @property
     def send_error(self) -> BaseException | None: ...
-
-    @property
-    def client_closed(self) -> bool: ...
-
-    @property
-    def rotating(self) -> str | None: ...
 
 
 def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None) -> None:
@@ -68,7 +101,7 @@ def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None)
     if send_error is not None and classify(send_error) is None:
         outcome.end, outcome.error, outcome.drop = End.DROPPED, send_error, None
         return
-    if watch.client_closed:
+    if watch.state is State.CLIENT_CLOSED:
         outcome.end = End.CLIENT_CLOSED
         if error is not None and classify(error) is None:
             outcome.end, outcome.error, outcome.drop = End.DROPPED, error, None
@@ -80,7 +113,7 @@ def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None)
             outcome.end, outcome.drop = End.DROPPED, None
             return
         outcome.drop = drop
-    if watch.rotating:
+    if watch.state in MOVED:
         outcome.end = End.ROTATE
         return
     outcome.end = End.DROPPED

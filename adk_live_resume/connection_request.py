@@ -46,16 +46,17 @@ def first_handles(request: Any, ctx: Any, keeper: HandleKeeper, now: float) -> R
     handles = ResumptionState.starting_with(
         (asked.handle if asked is not None else None) or ctx.live_session_resumption_handle
     )
-    stored, catch_up = keeper.loaded, keeper.catch_up
-    keeper.catch_up = None  # given only with the stored handle, once
+    stored = keeper.loaded
+    resumes_stored = False
     if not handles.handle and stored is not None:
-        if catch_up and adk_compat.speaks_gemini_3_live(request.model):
+        if keeper.catch_up and adk_compat.speaks_gemini_3_live(request.model):
             # Gemini 3.x Live takes no client content mid-session (as in handle_unusable)
             logger.info("the session holds turns after the stored handle; starting fresh")
         else:
-            handles = ResumptionState.starting_with(stored.handle)
-            handles.received_at = now - stored.age()
-            keeper.catch_up = catch_up
+            handles = ResumptionState.starting_with(stored.handle, received_at=now - stored.age())
+            resumes_stored = True
+    if not resumes_stored:
+        keeper.take_catch_up()  # given only with the stored handle, once
     return handles
 
 

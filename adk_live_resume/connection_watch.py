@@ -2,10 +2,12 @@
 
 :class:`ConnectionWatch` is the :class:`~adk_live_resume.tap.TapListener` of one connection:
 what the tap reports is fed into the run's rules (outbox, handles, tool calls, user
-activity), and the socket's end is noted. It holds per-connection state only (healthy, dead,
-rotating, retired, the goAway deadline); what outlives a connection (handles, the outbox,
-tool-call bookkeeping, pacing) belongs to the run, which creates one watch per connection
-and decides from its state how the connection ended. What the watch needs of its run is
+activity). The connection's lifecycle (moving, draining, retired, lost, the goAway deadline)
+is a :class:`~adk_live_resume.connection_state.ConnectionState`: the watch feeds it the
+events it sees and carries out the actions it returns (timers, opening ahead, closing the
+socket). What outlives a connection (handles, the outbox, tool-call bookkeeping, pacing)
+belongs to the run, which creates one watch per connection and reads how the connection
+ended from the state it ended in. What the watch needs of its run is
 :class:`WatchedRun` (the loop's ``LiveRun`` is one): this module does not import the loop.
 
 Guarantees: nothing here blocks the receive or the send path (a close runs in a task of its
@@ -17,14 +19,31 @@ are ignored (the new one resumes the handle the move began with).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from google.genai import types
 
 from . import genai_compat, websockets_compat
 from .client_sends import readdressed, responses_of, without_responses
+from .connection_state import (
+    Action,
+    CancelTimer,
+    CloseSocket,
+    ConnectionState,
+    DialAfterClose,
+    DialAhead,
+    NoteGoAway,
+    OpenAfterDrop,
+    OpenAhead,
+    ProveHealthy,
+    Retire,
+    StartTimer,
+    State,
+    StopOpeningAhead,
+)
 from .early_dial import EarlyDialer
 from .errors import classify
 from .handle_store import HandleKeeper
@@ -55,9 +74,6 @@ class WatchedRun(Protocol):
     keeper: HandleKeeper
     queue_guard: QueueGuard | None
     transparent: bool
-    go_aways: int
-    audio_sent: bool
-    make_before_break: bool
     close_frame_dial: bool
     go_away_frame: bool
 
@@ -71,7 +87,11 @@ class WatchedRun(Protocol):
 
     def takes_mid_session_content(self) -> bool: ...
 
-    def warn_session_limit(self) -> None: ...
+    def go_away_arrived(self) -> None: ...
+
+    def audio_started(self) -> None: ...
+
+    def stop_opening_ahead(self) -> None: ...
 
     def skip_message(self, frame: Frame) -> None: ...
 
@@ -95,36 +115,15 @@ class ConnectionWatch:
         self.run = run
         self.number = number
         self.session: Any = None  # the real google-genai AsyncSession
-        self.healthy = False
-        self.client_closed = False
-        self.rotating: str | None = None  # why we closed the socket on purpose
-        #: A connection is being opened to take over from this one: this one takes no sends.
-        self.handing_over = False
-        #: The next connection took over: this one's socket closes in the background.
-        self.retired = False
-        #: The next connection is ready; this one is retired once everything it received
-        #: has been read and no answer is in flight on it.
-        self.retire_when_read = False
+        #: The connection's lifecycle: fed by this watch, its actions carried out here.
+        self.lifecycle = ConnectionState()
         #: A fresh session's initial history is being sent: part of the session's state from
         #: its setup on (any handle it issues holds it), so it is never recorded for replay.
-        self.sending_history = False
-        #: Server messages that arrived on the socket (``None``: not counted, the frame watch
-        #: is off) and that ADK's reading passed to the tap.
-        self.messages_arrived: int | None = None
-        self.messages_read = 0
-        self.go_away_seen = False
-        #: ``loop.time()`` by which a goAway rotation must reconnect (``None``: no goAway).
-        self.rotate_by: float | None = None
-        self.rotate_on_next_handle = False
-        self.send_error: BaseException | None = None
+        self._history_going = False
         #: The model was in the middle of a turn (output seen, no turnComplete yet).
         self.model_turn_open = False
         #: Model output seen on this connection since its last turnComplete.
         self.output_in_turn = False
-        #: The connection is gone: sends are recorded for the next one, not written.
-        self.dead = False
-        #: ``loop.time()`` of the first sign that the connection was lost.
-        self.lost_at: float | None = None
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
@@ -132,25 +131,104 @@ class ConnectionWatch:
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
         self._input_shown: tuple[str, str] | None = None
 
+    def attach(self, session: Any, tap: SessionTap) -> None:
+        """The connection is established: ``session`` is its google-genai session, ``tap``
+        the tap under ADK's connection that reports to this watch."""
+        self.session = session
+        self.tap = tap
+
+    @contextlib.contextmanager
+    def sending_history(self) -> Iterator[None]:
+        """A fresh session's history is sent inside: not recorded for replay (it is the
+        session's state from its setup on), only counted."""
+        self._history_going = True
+        try:
+            yield
+        finally:
+            self._history_going = False
+
+    # -- the lifecycle, read ----------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self.lifecycle.state
+
+    @property
+    def send_error(self) -> BaseException | None:
+        return self.lifecycle.send_error
+
+    @property
+    def rotating(self) -> str | None:
+        """Why the session is being moved off this connection (``None``: it is not)."""
+        return self.lifecycle.why_moved
+
+    @property
+    def client_closed(self) -> bool:
+        return self.lifecycle.state is State.CLIENT_CLOSED
+
+    @property
+    def retired(self) -> bool:
+        """The next connection took over: this one's socket closes in the background."""
+        return self.lifecycle.state is State.RETIRED
+
+    @property
+    def rotate_by(self) -> float | None:
+        """``loop.time()`` by which a goAway move must reconnect (``None``: no goAway)."""
+        return self.lifecycle.deadline
+
+    @property
+    def lost_at(self) -> float | None:
+        """``loop.time()`` of the first sign that the connection was lost."""
+        return self.lifecycle.lost_at
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def _carry_out(self, actions: list[Action], error: BaseException | None = None) -> None:
+        """Do what the lifecycle asked for, in order (``error``: what reading raised)."""
+        run = self.run
+        for action in actions:
+            match action:
+                case ProveHealthy():
+                    run.connection_proved_healthy()
+                case NoteGoAway(time_left=time_left, delay=delay):
+                    run.go_away_arrived()
+                    logger.debug(
+                        "goAway on connection %d: time left %s s, reconnecting within %.2f s",
+                        self.number,
+                        time_left,
+                        delay,
+                    )
+                case StartTimer(delay=delay):
+                    self._timer = asyncio.get_running_loop().call_later(delay, self._deadline)
+                case CancelTimer():
+                    if self._timer is not None:
+                        self._timer.cancel()
+                case DialAhead(latest=latest):
+                    run.dial_early(latest=latest)
+                case OpenAhead():
+                    self._carry_out(self.lifecycle.ahead_started(run.open_ahead(self)))
+                case CloseSocket(abort=abort):
+                    self.close_socket(abort=abort)
+                case Retire():
+                    self._retire()
+                case OpenAfterDrop():
+                    assert error is not None
+                    run.open_after_drop(self, error)
+                case DialAfterClose(code=code, reason=reason):
+                    run.dial_after_close(self, code, reason)
+                case StopOpeningAhead():
+                    run.stop_opening_ahead()
+
     # -- TapListener ----------------------------------------------------------------------
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
-        self.messages_read += 1
-        if not self.healthy:
-            self.healthy = True
-            self.run.connection_proved_healthy()
         self._note_content(message.server_content)
-        if self.retire_when_read and self._all_read():
-            self._retire()  # (this message, and its handle, still reach the loop and ADK)
-
-    def _all_read(self) -> bool:
-        """No answer is in flight, and every message that arrived has been read."""
-        arrived = self.messages_arrived
-        return not self.model_turn_open and (arrived is None or self.messages_read >= arrived)
+        # (a retirement lets this message, and its handle, still reach the loop and ADK)
+        self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
 
     def _message_arrived(self) -> None:
-        if self.messages_arrived is not None:
-            self.messages_arrived += 1
+        self.lifecycle.frame_arrived()
 
     def _note_content(self, content: types.LiveServerContent | None) -> None:
         if content is None:
@@ -186,15 +264,12 @@ class ConnectionWatch:
         """The goAway reached ADK's reading of the connection: every message before it has
         been handled, so the safe point can be judged (the deadline runs since its frame
         arrived, see :meth:`on_go_away_frame`)."""
-        if self.go_away_seen:
-            return
-        self.go_away_seen = True
-        self._start_deadline(time_left)
-        if self.at_safe_point():
-            self.rotate("goAway at a safe point")
-        else:
-            self.rotate_on_next_handle = True
-            self._dial_ahead()
+        margin = self.run.policy.go_away_margin
+        self._carry_out(
+            self.lifecycle.go_away_read(
+                time_left, now=self._now(), margin=margin, safe=self.at_safe_point()
+            )
+        )
 
     def _go_away_frame(self, time_left: object) -> None:
         self.on_go_away_frame(parse_time_left(time_left))
@@ -204,42 +279,16 @@ class ConnectionWatch:
         runs inside its receive step) and reads it only later: the deadline timer starts
         now, and the next socket is dialed ahead. Whether the move can happen at once is
         decided when the message is read in order (:meth:`on_go_away`)."""
-        self._start_deadline(time_left)
-        if not self.at_safe_point():
-            self._dial_ahead()
-
-    def _dial_ahead(self) -> None:
-        """The move waits for a safe point: the next socket's handshakes overlap the rest of
-        the turn. (A move at once connects at once: dialing ahead would gain nothing.)"""
-        if not self.rotating:
-            self.run.dial_early(latest=self.rotate_by)
-
-    def _start_deadline(self, time_left: float | None) -> None:
-        if self.rotate_by is not None:
-            return
-        self.run.go_aways += 1
-        self.run.keeper.store_now()  # this worker may be going away
         margin = self.run.policy.go_away_margin
-        delay = 0.0 if time_left is None else max(0.0, time_left - margin)
-        logger.debug(
-            "goAway on connection %d: time left %s s, reconnecting within %.2f s",
-            self.number,
-            time_left,
-            delay,
+        self._carry_out(
+            self.lifecycle.go_away_frame(
+                time_left, now=self._now(), margin=margin, safe=self.at_safe_point()
+            )
         )
-        loop = asyncio.get_running_loop()
-        self.rotate_by = loop.time() + delay
-        self._timer = loop.call_later(delay, self._deadline)
 
     def _deadline(self) -> None:
-        """``timeLeft - go_away_margin`` has come: move now; a move begun earlier whose new
-        connection is not ready yet closes the old socket now (the margin is for the server's
-        deadline, not for our handshake)."""
-        if self.rotating:
-            if not self.retired:
-                self.close_socket(abort=False)
-            return
-        self.rotate("goAway deadline")
+        """``timeLeft - go_away_margin`` has come (see :meth:`ConnectionState.timer_fired`)."""
+        self._carry_out(self.lifecycle.timer_fired())
 
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight or waiting for its answer
@@ -278,8 +327,8 @@ class ConnectionWatch:
             logger.debug("new resumption handle %s", redact(self.run.handles.handle))
             if self.run.handles.handle:
                 self.run.keeper.observe(self.run.handles.handle)  # never blocks
-            if self.rotate_on_next_handle and self.at_safe_point():
-                self.rotate("goAway at a safe point")
+            if self.lifecycle.move_pending:
+                self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         run = self.run
@@ -309,23 +358,19 @@ class ConnectionWatch:
         return [call for call in calls if not call.id or str(call.id) not in held]
 
     def on_receive_error(self, error: BaseException) -> None:
-        self.mark_lost()
-        self.run.open_after_drop(self, error)
+        self._carry_out(self.lifecycle.receive_failed(now=self._now()), error)
 
     def on_close_frame(self, code: int, reason: str) -> None:
         """The server's close frame arrived; google-genai reports the close a round trip
         later, once the TCP connection is gone. A close we started ourselves (a move, the
         client's close) aside, the connection is lost now, and the next socket is opened
         at once if the loop will reconnect at once (:meth:`LiveRun.dial_after_close`)."""
-        if self._closed_by_us():
-            return
-        self.mark_lost()
-        self.run.dial_after_close(self, code, reason)
+        self._carry_out(self.lifecycle.close_frame(code, reason, now=self._now()))
 
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
-        if self.sending_history:
+        if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.outbox.count_unrecorded()
             return method, kwargs
@@ -373,9 +418,8 @@ class ConnectionWatch:
             kwargs = kept
         message = run.outbox.record(method, kwargs)
         self._sent(replay)
-        if message.audio_ms > 0 and not run.audio_sent:
-            run.audio_sent = True
-            run.warn_session_limit()
+        if message.audio_ms > 0:
+            run.audio_started()
         if self.holds_sends:
             # Kept in the outbox for the next connection; this socket gets nothing more.
             return None
@@ -387,7 +431,7 @@ class ConnectionWatch:
         return activity.speaking or activity.unanswered
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
-        if not self.run.waiting_turns or self.holds_sends or self.sending_history:
+        if not self.run.waiting_turns or self.holds_sends or self._history_going:
             return []
         now = asyncio.get_running_loop().time()
         due = self.run.waiting_turns.due(user_busy=self._user_busy(), now=now)
@@ -419,16 +463,22 @@ class ConnectionWatch:
 
     @property
     def holds_sends(self) -> bool:
-        """The connection takes no more client sends: it is gone, or the next connection is
-        being opened to take over (what is sent now goes to that one, from the outbox)."""
-        return self.dead or self.handing_over
+        """The connection takes no more client sends: it is being taken down, or the next
+        connection is being opened to take over (what is sent now goes to that one, from the
+        outbox)."""
+        return self.lifecycle.holds_sends
+
+    def stop_sends(self) -> None:
+        """The connection is being taken down: what ADK's sender still sends goes to the
+        outbox, for the next connection."""
+        self.lifecycle.stop_sends()
 
     def _sent(self, replay: bool) -> None:
         if not replay and self.run.queue_guard is not None:
             self.run.queue_guard.mark_sent()
 
     def on_client_close(self) -> None:
-        self.client_closed = True
+        self.lifecycle.client_closed()
 
     # -- send task ------------------------------------------------------------------------
 
@@ -438,21 +488,11 @@ class ConnectionWatch:
         error = task.exception()
         if error is None:
             return  # the queue was closed; ADK closed the connection itself
-        self.send_error = error
-        self.mark_lost()
         # Unblock the receive side, which may be waiting on a socket nobody will answer.
-        self.close_socket(abort=classify(error) is None)
+        abort = classify(error) is None
+        self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
 
     # -- the socket -----------------------------------------------------------------------
-
-    def _closed_by_us(self) -> bool:
-        """The socket is going because we close it (a move, which also covers a retired
-        connection, or the client's close): no loss."""
-        return bool(self.rotating or self.client_closed)
-
-    def mark_lost(self) -> None:
-        if self.lost_at is None:
-            self.lost_at = asyncio.get_running_loop().time()
 
     def watch_socket(self) -> None:
         """Note the moment the websocket closes, even while ADK is busy (a tool runs), act
@@ -460,7 +500,7 @@ class ConnectionWatch:
         kinds google-genai does not know before it reads them."""
         websocket = genai_compat.websocket_of(self.session)
         run = self.run
-        if websockets_compat.watch_frames(
+        watching = websockets_compat.watch_frames(
             websocket,
             on_close=self.on_close_frame
             if run.dialer is not None and run.close_frame_dial
@@ -469,16 +509,16 @@ class ConnectionWatch:
             on_message=self._message_arrived if run.go_away_frame else None,
             on_unknown=run.skip_message,
             known=genai_compat.server_message_keys(),
-        ):
-            self.messages_arrived = self.messages_read if run.go_away_frame else None
+        )
+        if watching and run.go_away_frame:
+            self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return
 
         async def watch() -> None:
             await wait_closed()
-            if not self._closed_by_us():
-                self.mark_lost()
+            self.lifecycle.socket_closed(now=self._now())
 
         self._watcher = asyncio.get_running_loop().create_task(
             watch(), name=f"adk_live_resume socket watch #{self.number}"
@@ -487,42 +527,25 @@ class ConnectionWatch:
     def rotate(self, why: str) -> None:
         """Move the session to a new connection on purpose: open it ahead while this one is
         still open (make-before-break), or close this socket so the loop resumes."""
-        if self.rotating or self.client_closed:
-            return
-        self.rotating = why
-        if not self.run.open_ahead(self):
-            self.close_socket(abort=False)
+        self._carry_out(self.lifecycle.move(why))
 
     def on_next_opened(self, task: asyncio.Task[Any]) -> None:
         """The connection opened ahead is ready (retire this one) or failed (close this one;
         the loop then retries as after a drop)."""
         if task.cancelled():
             return
-        if task.exception() is not None or task.result() is None:
-            if task.exception() is not None:
-                self.run.make_before_break = False
-                logger.debug(
-                    "opening the next connection while the old one was open failed (%r);"
-                    " closing the old one first from now on",
-                    task.exception(),
-                )
-            self.close_socket(abort=False)
-            return
-        if self._closer is not None:
-            return  # closing already (the deadline came first): the loop moves on when it ends
-        if not self._all_read():
-            # The server keeps this connection until its own deadline: what it already sent
-            # (ADK may read behind, a slow session write, a tool) and the answer in flight
-            # are read to their end here, instead of being dropped and asked again on the
-            # new connection. What the user sends meanwhile waits for the new one.
-            self.retire_when_read = True
-            return
-        self._retire()
+        error = task.exception()
+        if error is not None:
+            logger.debug(
+                "opening the next connection while the old one was open failed (%r);"
+                " closing the old one first from now on",
+                error,
+            )
+        ok = error is None and task.result() is not None
+        self._carry_out(self.lifecycle.next_opened(ok=ok, error=error is not None))
 
     def _retire(self) -> None:
         """The next connection takes over: nothing more of this one reaches ADK."""
-        self.retire_when_read = False
-        self.retired = True
         if self.tap is not None:
             self.tap.retire()
         # Closed now, in the background: ADK may not read this connection again for a while
@@ -550,16 +573,13 @@ class ConnectionWatch:
         ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
         an error or a cancellation, the transport is aborted at once.
         """
-        if self._timer is not None:
-            self._timer.cancel()
+        self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.wait({self._watcher})
         if self.session is None or self.retired:
             return  # a retired connection is closed in the background
-        if graceful:
-            self.close_socket(abort=False)
-        else:
+        if not graceful:
             abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)

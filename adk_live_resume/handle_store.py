@@ -293,6 +293,12 @@ class HandleKeeper:
         if self._store is not None:
             self._store.save(resume)
 
+    def take_catch_up(self) -> CatchUp | None:
+        """What the stored handle's session lacks, for the one connection that resumes it;
+        ``None`` from then on."""
+        catch_up, self.catch_up = self.catch_up, None
+        return catch_up
+
     def store_now(self) -> None:
         """The connection is going (goAway, a drop): store the newest handle without waiting
         for ``handle_store_interval``."""

@@ -40,9 +40,12 @@ class ResumptionState:
     handles_received: int = 0
 
     @classmethod
-    def starting_with(cls, handle: str | None) -> ResumptionState:
-        """State for a run that starts from a handle the caller stored earlier (or none)."""
-        return cls(handle=handle or None, resumable_now=bool(handle))
+    def starting_with(
+        cls, handle: str | None, *, received_at: float | None = None
+    ) -> ResumptionState:
+        """State for a run that starts from a handle the caller stored earlier (or none),
+        received at ``received_at`` if known."""
+        return cls(handle=handle or None, received_at=received_at, resumable_now=bool(handle))
 
     def observe(
         self,

@@ -99,6 +99,12 @@ class Handover:
         logger.debug("opening connection %d ahead", number)
         self.opening = NextConnection(handle, opener, name=f"adk_live_resume open #{number}")
 
+    def take_opening(self) -> NextConnection | None:
+        """The connection opened ahead, for the connection about to be served (it is no
+        longer this handover's to discard)."""
+        opening, self.opening = self.opening, None
+        return opening
+
     async def discard_opening(self) -> None:
         opening, self.opening = self.opening, None
         if opening is not None:

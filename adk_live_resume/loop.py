@@ -153,6 +153,32 @@ class LiveRun:
     def connection_proved_healthy(self) -> None:
         self.reconnects.healthy()
 
+    def go_away_arrived(self) -> None:
+        """A connection got a goAway: count it; this worker may be going away, so the
+        newest handle is stored now."""
+        self.go_aways += 1
+        self.keeper.store_now()
+
+    def audio_started(self) -> None:
+        """The user's audio was sent: an audio session may meet the service's limit."""
+        if not self.audio_sent:
+            self.audio_sent = True
+            self.warn_session_limit()
+
+    def stop_opening_ahead(self) -> None:
+        """Opening the next connection while the old one was open failed: from now on in
+        this run, the old one is closed first."""
+        self.make_before_break = False
+
+    def _count(self, outcome: Outcome) -> None:
+        """Add what serving a connection did to the run's counters."""
+        if not outcome.at_connect:
+            self.connections += 1
+        self.history_sends += outcome.history_sent
+        self.replayed_messages += outcome.replayed_messages
+        if outcome.unfinished_input is not None:
+            self.unfinished_input = outcome.unfinished_input
+
     def connect_request(self, handle: str | None) -> Any:
         """A copy of the request for one connection: the caller's objects stay untouched."""
         request, self.transparent = connection_request.connect_request(
@@ -171,7 +197,6 @@ class LiveRun:
             return False
         if self.queue_guard is not None:
             self.queue_guard.pause()  # what the user sends next goes to the new connection
-        watch.handing_over = True
         assert self.handover.opening is not None
         self.handover.opening.task.add_done_callback(watch.on_next_opened)
         return True
@@ -297,7 +322,7 @@ class LiveRun:
             await self.handover.discard_ahead()
             await self.handover.closer.wait()
             self.queue_guard.release()
-            self.background.leaving = True  # ADK stops the background tools: nothing to answer now
+            self.background.leave()  # ADK stops the background tools: nothing to answer now
             await surface.stop_background(self.flow, self.ctx)
             if handle_store.run_end_waits(ending):
                 await self.keeper.close()
@@ -365,9 +390,12 @@ class LiveRun:
                         yield event
             watch = ConnectionWatch(self, self.connections + 1)
             outcome = Outcome(End.DROPPED)
-            async with contextlib.aclosing(serve(self, watch, outcome)) as stream:
-                async for event in stream:
-                    yield event
+            try:
+                async with contextlib.aclosing(serve(self, watch, outcome)) as stream:
+                    async for event in stream:
+                        yield event
+            finally:
+                self._count(outcome)
             if handover.opening is not None and outcome.end not in (End.ROTATE, End.DROPPED):
                 await handover.discard_opening()  # the run ends, or moves on another way
             if (

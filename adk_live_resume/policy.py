@@ -325,6 +325,11 @@ class OutageBudget:
         """Seconds since the outage began."""
         return now - self.started_at
 
+    def attempt_made(self) -> int:
+        """Count one more attempt; return how many were made in this outage."""
+        self.attempts += 1
+        return self.attempts
+
 
 @dataclass
 class ReconnectRate:

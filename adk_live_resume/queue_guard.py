@@ -55,6 +55,10 @@ class QueueGuard:
         queue.close = self.close
         queue.send_content = self.send_content
 
+    def note_recovered(self) -> None:
+        """A request was in the sender's hand when its connection ended: carried to the next."""
+        self.recovered += 1
+
     # -- the wrapped queue methods --------------------------------------------------------
 
     async def get(self) -> Any:

@@ -168,7 +168,7 @@ class Reconnects:
                 attempts=self.outage.attempts,
                 elapsed=now - self.outage.started_at,
             ) from outcome.error
-        self.outage.attempts += 1
+        self.outage.attempt_made()
         observe.attempt_failed(
             cause,
             self.outage.attempts,

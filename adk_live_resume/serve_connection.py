@@ -3,8 +3,11 @@
 :func:`serve` takes the connection opened ahead or opens one, puts the tap under ADK's
 connection, restores the session on it (a resumed one gets the outbox's replay; a fresh one
 its history rebuilt, then the audio the history lacks), runs ADK's own send and receive steps
-on it, and takes it down; :func:`~adk_live_resume.connection_end.classify_end` records how it
-ended for the loop, which decides what comes next.
+on it, and takes it down. What happened is the :class:`~.connection_end.Outcome` it fills:
+how the connection ended (:func:`~adk_live_resume.connection_end.classify_end` reads it from
+the connection's final state) and what it did (history sent, messages replayed); the loop
+adds that to the run's counters and decides what comes next. It writes none of the run's
+fields.
 
 Guarantees:
 
@@ -28,7 +31,7 @@ from typing import Any, Protocol
 from . import adk_compat, observe, withheld
 from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
-from .connection_end import ENDED, End, Outcome, classify_end
+from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
 from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
@@ -67,9 +70,6 @@ class ServedRun(Protocol):
     queue_guard: QueueGuard | None
     pass_handles: bool
     chunk_encoder: ChunkEncoder | None
-    connections: int
-    history_sends: int
-    replayed_messages: int
     unfinished_input: str
 
     @property
@@ -86,10 +86,10 @@ class ServedRun(Protocol):
 async def serve(
     run: ServedRun, watch: ConnectionWatch, outcome: Outcome
 ) -> AsyncGenerator[Any, None]:
-    """Run one connection; record how it ended in ``outcome``."""
+    """Run one connection; record how it ended, and what it did, in ``outcome``."""
     surface = run.surface
     queue = run.ctx.live_request_queue
-    opening, run.handover.opening = run.handover.opening, None
+    opening = run.handover.take_opening()
     handle = opening.handle if opening is not None else run.handles.handle
     send_task: asyncio.Task[None] | None = None
     connection: Any = None
@@ -102,21 +102,20 @@ async def serve(
             else:
                 connection = await run.handover.connect(stack, run.connect_request(handle))
             if connection is None:
-                outcome.end = End.CLIENT_CLOSED
+                outcome.decided(End.CLIENT_CLOSED)
                 return
-            run.connections += 1
-            outcome.at_connect = False
-            watch.session = adk_compat.genai_session(connection)
-            watch.tap = SessionTap(
-                watch.session,
+            outcome.connected()
+            session = adk_compat.genai_session(connection)
+            tap = SessionTap(
+                session,
                 watch,
                 pass_handles=run.pass_handles,
                 encoder=run.chunk_encoder,
                 end_tool_turns=run.tool_turns_need_an_end(),
             )
-            adk_compat.set_genai_session(connection, watch.tap)
+            watch.attach(session, tap)
+            adk_compat.set_genai_session(connection, tap)
             adk_compat.continue_input_transcription(connection, run.unfinished_input)
-            run.unfinished_input = ""
             watch.watch_socket()
             run.outbox.begin_connection()
             history: list[Any] = []  # a resumed session has it already
@@ -124,8 +123,7 @@ async def serve(
                 run.tool_calls.on_resumed()
                 replay = run.outbox.take_replay(run.tool_calls.unknown_ids())
                 run.tool_calls.in_context(replay.context_calls)
-                replay = with_catch_up(run.keeper.catch_up, replay)  # (once: sent below)
-                run.keeper.catch_up = None
+                replay = with_catch_up(run.keeper.take_catch_up(), replay)  # (sent below)
             else:
                 in_history_responses = response_ids(run.request.contents or [])
                 run.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
@@ -145,7 +143,7 @@ async def serve(
                     waiting_in_history=user_texts(history),
                 )
             if history:
-                run.history_sends += 1
+                outcome.sending_history()
             await send_restoration(watch, run.outbox, replay, history=(connection, history))
             if replay.dropped_audio_ms:
                 logger.warning(
@@ -161,8 +159,8 @@ async def serve(
                     "%.0f ms of unvoiced user audio (silence) left the replay window",
                     replay.dropped_silence_ms,
                 )
-            run.replayed_messages += len(replay.messages)
-            report_reconnect(run, state_restored=bool(handle), replay=replay)
+            outcome.replayed(len(replay.messages))
+            report_reconnect(run, watch.number, state_restored=bool(handle), replay=replay)
             if run.queue_guard is not None:
                 run.queue_guard.resume()
             send_task = asyncio.create_task(
@@ -178,7 +176,7 @@ async def serve(
                         break
                     mode = surface.sentinel_mode(event)
                     if mode == "restart":
-                        outcome.end = End.RESTART
+                        outcome.decided(End.RESTART)
                         break
                     if mode is not None:  # ADK's own goAway reconnect: plan ours instead
                         watch.rotate("ADK reconnect request")
@@ -188,22 +186,20 @@ async def serve(
                         queue.send_content(event.content)
                     transfer = event.actions.transfer_to_agent if event.actions else None
                     if transfer:
-                        run.background.leaving = True  # (as at the run's end)
+                        run.background.leave()  # (as at the run's end)
                         await surface.stop_background(run.flow, run.ctx)
                         await asyncio.sleep(surface.transfer_delay)
-                        outcome.end, outcome.transfer_to = End.TRANSFER, transfer
+                        outcome.decided(End.TRANSFER, transfer_to=transfer)
                         break
                     if any(
                         response.name == "task_completed"
                         for response in event.get_function_responses()
                     ):
                         await asyncio.sleep(surface.task_completion_delay)
-                        outcome.end = End.TASK_COMPLETED
+                        outcome.decided(End.TASK_COMPLETED)
                         break
                 else:
-                    # ADK's receive step ended on its own: the connection is over.
-                    outcome.end = End.DROPPED
-                    outcome.drop = ENDED
+                    outcome.ended_without_error()
             classify_end(watch, outcome, None)
             ended = True
         except Exception as error:
@@ -230,7 +226,7 @@ async def serve(
                 await watch.finish(graceful=clean_exit)
     finally:
         if connection is not None:
-            run.unfinished_input = adk_compat.unfinished_input_transcription(connection)
+            outcome.left_unfinished(adk_compat.unfinished_input_transcription(connection))
         if watch.retired:  # the next connection is up: do not wait for this one's close
             session = watch.session
             run.handover.closer.close(stack, lambda: abort_transport(session))
@@ -254,7 +250,7 @@ async def let_next_open(
         or outcome.end not in (End.DROPPED, End.ROTATE)
     ):
         return
-    watch.dead = True  # what ADK's sender still sends goes to the outbox
+    watch.stop_sends()  # what ADK's sender still sends goes to the outbox
     if guard is not None:
         guard.pause()
     await asyncio.wait({opening.task})
@@ -279,14 +275,14 @@ async def stop_sender(
     it through. Only when the run itself ends (closed, cancelled) is the sender cancelled,
     after ``close_timeout``.
     """
-    watch.dead = True
+    watch.stop_sends()
     if guard is not None:
         guard.pause()
     if task is None:
         return
     try:
         if not task.done() and guard is not None and guard.in_hand:
-            guard.recovered += 1
+            guard.note_recovered()
             if moving_on:
                 await finish_request(guard, task, close_timeout)
             else:
@@ -343,11 +339,8 @@ async def send_restoration(
     handed = 0  # messages handed to the tap (each is recorded as it goes)
     try:
         if contents:
-            watch.sending_history = True  # the session's state from its start on
-            try:
+            with watch.sending_history():  # the session's state from its start on
                 await connection.send_history(contents)
-            finally:
-                watch.sending_history = False
         for method, kwargs in pending:
             handed += 1
             await tap.replay(method, kwargs)
@@ -357,8 +350,8 @@ async def send_restoration(
         raise
 
 
-def report_reconnect(run: ServedRun, *, state_restored: bool, replay: Replay) -> None:
-    """Report the reconnect that made the connection just restored, if it was one."""
+def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, replay: Replay) -> None:
+    """Report the reconnect that made connection ``number``, just restored, if it was one."""
     reconnects = run.reconnects
     if reconnects.reason is None:
         return
@@ -375,7 +368,7 @@ def report_reconnect(run: ServedRun, *, state_restored: bool, replay: Replay) ->
             agent_name=run.agent_name,
             invocation_id=str(getattr(run.ctx, "invocation_id", "")),
             session_id=str(getattr(session, "id", "")),
-            connection_number=run.connections,
+            connection_number=number,
             replayed_messages=len(replay.messages) + (1 if replay.context else 0),
             dropped_audio_ms=replay.dropped_audio_ms,
             dropped_silence_ms=replay.dropped_silence_ms,

@@ -1,4 +1,4 @@
-"""How one connection ended (connection_end.classify_end): pure, no sockets."""
+"""How one connection ended (connection_end.classify_end, a read of the final state): pure."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from websockets.exceptions import ConnectionClosedError
 from websockets.frames import Close
 
 from adk_live_resume.connection_end import ENDED, End, Outcome, classify_end
+from adk_live_resume.connection_state import State
 from adk_live_resume.tap import ConnectionRetired
 
 
 @dataclass
 class Signs:
     send_error: BaseException | None = None
-    client_closed: bool = False
-    rotating: str | None = None
+    state: State = State.OPEN
 
 
 def _closed(code: int) -> ConnectionClosedError:
@@ -35,7 +35,7 @@ def test_a_retired_connection_was_rotated_whatever_else_happened() -> None:
 
 def test_an_end_decided_while_receiving_stays() -> None:
     for decided in (End.TRANSFER, End.RESTART, End.TASK_COMPLETED):
-        assert _ended(Signs(rotating="goAway"), None, start=decided).end is decided
+        assert _ended(Signs(state=State.MOVING), None, start=decided).end is decided
 
 
 def test_a_receive_step_that_just_ends_is_a_normal_close() -> None:
@@ -47,7 +47,7 @@ def test_a_close_is_a_drop_with_its_code_and_a_move_of_ours_a_rotation() -> None
     dropped = _ended(Signs(), _closed(1011))
     assert dropped.end is End.DROPPED
     assert dropped.drop is not None and dropped.drop.code == 1011
-    moved = _ended(Signs(rotating="goAway deadline"), _closed(1000))
+    moved = _ended(Signs(state=State.CLOSING), _closed(1000))
     assert moved.end is End.ROTATE and moved.drop is not None and moved.drop.code == 1000
 
 
@@ -57,16 +57,27 @@ def test_an_unknown_error_is_raised_not_reconnected_after() -> None:
     for outcome in (
         _ended(Signs(), bug),
         _ended(Signs(send_error=bug), _closed(1006)),
-        _ended(Signs(client_closed=True), bug),
-        _ended(Signs(rotating="goAway"), bug),
+        _ended(Signs(state=State.CLIENT_CLOSED), bug),
+        _ended(Signs(state=State.MOVING), bug),
     ):
         assert outcome.end is End.DROPPED and outcome.drop is None and outcome.error is bug
 
 
 def test_the_clients_close_ends_the_run_even_if_the_socket_dropped_too() -> None:
-    assert _ended(Signs(client_closed=True), _closed(1006)).end is End.CLIENT_CLOSED
-    assert _ended(Signs(client_closed=True), None).end is End.CLIENT_CLOSED
+    assert _ended(Signs(state=State.CLIENT_CLOSED), _closed(1006)).end is End.CLIENT_CLOSED
+    assert _ended(Signs(state=State.CLIENT_CLOSED), None).end is End.CLIENT_CLOSED
     # a lost connection on the send side is no bug: the close decides
-    assert _ended(Signs(send_error=_closed(1006), client_closed=True), None).end is (
+    assert _ended(Signs(send_error=_closed(1006), state=State.CLIENT_CLOSED), None).end is (
         End.CLIENT_CLOSED
     )
+
+
+def test_every_moving_state_ends_as_a_move_and_the_others_as_a_drop() -> None:
+    for state in State:
+        outcome = _ended(Signs(state=state), _closed(1000))
+        if state is State.CLIENT_CLOSED:
+            assert outcome.end is End.CLIENT_CLOSED
+        elif state in (State.MOVING, State.CLOSING, State.DRAINING, State.RETIRED):
+            assert outcome.end is End.ROTATE, state
+        else:
+            assert outcome.end is End.DROPPED, state
