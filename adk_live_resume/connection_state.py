@@ -279,7 +279,7 @@ class ConnectionState:
 
     def move(self, why: str) -> list[Action]:
         """Move the session to a new connection on purpose: open it ahead while this one is
-        still open (make-before-break), or else close this socket so the loop resumes."""
+        still open, or else close this socket so the loop resumes."""
         if self.why_moved is not None or self.state is State.CLIENT_CLOSED:
             return []
         self.why_moved = why

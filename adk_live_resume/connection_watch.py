@@ -158,7 +158,7 @@ class ConnectionWatch:
         return self.lifecycle.send_error
 
     @property
-    def rotating(self) -> str | None:
+    def moving(self) -> str | None:
         """Why the session is being moved off this connection (``None``: it is not)."""
         return self.lifecycle.why_moved
 
@@ -172,7 +172,7 @@ class ConnectionWatch:
         return self.lifecycle.state is State.RETIRED
 
     @property
-    def rotate_by(self) -> float | None:
+    def move_by(self) -> float | None:
         """``loop.time()`` by which a goAway move must reconnect (``None``: no goAway)."""
         return self.lifecycle.deadline
 
@@ -524,9 +524,9 @@ class ConnectionWatch:
             watch(), name=f"adk_live_resume socket watch #{self.number}"
         )
 
-    def rotate(self, why: str) -> None:
+    def move(self, why: str) -> None:
         """Move the session to a new connection on purpose: open it ahead while this one is
-        still open (make-before-break), or close this socket so the loop resumes."""
+        still open, or close this socket so the loop resumes."""
         self._carry_out(self.lifecycle.move(why))
 
     def on_next_opened(self, task: asyncio.Task[Any]) -> None:

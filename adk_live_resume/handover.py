@@ -51,7 +51,7 @@ class Handover:
         self.llm = llm
         #: The run's queue guard, once the run has one.
         self._guard = guard
-        #: The next connection, opened ahead on goAway (make-before-break).
+        #: The next connection, opened ahead on goAway.
         self.opening: NextConnection | None = None
         #: Closes retired connections and discarded openings in the background.
         self.closer = BackgroundCloser(policy.close_timeout)

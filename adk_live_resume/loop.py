@@ -128,9 +128,9 @@ class LiveRun:
         #: Server messages of kinds google-genai does not know, skipped as they arrived.
         self.skipped = SkippedMessages()
         self.audio_sent = False
-        #: Open the next connection before closing the old one (off for the rest of the run
-        #: once the server refused a resume while the old socket was open).
-        self.make_before_break = True
+        #: Whether the next connection may be opened ahead, before the old one is closed (off
+        #: for the rest of the run once a server refused a resume while the old socket was open).
+        self.may_open_ahead = True
         #: The next connection opened ahead, the socket dialed early, the closer.
         self.handover = Handover(policy, llm, available, guard=lambda: self.queue_guard)
 
@@ -168,7 +168,7 @@ class LiveRun:
     def stop_opening_ahead(self) -> None:
         """Opening the next connection while the old one was open failed: from now on in
         this run, the old one is closed first."""
-        self.make_before_break = False
+        self.may_open_ahead = False
 
     def _count(self, outcome: Outcome) -> None:
         """Add what serving a connection did to the run's counters."""
@@ -193,7 +193,7 @@ class LiveRun:
         current handle; return whether it started (else the caller closes the old socket).
 
         Not done once a server refused such a resume in this run."""
-        if not self.make_before_break or not self._open_next(watch, latest=watch.rotate_by):
+        if not self.may_open_ahead or not self._open_next(watch, latest=watch.move_by):
             return False
         if self.queue_guard is not None:
             self.queue_guard.pause()  # what the user sends next goes to the new connection
@@ -223,7 +223,7 @@ class LiveRun:
         guard = self.queue_guard
         return self.reconnects.at_once(
             drop,
-            closing=bool(watch.rotating or watch.client_closed),
+            closing=bool(watch.moving or watch.client_closed),
             close_requested=guard is not None and guard.close_requested,
             now=asyncio.get_running_loop().time(),
         )
@@ -444,7 +444,7 @@ class LiveRun:
                 return
             if end is End.ROTATE:
                 reconnects.reason = "go_away"
-                reconnects.cause = watch.rotating or "goAway"
+                reconnects.cause = watch.moving or "goAway"
                 wait = 0.0
             else:
                 wait = reconnects.after_drop(
@@ -465,7 +465,7 @@ class LiveRun:
                 continue  # opened ahead (goAway, or at once after the drop): paced already
             await handover.discard_opening()
             # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
-            latest = watch.rotate_by if end is End.ROTATE else None
+            latest = watch.move_by if end is End.ROTATE else None
             if not await handover.take_turn(latest=latest):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return

@@ -35,7 +35,7 @@ Guarantees:
   being the herd's size, in the order they asked; so a herd of ``H`` attempts takes at least
   ``W * (ceil(H / limit) - 1)`` seconds (at least about ``W / share`` for a large herd) and
   never more than that plus the event loop's own delays. ``limit`` only grows within a herd.
-* **Deadlines are kept**: an attempt with a ``latest`` start time (a goAway rotation, which
+* **Deadlines are kept**: an attempt with a ``latest`` start time (a goAway move, which
   must reconnect by ``timeLeft - go_away_margin``) is let through at that time even if it is
   not its turn; it still counts, so the attempts after it wait for it.
 * Runs with different policies share one window: the head of the queue decides with its own
@@ -309,7 +309,7 @@ async def take_turn(
     """Wait for this process's go-ahead for a reconnect attempt wanted now (its backoff wait
     over); return ``False`` if the run was closed first (its place is given up).
 
-    ``latest``: a loop time the attempt must start by (a goAway rotation's deadline).
+    ``latest``: a loop time the attempt must start by (a goAway move's deadline).
     ``on_close(callback)`` registers a callback for the end of the run and returns a function
     that unregisters it (``QueueGuard.on_close``). Returns at once while the process is quiet.
     The attempt counts in the pacer's window from the moment this returns ``True``.

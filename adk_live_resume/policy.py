@@ -99,7 +99,7 @@ class ResumePolicy:
     jitter: bool = True
     """Full jitter (``True``) or the deterministic upper bound (``False``)."""
     max_reconnects_per_minute: int = 20
-    """Reconnects allowed in any 60 s window of one run (drops and goAway rotations alike)."""
+    """Reconnects allowed in any 60 s window of one run (drops and goAway moves alike)."""
     retryable_close_codes: frozenset[int] = field(default=DEFAULT_RETRYABLE_CLOSE_CODES)
     """Close codes that mean "the connection is gone, the session may not be"."""
     go_away_margin: float = 5.0
@@ -154,7 +154,7 @@ class ResumePolicy:
     process_reconnect_rate: float = 1000.0
     """Ceiling of the process-wide reconnect pacer (one per event loop, shared by every live run,
     see :mod:`adk_live_resume.pacing`), in attempts per second: no 100 ms window holds more than
-    ``rate / 10`` attempts (or ``process_reconnect_burst``, if more). goAway rotations count too,
+    ``rate / 10`` attempts (or ``process_reconnect_burst``, if more). goAway moves count too,
     but never wait past their deadline. 0 turns pacing off.
     """
     process_reconnect_burst: int = 20

@@ -179,7 +179,7 @@ async def serve(
                         outcome.decided(End.RESTART)
                         break
                     if mode is not None:  # ADK's own goAway reconnect: plan ours instead
-                        watch.rotate("ADK reconnect request")
+                        watch.move("ADK reconnect request")
                         continue
                     yield event
                     if event.get_function_responses():

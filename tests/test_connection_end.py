@@ -28,7 +28,7 @@ def _ended(signs: Signs, error: BaseException | None, start: End = End.DROPPED) 
     return outcome
 
 
-def test_a_retired_connection_was_rotated_whatever_else_happened() -> None:
+def test_a_retired_connection_was_moved_whatever_else_happened() -> None:
     outcome = _ended(Signs(send_error=RuntimeError("bug")), ConnectionRetired())
     assert outcome.end is End.ROTATE and outcome.drop is None
 
@@ -43,7 +43,7 @@ def test_a_receive_step_that_just_ends_is_a_normal_close() -> None:
     assert outcome.end is End.DROPPED and outcome.drop is ENDED and outcome.error is None
 
 
-def test_a_close_is_a_drop_with_its_code_and_a_move_of_ours_a_rotation() -> None:
+def test_a_close_is_a_drop_with_its_code_and_one_we_asked_for_a_move() -> None:
     dropped = _ended(Signs(), _closed(1011))
     assert dropped.end is End.DROPPED
     assert dropped.drop is not None and dropped.drop.code == 1011

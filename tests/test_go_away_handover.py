@@ -1,4 +1,4 @@
-"""goAway make-before-break, end to end: real ``Runner.run_live``, real google-genai, real TLS
+"""The goAway move (the next connection opened ahead), end to end: real ``Runner.run_live``, real google-genai, real TLS
 websockets on 127.0.0.1, the fake Gemini Live server.
 
 On goAway the loop opens the next connection (connect + setup with the handle) while the old

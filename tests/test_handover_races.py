@@ -3,7 +3,7 @@ websockets on 127.0.0.1, the fake Gemini Live server. Both entry points.
 
 Each test places the user's send (or a goAway) inside a window between two connections:
 
-* while the next connection is being opened (make-before-break on goAway), the old one takes
+* while the next connection is being opened ahead (a goAway move), the old one takes
   no client send: the turn waits for the new connection and is answered there, once;
 * a request in ADK's hand (its session write, its screening by ``before_model_callback``) at
   a goAway or a drop is never cut short: it is answered once, on one connection, and content
@@ -68,7 +68,7 @@ def _user_texts(session: Any) -> list[str]:
     ]
 
 
-# ---- the handover window: make-before-break on goAway ------------------------------------------
+# ---- the open-ahead window: a goAway move -----------------------------------------------------
 
 
 async def test_a_turn_sent_while_the_next_connection_opens_goes_to_the_new_one(

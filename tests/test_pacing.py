@@ -144,12 +144,12 @@ def test_a_deadline_lets_a_ticket_through_out_of_turn_and_it_still_counts(
     schedule = PacerSchedule()
     for _ in range(30):
         schedule.arrive(0.0, 1000.0, 1, 0.0)
-    rotation = schedule.arrive(0.0, 1000.0, 1, 0.0, latest=0.05)
+    move = schedule.arrive(0.0, 1000.0, 1, 0.0, latest=0.05)
     assert schedule.next_turn() == pytest.approx(0.05)  # before the window's 0.1
     started_at_deadline = schedule.let_through(0.05)
-    assert started_at_deadline == [rotation] and rotation.started == 0.05
+    assert started_at_deadline == [move] and move.started == 0.05
     go(schedule, started_at_deadline, 0.05)
-    assert schedule.let_through(0.1) == []  # the rotation still holds the window
+    assert schedule.let_through(0.1) == []  # the move still holds the window
     assert schedule.next_turn() == pytest.approx(0.15)
 
 

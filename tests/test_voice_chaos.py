@@ -429,7 +429,7 @@ async def _open_window(
     """Send ``text`` inside the window the plan names; return the event mark of the send."""
     how = plan.windows[text]
     if how == "go_away":
-        # The instant the next connection is being opened (make-before-break), or while the
+        # The instant the next connection is being opened ahead, or while the
         # move waits for its safe point.
         seen = len(server.connections)
         server.go_away_now(random.uniform(0.3, 1.5))

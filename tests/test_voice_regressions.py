@@ -34,7 +34,7 @@ RATE = 16000
 
 
 async def test_go_away_waits_for_the_user_to_finish_speaking(make_agent: AgentFactory) -> None:
-    """Defect 1: a goAway 0.8 s into a 3 s utterance rotated at once, mid-utterance."""
+    """Defect 1: a goAway 0.8 s into a 3 s utterance moved at once, mid-utterance."""
     # goAway 1 s after accept with 9 s left; the margin leaves 8.5 s, more than the first
     # answer and the utterance even on a loaded machine (with 4.5 s, a first answer slowed
     # past a second left the deadline inside the utterance).
@@ -332,7 +332,7 @@ async def test_a_typed_turn_crossing_the_last_answers_handle_is_answered(
 async def test_a_utterance_cut_by_the_go_away_deadline_is_replayed_whole(
     make_agent: AgentFactory,
 ) -> None:
-    """Defect 1, second half: when the deadline forces a rotation mid-utterance, the part of
+    """Defect 1, second half: when the deadline forces a move mid-utterance, the part of
     the utterance the old session never answered is replayed, so the model hears all of it."""
     # goAway 0.5 s after accept with 1.5 s left; the margin leaves 1 s, less than the utterance.
     async with FakeLiveServer(connection_lifetime=2.0, go_away_lead=1.5) as server:

@@ -153,7 +153,7 @@ async def test_events_carry_handles_only_when_the_run_config_asked(asked: bool) 
         assert in_events == [] and in_db == []
 
 
-async def test_go_away_rotates_at_a_safe_point_when_handles_are_kept_from_adk() -> None:
+async def test_go_away_moves_at_a_safe_point_when_handles_are_kept_from_adk() -> None:
     reconnects: list[ReconnectInfo] = []
     remove = adk_live_resume.on_reconnect(reconnects.append)
     adk_live_resume.install(ResumePolicy(go_away_margin=0.05))
