@@ -31,8 +31,8 @@ class End(enum.Enum):
     CLIENT_CLOSED = "client closed"
     TASK_COMPLETED = "task completed"
     TRANSFER = "transfer"
-    RESTART = "restart"
-    ROTATE = "go_away"
+    RERUN = "rerun"
+    MOVED = "moved"
     DROPPED = "dropped"
 
 
@@ -56,7 +56,7 @@ class Outcome:
     unfinished_input: str | None = None
 
     def decided(self, end: End, *, transfer_to: str | None = None) -> None:
-        """How the connection ends was decided while receiving (restart, transfer, ...)."""
+        """How the connection ends was decided while receiving (rerun, transfer, ...)."""
         self.end, self.transfer_to = end, transfer_to
 
     def connected(self) -> None:
@@ -93,10 +93,10 @@ class EndSigns(Protocol):
 def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None) -> None:
     """Fill ``outcome`` from how the connection ended (``error`` is what receive raised)."""
     if isinstance(error, ConnectionRetired):
-        outcome.end = End.ROTATE  # the next connection, opened ahead, took over
+        outcome.end = End.MOVED  # the next connection, opened ahead, took over
         return
     if error is None and outcome.end is not End.DROPPED:
-        return  # restart, transfer, task_completed: decided while receiving
+        return  # rerun, transfer, task_completed: decided while receiving
     send_error = watch.send_error
     if send_error is not None and classify(send_error) is None:
         outcome.end, outcome.error, outcome.drop = End.DROPPED, send_error, None
@@ -114,7 +114,7 @@ def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None)
             return
         outcome.drop = drop
     if watch.state in MOVED:
-        outcome.end = End.ROTATE
+        outcome.end = End.MOVED
         return
     outcome.end = End.DROPPED
     if outcome.drop is None:

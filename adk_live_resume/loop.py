@@ -3,7 +3,7 @@
 The loop owns the lifecycle only, and only wires: the handle and request of each connection
 (:mod:`.connection_request`), reconnect or give up (:mod:`.retry_plan`), opening the next
 connection (:mod:`.handover`), serving one (:mod:`.serve_connection`) and how it ended
-(:mod:`.connection_end`), a transfer's or a restart's next run (:mod:`.next_run`). The work
+(:mod:`.connection_end`), a transfer's or a rerun's next run (:mod:`.next_run`). The work
 on one connection is ADK's own code, called through :mod:`adk_live_resume.adk_compat`.
 
 Guarantees:
@@ -396,23 +396,23 @@ class LiveRun:
                         yield event
             finally:
                 self._count(outcome)
-            if handover.opening is not None and outcome.end not in (End.ROTATE, End.DROPPED):
+            if handover.opening is not None and outcome.end not in (End.MOVED, End.DROPPED):
                 await handover.discard_opening()  # the run ends, or moves on another way
             if (
-                outcome.end in (End.DROPPED, End.ROTATE, End.RESTART)
+                outcome.end in (End.DROPPED, End.MOVED, End.RERUN)
                 and not outcome.at_connect
                 and not self.handles.handle
             ):
                 # The server never gave a handle for this session: what it held is gone, so
                 # the next one starts fresh with the conversation rebuilt.
                 self._need_fresh_start()
-            if watch.model_turn_open and outcome.end in (End.DROPPED, End.ROTATE):
+            if watch.model_turn_open and outcome.end in (End.DROPPED, End.MOVED):
                 # The model was cut off mid-turn: tell the client to stop playing it.
                 yield interrupted_event(self.ctx, self.agent_name)
             end = outcome.end
             if end in (End.CLIENT_CLOSED, End.TASK_COMPLETED):
                 return
-            if end in (End.TRANSFER, End.RESTART):
+            if end in (End.TRANSFER, End.RERUN):
                 # The next live run starts its own session: nothing opened ahead serves it.
                 await handover.discard_ahead()
                 if self.queue_guard is not None:
@@ -429,8 +429,8 @@ class LiveRun:
                     async for event in events:
                         yield event
                 return
-            if end is End.RESTART:
-                fresh = next_run.restart(self.flow, self.ctx, self.keeper, self.tool_calls)
+            if end is End.RERUN:
+                fresh = next_run.rerun(self.flow, self.ctx, self.keeper, self.tool_calls)
                 async with contextlib.aclosing(fresh) as events:
                     async for event in events:
                         yield event
@@ -442,7 +442,7 @@ class LiveRun:
             if self.queue_guard is not None and self.queue_guard.close_requested:
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
-            if end is End.ROTATE:
+            if end is End.MOVED:
                 reconnects.reason = "go_away"
                 reconnects.cause = watch.moving or "goAway"
                 wait = 0.0
@@ -465,7 +465,7 @@ class LiveRun:
                 continue  # opened ahead (goAway, or at once after the drop): paced already
             await handover.discard_opening()
             # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
-            latest = watch.move_by if end is End.ROTATE else None
+            latest = watch.move_by if end is End.MOVED else None
             if not await handover.take_turn(latest=latest):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return

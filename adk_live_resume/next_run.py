@@ -1,4 +1,4 @@
-"""Handing an invocation to its next live run: an agent transfer or a fresh restart.
+"""Handing an invocation to its next live run: an agent transfer or a rerun (a fresh live session of the same flow).
 
 The next live run starts a session of its own (no handle), from a copy of the invocation
 context; it learns the call ids this run's session issued (:func:`earlier_calls`), so that a
@@ -24,7 +24,7 @@ from .tool_calls import ToolCallBook
 logger = logging.getLogger("adk_live_resume.loop")
 
 #: Call ids of a run's session, by invocation id, for the next live run of that invocation
-#: (a transfer's child, a restart), which takes them when it starts.
+#: (a transfer's child, a rerun), which takes them when it starts.
 _earlier_calls: dict[str, frozenset[str]] = {}
 
 
@@ -74,7 +74,7 @@ def calls_to_the_next_run(ctx: Any, tool_calls: ToolCallBook) -> Iterator[None]:
         _earlier_calls.pop(key, None)
 
 
-async def restart(
+async def rerun(
     flow: Any, ctx: Any, keeper: HandleKeeper, tool_calls: ToolCallBook
 ) -> AsyncGenerator[Any, None]:
     """Run ``flow`` live again in a fresh session (ADK asked for one); yield its events."""

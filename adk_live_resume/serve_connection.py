@@ -14,7 +14,7 @@ Guarantees:
 * History is sent only when a session starts fresh, never on resume.
 * What is not sent on the new connection (it drops too) stays in the outbox for the next.
 * ADK's sender is never cancelled halfway through a request while the session goes on (a new
-  connection, a transfer, a restart): the next connection waits for that work, then replays
+  connection, a transfer, a rerun): the next connection waits for that work, then replays
   its send. Only when the run itself ends is the sender cancelled, after ``close_timeout``.
 * A connection retired by the one opened ahead is closed in the background; any other is
   closed before :func:`serve` returns. No task started here outlives it.
@@ -175,8 +175,8 @@ async def serve(
                     if event is None:
                         break
                     mode = surface.sentinel_mode(event)
-                    if mode == "restart":
-                        outcome.decided(End.RESTART)
+                    if mode == "restart":  # ADK's sentinel in its restart mode: a rerun
+                        outcome.decided(End.RERUN)
                         break
                     if mode is not None:  # ADK's own goAway reconnect: plan ours instead
                         watch.move("ADK reconnect request")
@@ -247,7 +247,7 @@ async def let_next_open(
         opening is None
         or watch.retired
         or opening.task.done()
-        or outcome.end not in (End.DROPPED, End.ROTATE)
+        or outcome.end not in (End.DROPPED, End.MOVED)
     ):
         return
     watch.stop_sends()  # what ADK's sender still sends goes to the outbox
@@ -270,7 +270,7 @@ async def stop_sender(
     the outbox for the next connection), and the queue hands it no new request. A request
     it is working on (ADK appends the user event to the session, screens the content with
     ``before_model_callback``) is never cancelled halfway when the session goes on
-    (``moving_on``: a new connection, a transfer, a restart): the next connection waits
+    (``moving_on``: a new connection, a transfer, a rerun): the next connection waits
     until ADK's work on it is done, once, and then replays its send, if the screening let
     it through. Only when the run itself ends (closed, cancelled) is the sender cancelled,
     after ``close_timeout``.

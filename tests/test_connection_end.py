@@ -30,11 +30,11 @@ def _ended(signs: Signs, error: BaseException | None, start: End = End.DROPPED) 
 
 def test_a_retired_connection_was_moved_whatever_else_happened() -> None:
     outcome = _ended(Signs(send_error=RuntimeError("bug")), ConnectionRetired())
-    assert outcome.end is End.ROTATE and outcome.drop is None
+    assert outcome.end is End.MOVED and outcome.drop is None
 
 
 def test_an_end_decided_while_receiving_stays() -> None:
-    for decided in (End.TRANSFER, End.RESTART, End.TASK_COMPLETED):
+    for decided in (End.TRANSFER, End.RERUN, End.TASK_COMPLETED):
         assert _ended(Signs(state=State.MOVING), None, start=decided).end is decided
 
 
@@ -48,7 +48,7 @@ def test_a_close_is_a_drop_with_its_code_and_one_we_asked_for_a_move() -> None:
     assert dropped.end is End.DROPPED
     assert dropped.drop is not None and dropped.drop.code == 1011
     moved = _ended(Signs(state=State.CLOSING), _closed(1000))
-    assert moved.end is End.ROTATE and moved.drop is not None and moved.drop.code == 1000
+    assert moved.end is End.MOVED and moved.drop is not None and moved.drop.code == 1000
 
 
 def test_an_unknown_error_is_raised_not_reconnected_after() -> None:
@@ -78,6 +78,6 @@ def test_every_moving_state_ends_as_a_move_and_the_others_as_a_drop() -> None:
         if state is State.CLIENT_CLOSED:
             assert outcome.end is End.CLIENT_CLOSED
         elif state in (State.MOVING, State.CLOSING, State.DRAINING, State.RETIRED):
-            assert outcome.end is End.ROTATE, state
+            assert outcome.end is End.MOVED, state
         else:
             assert outcome.end is End.DROPPED, state
