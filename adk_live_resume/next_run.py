@@ -1,5 +1,6 @@
-"""Handing an invocation to its next live run: an agent transfer or a rerun (a fresh live session of the same flow).
+"""Handing an invocation to its next live run: an agent transfer or a rerun.
 
+A rerun is ADK's own request for a new live session of the same flow.
 The next live run starts a session of its own (no handle), from a copy of the invocation
 context; it learns the call ids this run's session issued (:func:`earlier_calls`), so that a
 response to one of them still in the queue (the transfer call's, say) does not go to its

@@ -1,5 +1,5 @@
-"""The goAway move (the next connection opened ahead), end to end: real ``Runner.run_live``, real google-genai, real TLS
-websockets on 127.0.0.1, the fake Gemini Live server.
+"""The goAway move (the next connection opened ahead), end to end: real ``Runner.run_live``,
+real google-genai, real TLS websockets on 127.0.0.1, the fake Gemini Live server.
 
 On goAway the loop opens the next connection (connect + setup with the handle) while the old
 one is still open, switches over, then closes the old one in the background. The fake's own
