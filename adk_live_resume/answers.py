@@ -4,17 +4,17 @@ A planned move to a new connection (goAway) must not happen while the model owes
 the old connection would start answering, be retired mid-answer, and the turn would be sent
 again on the new one (the user sees a partial answer, then the whole answer again). A
 resumption handle does not tell: it may arrive just after the user's next turn was sent,
-from a state that does not hold that turn. :class:`PendingTurns` answers from what was sent
+from a state that does not hold that turn. :class:`UnansweredTurns` answers from what was sent
 and what the server said since:
 
 * a typed turn (``clientContent`` or ``realtimeInput.text`` with user text) or a function
-  response makes a turn *pending*;
+  response makes a turn *unanswered*;
 * it is answered when model output (text, a transcription piece, a tool call) that began
   after it is followed by the end of that generation (``turnComplete``);
 * output already streaming when the turn was sent belongs to an earlier turn: its end
   (``turnComplete`` or ``interrupted``) does not answer the new turn.
 
-Guarantee: :attr:`PendingTurns.waiting` is never false while a turn sent on this session has
+Guarantee: :attr:`UnansweredTurns.unanswered` is never false while a turn sent on this session has
 not been followed by a whole generation that began after it. (It may stay true longer than
 needed, for a turn the model chose not to answer: a planned move then waits for its
 deadline instead.)
@@ -28,21 +28,21 @@ from dataclasses import dataclass
 
 
 @dataclass
-class PendingTurns:
+class UnansweredTurns:
     """Whether a sent turn waits for its answer (see the module docstring)."""
 
     #: A turn was sent and no whole generation begun after it has ended yet.
-    waiting: bool = False
+    unanswered: bool = False
     #: Model output of the generation in progress has been seen.
     _generating: bool = False
-    #: The generation in progress began before the pending turn was sent.
+    #: The generation in progress began before the unanswered turn was sent.
     _earlier_generation: bool = False
-    #: Output that began after the pending turn was sent has been seen.
+    #: Output that began after the unanswered turn was sent has been seen.
     _answer_begun: bool = False
 
     def on_turn_sent(self) -> None:
         """A typed turn or function response was sent (or recorded to be sent)."""
-        self.waiting = True
+        self.unanswered = True
         self._answer_begun = False
         self._earlier_generation = self._generating
 
@@ -57,13 +57,13 @@ class PendingTurns:
         if self._earlier_generation:
             self._earlier_generation = False
         elif self._answer_begun:
-            self.waiting = False
+            self.unanswered = False
         self._generating = False
         self._answer_begun = False
 
     def on_new_connection(self) -> None:
-        """A new connection started: nothing is being generated on it yet. A pending turn
-        stays pending (it is replayed, or its answer comes from a fresh session's history)."""
+        """A new connection started: nothing is being generated on it yet. An unanswered turn
+        stays unanswered (it is replayed, or its answer comes from a fresh session's history)."""
         self._generating = False
         self._earlier_generation = False
         self._answer_begun = False

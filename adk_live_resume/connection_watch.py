@@ -44,6 +44,7 @@ from .connection_state import (
     State,
     StopOpeningAhead,
 )
+from .deferred_results import DeferredResults
 from .early_dial import EarlyDialer
 from .errors import classify
 from .handle_store import HandleKeeper
@@ -55,7 +56,6 @@ from .policy import ResumePolicy
 from .queue_guard import QueueGuard
 from .tap import SessionTap, parse_time_left
 from .tool_calls import ToolCallBook
-from .waiting_turns import WaitingTurns
 from .wire_classifier import Frame
 
 logger = logging.getLogger("adk_live_resume.loop")
@@ -70,7 +70,7 @@ class WatchedRun(Protocol):
     handles: ResumptionState
     outbox: Outbox
     tool_calls: ToolCallBook
-    waiting_turns: WaitingTurns
+    deferred_results: DeferredResults
     keeper: HandleKeeper
     queue_guard: QueueGuard | None
     transparent: bool
@@ -301,7 +301,7 @@ class ConnectionWatch:
         return bool(
             run.handles.handle
             and run.handles.resumable_now
-            and not outbox.turns.waiting
+            and not outbox.turns.unanswered
             and not (guard is not None and guard.in_hand)
             and not activity.speaking
             and not activity.unanswered
@@ -403,7 +403,7 @@ class ConnectionWatch:
                 logger.debug(
                     "holding %d background result(s) until the user is quiet", len(as_turn)
                 )
-                run.waiting_turns.hold(turn, asyncio.get_running_loop().time())
+                run.deferred_results.hold(turn, asyncio.get_running_loop().time())
                 self._sent(replay)
                 return None
             method, kwargs = turn
@@ -431,10 +431,10 @@ class ConnectionWatch:
         return activity.speaking or activity.unanswered
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
-        if not self.run.waiting_turns or self.holds_sends or self._history_going:
+        if not self.run.deferred_results or self.holds_sends or self._history_going:
             return []
         now = asyncio.get_running_loop().time()
-        due = self.run.waiting_turns.due(user_busy=self._user_busy(), now=now)
+        due = self.run.deferred_results.due(user_busy=self._user_busy(), now=now)
         for method, kwargs in due:
             logger.debug("giving held background result(s) to the session now")
             self.run.outbox.record(method, kwargs)

@@ -54,6 +54,7 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome
 from .connection_watch import ConnectionWatch
+from .deferred_results import DeferredResults
 from .errors import Drop, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
@@ -65,7 +66,6 @@ from .queue_guard import QueueGuard
 from .retry_plan import Reconnects
 from .serve_connection import interrupted_event, serve
 from .tool_calls import ToolCallBook
-from .waiting_turns import WaitingTurns
 from .wire_classifier import Frame, SkippedMessages
 
 logger = logging.getLogger("adk_live_resume.loop")
@@ -101,7 +101,7 @@ class LiveRun:
         self.queue_guard: QueueGuard | None = None
         self.transparent = False
         self.tool_calls = ToolCallBook()
-        self.waiting_turns = WaitingTurns()
+        self.deferred_results = DeferredResults()
         self.tool_calls.earlier_sessions(next_run.earlier_calls(ctx))
         #: Tools ADK runs in the background, watched while a repeat of their call waits.
         self.background = BackgroundCalls(ctx, self.tool_calls)

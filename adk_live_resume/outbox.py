@@ -45,7 +45,7 @@ from typing import Any, Literal
 from google.genai import types
 
 from .activity import UserActivity
-from .answers import PendingTurns
+from .answers import UnansweredTurns
 from .client_sends import (
     audio_pcm,
     context_turns,
@@ -137,7 +137,7 @@ class Outbox:
         self.max_utterance_ms = max_utterance_ms
         self.activity = activity if activity is not None else UserActivity()
         #: Whether a typed turn or function response waits for its answer.
-        self.turns = PendingTurns()
+        self.turns = UnansweredTurns()
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         #: Model output of a generation was seen on this connection, and no end of it.
@@ -343,7 +343,7 @@ class Outbox:
         # been answered for. A typed turn or a function response needs more: a generation
         # that began after it was sent (or an interruption). The rest of a generation already
         # streaming when the turn went out was sent before the server had the turn, and so
-        # may the handle that follows it be (as :class:`~adk_live_resume.answers.PendingTurns`
+        # may the handle that follows it be (as :class:`~adk_live_resume.answers.UnansweredTurns`
         # reads an answer).
         answered_until = answer_began = -1
         for position, item in enumerate(self._items):

@@ -33,6 +33,7 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
+from .deferred_results import DeferredResults
 from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
 from .handle_store import HandleKeeper
@@ -44,7 +45,6 @@ from .queue_guard import QueueGuard
 from .retry_plan import Reconnects
 from .tap import SessionTap
 from .tool_calls import ToolCallBook
-from .waiting_turns import WaitingTurns
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -65,7 +65,7 @@ class ServedRun(Protocol):
     background: BackgroundCalls
     outbox: Outbox
     tool_calls: ToolCallBook
-    waiting_turns: WaitingTurns
+    deferred_results: DeferredResults
     keeper: HandleKeeper
     queue_guard: QueueGuard | None
     pass_handles: bool
@@ -127,7 +127,7 @@ async def serve(
             else:
                 in_history_responses = response_ids(run.request.contents or [])
                 run.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
-                run.waiting_turns.on_fresh_session(in_history_responses)
+                run.deferred_results.on_fresh_session(in_history_responses)
                 screened = withheld.of_session(run.session_id)
                 history, in_history = fresh_history(
                     screened.history(run.request.contents or [], run.history_events),

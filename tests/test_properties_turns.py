@@ -2,11 +2,11 @@
 
 Two state machines play random sessions of client sends and server messages:
 
-* :class:`PendingTurns` against the module's guarantee: ``waiting`` is never false while a
+* :class:`UnansweredTurns` against the module's guarantee: ``unanswered`` is never false while a
   typed turn or function response sent on the session has not been followed by a whole
   generation that began after it (model output after the turn, then the end of that
   generation: ``turnComplete`` or ``interrupted``), across new connections (a generation in
-  progress is cut with its connection, the turn stays pending);
+  progress is cut with its connection, the turn stays unanswered);
 * :class:`UserActivity` against docs/guarantees.md ("When an utterance counts as answered")
   and the module's guarantees, with a clock that advances with the audio sent and with
   pauses: ``speaking`` from the first voiced chunk until ``hangover_ms`` of unvoiced audio
@@ -24,16 +24,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from adk_live_resume.activity import DEFAULT_HANGOVER_MS, MID_SPEECH_QUIET_MS, UserActivity
-from adk_live_resume.answers import PendingTurns
+from adk_live_resume.answers import UnansweredTurns
 
 VOICED = b"\x00\x20" * 160  # 8192 of 32768: speech
 QUIET = b"\x00\x00" * 160
 
 
-class PendingTurnsMachine(RuleBasedStateMachine):
+class UnansweredTurnsMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.turns = PendingTurns()
+        self.turns = UnansweredTurns()
         self.clock = 0
         #: When each unanswered turn was sent (the reference's clock of events).
         self.unanswered: list[int] = []
@@ -74,8 +74,8 @@ class PendingTurnsMachine(RuleBasedStateMachine):
 
     @invariant()
     def a_turn_waits_until_a_generation_begun_after_it_ends(self) -> None:
-        assert self.turns.waiting is bool(self.unanswered), (
-            f"waiting={self.turns.waiting}, turns sent at {self.unanswered} unanswered"
+        assert self.turns.unanswered is bool(self.unanswered), (
+            f"unanswered={self.turns.unanswered}, turns sent at {self.unanswered} unanswered"
         )
 
 
@@ -187,5 +187,5 @@ class UserActivityMachine(RuleBasedStateMachine):
         )
 
 
-TestATurnWaitsUntilAWholeGenerationBegunAfterItEnds = PendingTurnsMachine.TestCase
+TestATurnWaitsUntilAWholeGenerationBegunAfterItEnds = UnansweredTurnsMachine.TestCase
 TestAnUtteranceIsAnsweredOnlyByAWholeTurnBegunAfterItWithTheUserQuiet = UserActivityMachine.TestCase

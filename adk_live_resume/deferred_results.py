@@ -1,10 +1,12 @@
-"""Background results held until the user is quiet: a turn given mid-utterance splits it.
+"""Deferred results: background results held back until the user is quiet.
+
+A turn given mid-utterance would split the utterance.
 
 After a fresh start, the result of a NON_BLOCKING call the session's history lacks goes to
 the session as a user turn carrying it (:meth:`ToolCallBook.goes_as_turn
 <adk_live_resume.tool_calls.ToolCallBook.goes_as_turn>`). Client content sent while the user
 speaks ends the utterance there: the model would answer its two halves apart. So such a turn
-waits in :class:`WaitingTurns` while the user speaks or has an utterance the model has not
+waits in :class:`DeferredResults` while the user speaks or has an utterance the model has not
 answered yet, and goes with the next client send after that.
 
 Guarantees:
@@ -35,8 +37,9 @@ Send = tuple[str, dict[str, Any]]
 
 
 @dataclass
-class WaitingTurns:
-    """Turns carrying background results, waiting for the user to be quiet."""
+class DeferredResults:
+    """Deferred results: turns carrying background results, held back until the user is
+    quiet (see the module docstring)."""
 
     max_wait: float = MAX_WAIT_SECONDS
     _turns: list[tuple[Send, float]] = field(default_factory=list)
