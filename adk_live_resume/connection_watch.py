@@ -44,12 +44,12 @@ from .connection_state import (
     State,
     StopOpeningAhead,
 )
+from .connector import abort_transport
 from .deferred_results import DeferredResults
 from .early_dial import EarlyDialer
 from .errors import classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
-from .handover import abort_transport
 from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy

@@ -2,7 +2,7 @@
 
 The loop owns the lifecycle only, and only wires: the handle and request of each connection
 (:mod:`.connection_request`), reconnect or give up (:mod:`.retry_plan`), opening the next
-connection (:mod:`.handover`), serving one (:mod:`.serve_connection`) and how it ended
+connection (:mod:`.connector`), serving one (:mod:`.serve_connection`) and how it ended
 (:mod:`.connection_end`), a transfer's or a rerun's next run (:mod:`.next_run`). The work
 on one connection is ADK's own code, called through :mod:`adk_live_resume.adk_compat`.
 
@@ -54,11 +54,11 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome
 from .connection_watch import ConnectionWatch
+from .connector import Connector
 from .deferred_results import DeferredResults
 from .errors import Drop, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
-from .handover import Handover
 from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
@@ -132,7 +132,7 @@ class LiveRun:
         #: for the rest of the run once a server refused a resume while the old socket was open).
         self.may_open_ahead = True
         #: The next connection opened ahead, the socket dialed early, the closer.
-        self.handover = Handover(policy, llm, available, guard=lambda: self.queue_guard)
+        self.connector = Connector(policy, llm, available, guard=lambda: self.queue_guard)
 
     @property
     def agent_name(self) -> str:
@@ -144,11 +144,11 @@ class LiveRun:
 
     @property
     def dialer(self) -> early_dial.EarlyDialer | None:
-        return self.handover.dialer
+        return self.connector.dialer
 
     @property
     def closer(self) -> BackgroundCloser:
-        return self.handover.closer
+        return self.connector.closer
 
     def connection_proved_healthy(self) -> None:
         self.reconnects.healthy()
@@ -197,8 +197,8 @@ class LiveRun:
             return False
         if self.queue_guard is not None:
             self.queue_guard.pause()  # what the user sends next goes to the new connection
-        assert self.handover.opening is not None
-        self.handover.opening.task.add_done_callback(watch.on_next_opened)
+        assert self.connector.opening is not None
+        self.connector.opening.task.add_done_callback(watch.on_next_opened)
         return True
 
     def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None:
@@ -229,7 +229,7 @@ class LiveRun:
         )
 
     def dial_early(self, *, latest: float | None) -> None:
-        self.handover.dial_early(latest=latest)
+        self.connector.dial_early(latest=latest)
 
     def _open_next(self, watch: ConnectionWatch, *, latest: float | None) -> bool:
         """Start opening the connection after ``watch``'s, resuming the current handle (it
@@ -239,14 +239,14 @@ class LiveRun:
         rebuilt only after the old one ended."""
         handle = self.handles.handle
         if (
-            self.handover.opening is not None
+            self.connector.opening is not None
             or self.fresh_start_needed
             or not handle
             or self._handle_unusable(asyncio.get_running_loop().time()) is not None
         ):
             return False
         request = self.connect_request(handle)
-        self.handover.open_next(watch.number + 1, handle, request, latest=latest)
+        self.connector.open_next(watch.number + 1, handle, request, latest=latest)
         return True
 
     def tool_running(self, call_id: str, name: str | None) -> bool:
@@ -319,8 +319,8 @@ class LiveRun:
                     yield event
         finally:
             ending = sys.exc_info()[1]
-            await self.handover.discard_ahead()
-            await self.handover.closer.wait()
+            await self.connector.discard_ahead()
+            await self.connector.closer.wait()
             self.queue_guard.release()
             self.background.leave()  # ADK stops the background tools: nothing to answer now
             await surface.stop_background(self.flow, self.ctx)
@@ -371,17 +371,17 @@ class LiveRun:
 
     async def _connections(self) -> AsyncGenerator[Any, None]:
         loop = asyncio.get_running_loop()
-        handover = self.handover
+        connector = self.connector
         reconnects = self.reconnects
         while True:
             unusable = self._handle_unusable(loop.time())
             if unusable is not None:
                 logger.info("%s", unusable)
                 self._need_fresh_start()
-            if handover.opening is not None and (
-                self.fresh_start_needed or handover.opening.handle != self.handles.handle
+            if connector.opening is not None and (
+                self.fresh_start_needed or connector.opening.handle != self.handles.handle
             ):
-                await handover.discard_opening()
+                await connector.discard_opening()
             if self.fresh_start_needed:
                 self.fresh_start_needed = False
                 self.fresh_starts += 1
@@ -396,8 +396,8 @@ class LiveRun:
                         yield event
             finally:
                 self._count(outcome)
-            if handover.opening is not None and outcome.end not in (End.MOVED, End.DROPPED):
-                await handover.discard_opening()  # the run ends, or moves on another way
+            if connector.opening is not None and outcome.end not in (End.MOVED, End.DROPPED):
+                await connector.discard_opening()  # the run ends, or moves on another way
             if (
                 outcome.end in (End.DROPPED, End.MOVED, End.RERUN)
                 and not outcome.at_connect
@@ -414,7 +414,7 @@ class LiveRun:
                 return
             if end in (End.TRANSFER, End.RERUN):
                 # The next live run starts its own session: nothing opened ahead serves it.
-                await handover.discard_ahead()
+                await connector.discard_ahead()
                 if self.queue_guard is not None:
                     # The next live run takes the queue over with a guard of its own; this
                     # one steps aside (a guard left around it would see each request the
@@ -461,12 +461,12 @@ class LiveRun:
             if guard is not None and await guard.wait_closed(wait):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
-            if handover.opening is not None and not wait:
+            if connector.opening is not None and not wait:
                 continue  # opened ahead (goAway, or at once after the drop): paced already
-            await handover.discard_opening()
+            await connector.discard_opening()
             # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
             latest = watch.move_by if end is End.MOVED else None
-            if not await handover.take_turn(latest=latest):
+            if not await connector.take_turn(latest=latest):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
 

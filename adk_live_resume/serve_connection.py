@@ -33,12 +33,12 @@ from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
+from .connector import Connector, abort_transport
 from .deferred_results import DeferredResults
 from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
-from .handover import Handover, abort_transport
 from .outbox import Outbox, Replay
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
@@ -60,7 +60,7 @@ class ServedRun(Protocol):
     event_id: str
     policy: ResumePolicy
     handles: ResumptionState
-    handover: Handover
+    connector: Connector
     reconnects: Reconnects
     background: BackgroundCalls
     outbox: Outbox
@@ -89,7 +89,7 @@ async def serve(
     """Run one connection; record how it ended, and what it did, in ``outcome``."""
     surface = run.surface
     queue = run.ctx.live_request_queue
-    opening = run.handover.take_opening()
+    opening = run.connector.take_opening()
     handle = opening.handle if opening is not None else run.handles.handle
     send_task: asyncio.Task[None] | None = None
     connection: Any = None
@@ -100,7 +100,7 @@ async def serve(
             if opening is not None:
                 connection = await opening.take(stack)
             else:
-                connection = await run.handover.connect(stack, run.connect_request(handle))
+                connection = await run.connector.connect(stack, run.connect_request(handle))
             if connection is None:
                 outcome.decided(End.CLIENT_CLOSED)
                 return
@@ -210,7 +210,7 @@ async def serve(
         finally:
             try:
                 if ended:  # not while cancelled or closed
-                    await let_next_open(run.handover, watch, outcome, run.queue_guard)
+                    await let_next_open(run.connector, watch, outcome, run.queue_guard)
             finally:
                 moving_on = ended and outcome.end not in (
                     End.CLIENT_CLOSED,
@@ -229,7 +229,7 @@ async def serve(
             outcome.left_unfinished(adk_compat.unfinished_input_transcription(connection))
         if watch.retired:  # the next connection is up: do not wait for this one's close
             session = watch.session
-            run.handover.closer.close(stack, lambda: abort_transport(session))
+            run.connector.closer.close(stack, lambda: abort_transport(session))
         else:
             await stack.aclose()
     if outcome.end is End.DROPPED and outcome.error is not None and outcome.drop is None:
@@ -237,12 +237,12 @@ async def serve(
 
 
 async def let_next_open(
-    handover: Handover, watch: ConnectionWatch, outcome: Outcome, guard: QueueGuard | None
+    connector: Connector, watch: ConnectionWatch, outcome: Outcome, guard: QueueGuard | None
 ) -> None:
     """While the next connection is being opened after a drop, taking this one down (its
     sender, timers, socket) waits: none of it needs to come first, and on a busy event
     loop it would only slow the new connection's handshake down."""
-    opening = handover.opening
+    opening = connector.opening
     if (
         opening is None
         or watch.retired

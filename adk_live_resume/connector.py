@@ -1,6 +1,6 @@
 """Opening a run's next connection: ahead of time, paced, on a socket dialed early.
 
-:class:`Handover` holds what one run has on the way to its next connection: the connection
+:class:`Connector` holds what one run has on the way to its next connection: the connection
 being opened ahead (:class:`~adk_live_resume.next_connection.NextConnection`), the socket
 dialed early (:mod:`adk_live_resume.early_dial`) and the closer of connections left behind.
 The run decides *whether* to open ahead (it knows the handle and the session); this module
@@ -13,10 +13,10 @@ Guarantees:
   gives the turn up.
 * A connect is bounded by ``connect_timeout``; closing the ``LiveRequestQueue`` while it is
   under way ends the attempt at once (nobody would talk on it).
-* Make-before-break: on goAway the next connection (connect and setup with the last good
+* Open ahead: on goAway the next connection (connect and setup with the last good
   handle) is opened while the old one is still open; a connection opened ahead and not used
   is discarded (closed in the background, bounded by ``close_timeout``), and every task
-  started here is awaited at the run's end (:meth:`Handover.discard_ahead`,
+  started here is awaited at the run's end (:meth:`Connector.discard_ahead`,
   ``closer.wait()``).
 """
 
@@ -36,7 +36,7 @@ from .queue_guard import QueueGuard
 logger = logging.getLogger("adk_live_resume.loop")
 
 
-class Handover:
+class Connector:
     """One run's way to its next connection: opened ahead, paced, dialed early."""
 
     def __init__(
@@ -101,7 +101,7 @@ class Handover:
 
     def take_opening(self) -> NextConnection | None:
         """The connection opened ahead, for the connection about to be served (it is no
-        longer this handover's to discard)."""
+        longer this connector's to discard)."""
         opening, self.opening = self.opening, None
         return opening
 
