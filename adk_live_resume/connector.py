@@ -111,7 +111,7 @@ class Connector:
             await opening.discard(self.closer, abort_connection)
 
     async def discard_ahead(self) -> None:
-        """Nothing opened ahead serves this run any more (its end, a transfer, a restart)."""
+        """Nothing opened ahead serves this run any more (its end, a transfer, a rerun)."""
         await self.discard_opening()
         if self.dialer is not None:
             await self.dialer.discard()

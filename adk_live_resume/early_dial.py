@@ -37,7 +37,7 @@ Guarantees:
   it is open, and only if it is younger than :data:`MAX_AGE` seconds; otherwise it is closed
   and the SDK opens its own. A socket nobody takes is closed :data:`MAX_AGE` seconds after
   it was dialed (a timer, whatever the run does meanwhile), and before an agent transfer or
-  a restart (the loop discards it). A failed early dial is never reported: the SDK dials
+  a rerun (the loop discards it). A failed early dial is never reported: the SDK dials
   again.
 * A socket still being opened is handed over as is: the SDK's connect waits for it and raises
   what opening it raised (the connect error the SDK would have raised itself), and a

@@ -108,8 +108,8 @@ class Reconnects:
     ) -> float:
         """Decide about a drop: return the wait before the next attempt, or raise.
 
-        ``start_fresh`` is called when the server refused the handle and the policy restarts
-        the session instead (it forgets the handle in ``handles``)."""
+        ``start_fresh`` is called when the server refused the handle and the policy makes a
+        fresh start instead (it forgets the handle in ``handles``)."""
         drop = outcome.drop
         assert drop is not None
         cause = drop.describe()

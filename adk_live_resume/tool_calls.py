@@ -261,7 +261,7 @@ class ToolCallBook:
 
     def earlier_sessions(self, call_ids: Iterable[str]) -> None:
         """``call_ids`` were issued by the session of an earlier live run of this invocation
-        (the agent that transferred to this one, the run a restart replaced): a response to
+        (the agent that transferred to this one, the run a rerun replaced): a response to
         one of them, still queued, must not go to this run's session."""
         self._unknown.update(call_ids)
 

@@ -219,7 +219,7 @@ async def test_refused_handle_starts_a_fresh_session_with_the_conversation_once(
     assert [(r.reason, r.state_restored) for r in reconnects] == [("restart", False)]
 
 
-async def test_refused_handle_with_restart_disabled_ends_with_a_clear_error_and_no_loop(
+async def test_refused_handle_with_fresh_start_disabled_ends_with_a_clear_error_and_no_loop(
     make_agent: AgentFactory,
 ) -> None:
     async with FakeLiveServer() as server:

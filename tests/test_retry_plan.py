@@ -68,7 +68,7 @@ def test_a_refused_resume_starts_fresh_when_the_policy_says_so() -> None:
     assert fresh == ["fresh"] and handles.handle is None and wait == 0.0
 
 
-def test_a_refused_resume_ends_the_run_when_the_policy_does_not_restart() -> None:
+def test_a_refused_resume_ends_the_run_when_the_policy_does_not_start_fresh() -> None:
     handles = ResumptionState.starting_with(HANDLE)
     reconnects = Reconnects(ResumePolicy(restart_when_handle_dead=False))
     with pytest.raises(SessionNotResumableError, match="while resuming with a handle"):
