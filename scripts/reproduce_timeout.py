@@ -15,7 +15,7 @@ By default the other side is the embedded fake Gemini Live server (TLS websocket
 instead (needs ``GOOGLE_API_KEY``), through a fault proxy on 127.0.0.1
 (:class:`adk_live_resume.testing.FaultProxy`) that sends every connection a goAway
 ``--proxy-go-away`` seconds after it opened (30 by default, then the close at its deadline, as
-the service does): the real service's goAway and move, rehearsed in seconds. ``--no-proxy`` waits for
+the service does): the service's goAway and our move, rehearsed in seconds. ``--no-proxy`` waits for
 the service's own goAway instead (the real 10+ minutes per run).
 
 Drop styles (fake server only):
