@@ -12,6 +12,10 @@ where ``<FIELD>`` is any :class:`~adk_live_resume.ResumePolicy` field in upper c
 in code wins over all of them (they are then reported as ignored, never silently).
 ``ADK_LIVE_RESUME_STRICT=0`` allows a google-adk release older than the supported minimum.
 
+A renamed field's old name (:data:`~adk_live_resume.policy.RENAMED_FIELDS`) still works for
+one release, as a variable (``ADK_LIVE_RESUME_RESTART_WHEN_HANDLE_DEAD``) and as a JSON key,
+with a :class:`DeprecationWarning` naming the new one; where both are given, the new one wins.
+
 An ``ADK_LIVE_RESUME_*`` variable that is none of these is reported once with a WARNING
 (with the closest known name), so a misspelt variable never goes unnoticed.
 
@@ -34,7 +38,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from .policy import ResumePolicy
+from .policy import RENAMED_FIELDS, ResumePolicy, warn_renamed
 
 logger = logging.getLogger("adk_live_resume")
 
@@ -71,10 +75,16 @@ def policy_variables() -> dict[str, str]:
     return {ENV_PREFIX + name.upper(): name for name in policy_fields()}
 
 
+def renamed_variables() -> dict[str, str]:
+    """``ADK_LIVE_RESUME_<OLD FIELD>`` -> the new field name, for every renamed field."""
+    return {ENV_PREFIX + old.upper(): new for old, new in RENAMED_FIELDS.items()}
+
+
 def known_variables() -> set[str]:
     """Every ``ADK_LIVE_RESUME_*`` name this package reads."""
     return {
         *policy_variables(),
+        *renamed_variables(),
         POLICY_JSON_ENV,
         STRICT_ENV,
         BOOTSTRAP_POLICY_ENV,
@@ -186,6 +196,11 @@ def from_json(text: str, source: str) -> dict[str, object]:
         raise ConfigError(f"{source} is not valid JSON: {error}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a JSON object of ResumePolicy fields")
+    for old, new in RENAMED_FIELDS.items():
+        if old in data:
+            warn_renamed(f"{source}: the key {old!r}", repr(new))
+            value = data.pop(old)
+            data.setdefault(new, value)  # the new name wins where both are given
     known = policy_fields()
     unknown = sorted(set(data) - set(known))
     if unknown:
@@ -204,6 +219,12 @@ def changes_from_environment(environ: Mapping[str, str]) -> dict[str, object]:
     for variable, name in policy_variables().items():
         if variable in environ and environ[variable].strip():
             changes[name] = coerce(name, environ[variable], variable)
+    for variable, name in renamed_variables().items():
+        if variable in environ and environ[variable].strip():
+            new_variable = ENV_PREFIX + name.upper()
+            warn_renamed(variable, new_variable)
+            if not environ.get(new_variable, "").strip():  # the new name wins where both are set
+                changes[name] = coerce(name, environ[variable], variable)
     return changes
 
 

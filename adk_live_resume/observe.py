@@ -38,7 +38,10 @@ class ReconnectInfo:
     """One completed reconnect of a live run."""
 
     #: ``"drop"`` (the socket was lost), ``"go_away"`` (planned, after the server's goAway),
-    #: or ``"restart"`` (a fresh session had to be started without the old state).
+    #: or ``"restart"`` (a fresh start: a new live session without the old state, its history
+    #: rebuilt from the ADK session). ``"restart"`` stays this value's spelling in this release,
+    #: as hooks and dashboards compare against it; it is to become ``"fresh_start"`` in a later
+    #: release, announced in the changelog first.
     reason: ReconnectReason
     #: Connection attempts this outage took (1 = the first try worked).
     attempt: int

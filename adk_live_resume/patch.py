@@ -134,7 +134,11 @@ def _policy_for(policy: ResumePolicy | None) -> ResumePolicy:
         return config.resolve_policy(os.environ)
     ignored = [
         variable
-        for variable in (config.POLICY_JSON_ENV, *config.policy_variables())
+        for variable in (
+            config.POLICY_JSON_ENV,
+            *config.policy_variables(),
+            *config.renamed_variables(),
+        )
         if os.environ.get(variable, "").strip()
     ]
     if ignored:

@@ -30,6 +30,7 @@ import math
 import random
 import types
 import typing
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,23 @@ DEFAULT_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset(
 #: Close codes that mean "this request is wrong" (1007 invalid argument, 1008 policy
 #: violation): resuming repeats the same mistake, so they are refused as retryable.
 NEVER_RETRYABLE_CLOSE_CODES: frozenset[int] = frozenset({1007, 1008})
+
+#: Policy fields renamed, old name -> new name. For one release the old name still works
+#: everywhere a field name does (the constructor's keyword, the attribute, its
+#: ``ADK_LIVE_RESUME_<FIELD>`` variable, a JSON key), and every use warns with a
+#: :class:`DeprecationWarning` that names the new one.
+RENAMED_FIELDS: dict[str, str] = {"restart_when_handle_dead": "fresh_start_when_handle_dead"}
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 2) -> None:
+    """Warn (:class:`DeprecationWarning`) that the spelling ``old`` of a renamed policy
+    field is deprecated, naming ``new``, the spelling to use instead."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in a later release: use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
+
 
 _testing = False
 
@@ -129,9 +147,13 @@ class ResumePolicy:
     """A handle older than this (s) is not tried: a fresh session is started with the conversation
     rebuilt from the ADK session (the Gemini API keeps handles for 2 h).
     """
-    restart_when_handle_dead: bool = True
-    """When the server refuses a handle (1007/1008 on resume) or it is too old, start a fresh
-    session with the conversation so far instead of ending the run.
+    fresh_start_when_handle_dead: bool = True
+    """When the server refuses a handle (1007/1008 on resume) or it is too old, make a fresh
+    start (a new live session with the conversation so far) instead of ending the run.
+    """
+    restart_when_handle_dead: dataclasses.InitVar[bool | None] = None
+    """Deprecated old name of ``fresh_start_when_handle_dead``, kept for this release: given,
+    it sets that field (with a :class:`DeprecationWarning`); read, it returns that field.
     """
     store_handle_in_session: bool = False
     """Keep the newest good handle, sealed with ``ADK_LIVE_RESUME_HANDLE_KEY``, in the ADK session's
@@ -173,7 +195,14 @@ class ResumePolicy:
     newest handle, still goes when ADK connects (:mod:`adk_live_resume.early_dial`).
     """
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, restart_when_handle_dead: bool | None) -> None:
+        if restart_when_handle_dead is not None:
+            warn_renamed(
+                "ResumePolicy(restart_when_handle_dead=...)",
+                "fresh_start_when_handle_dead",
+                stacklevel=4,  # __post_init__, __init__, the caller
+            )
+            object.__setattr__(self, "fresh_start_when_handle_dead", restart_when_handle_dead)
         if not isinstance(self.retryable_close_codes, frozenset) and isinstance(
             self.retryable_close_codes, (set, list, tuple)
         ):
@@ -219,13 +248,18 @@ class ResumePolicy:
                 f"retryable_close_codes must not contain {never}: 1007/1008 mean the request "
                 "itself is wrong (bad argument, refused handle, wrong model or key), so a resume "
                 "repeats it; a refused handle already starts a fresh session "
-                "(restart_when_handle_dead)"
+                "(fresh_start_when_handle_dead)"
             )
         if problems:
             raise ValueError("invalid ResumePolicy: " + "; ".join(problems))
 
     def replace(self, **changes: Any) -> ResumePolicy:
-        """Return a copy with ``changes`` applied (validated like the constructor)."""
+        """Return a copy with ``changes`` applied (validated like the constructor).
+
+        Prefer it to :func:`dataclasses.replace`, which reads the deprecated
+        ``restart_when_handle_dead`` (warning) and hands it back to the constructor, where it
+        would win over a ``fresh_start_when_handle_dead`` in ``changes``."""
+        changes.setdefault("restart_when_handle_dead", None)  # not carried over: see above
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def wait_before(self, attempt: int, rng: random.Random | None = None) -> float:
@@ -253,6 +287,20 @@ class ResumePolicy:
     def is_retryable_code(self, code: int | None) -> bool:
         """Whether a websocket close ``code`` is worth resuming after."""
         return code is not None and code in self.retryable_close_codes
+
+
+def _read_renamed_field(policy: ResumePolicy) -> bool:
+    warn_renamed("ResumePolicy.restart_when_handle_dead", "fresh_start_when_handle_dead")
+    return policy.fresh_start_when_handle_dead
+
+
+# Reading the old name returns the new field (the dataclass left the InitVar's default, None,
+# as the class attribute; the constructor's default was taken before this replaces it).
+setattr(  # noqa: B010 (mypy knows the name as an InitVar, not as an attribute)
+    ResumePolicy,
+    "restart_when_handle_dead",
+    property(_read_renamed_field, doc="Deprecated: ``fresh_start_when_handle_dead``."),
+)
 
 
 def check_field_types(instance: Any) -> None:

@@ -8,7 +8,7 @@ Guarantees:
 
 * A close code outside ``retryable_close_codes`` (1007, 1008...) ends the run with
   :class:`~adk_live_resume.errors.SessionNotResumableError`, unless it is the server refusing
-  a resume and ``restart_when_handle_dead`` is on (then the next connection starts fresh);
+  a resume and ``fresh_start_when_handle_dead`` is on (then the next connection starts fresh);
   a refused resume of an audio session that hit the 15-minute limit ends it with
   :class:`~adk_live_resume.errors.SessionLimitError`.
 * An outage that outlasts ``max_attempts`` or ``outage_timeout``, or reconnects beyond
@@ -126,7 +126,7 @@ class Reconnects:
                 " or ResumePolicy(sliding_window=True) for longer conversations.",
                 code=drop.code,
             ) from outcome.error
-        fresh = bool(refused and self.policy.restart_when_handle_dead)
+        fresh = bool(refused and self.policy.fresh_start_when_handle_dead)
         if fresh:
             logger.info(
                 "the server refused handle %s (%s); starting a fresh session with the"

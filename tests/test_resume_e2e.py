@@ -223,7 +223,7 @@ async def test_refused_handle_with_fresh_start_disabled_ends_with_a_clear_error_
     make_agent: AgentFactory,
 ) -> None:
     async with FakeLiveServer() as server:
-        agent = make_agent(server, policy=ResumePolicy(restart_when_handle_dead=False))
+        agent = make_agent(server, policy=ResumePolicy(fresh_start_when_handle_dead=False))
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             server.script(Fault.refuse_resume(), connection=2)

@@ -63,14 +63,14 @@ def test_a_retryable_close_is_retried_at_once_then_the_outage_budget_ends_it() -
 
 def test_a_refused_resume_starts_fresh_when_the_policy_says_so() -> None:
     handles = ResumptionState.starting_with(HANDLE)
-    reconnects = Reconnects(ResumePolicy(restart_when_handle_dead=True))
+    reconnects = Reconnects(ResumePolicy(fresh_start_when_handle_dead=True))
     wait, fresh = _after(reconnects, _outcome(1008, at_connect=True), handles)
     assert fresh == ["fresh"] and handles.handle is None and wait == 0.0
 
 
 def test_a_refused_resume_ends_the_run_when_the_policy_does_not_start_fresh() -> None:
     handles = ResumptionState.starting_with(HANDLE)
-    reconnects = Reconnects(ResumePolicy(restart_when_handle_dead=False))
+    reconnects = Reconnects(ResumePolicy(fresh_start_when_handle_dead=False))
     with pytest.raises(SessionNotResumableError, match="while resuming with a handle"):
         _after(reconnects, _outcome(1008, at_connect=True), handles)
     assert handles.handle == HANDLE
@@ -78,7 +78,7 @@ def test_a_refused_resume_ends_the_run_when_the_policy_does_not_start_fresh() ->
 
 def test_a_fatal_close_mid_session_is_not_a_refused_resume() -> None:
     handles = ResumptionState.starting_with(HANDLE)
-    reconnects = Reconnects(ResumePolicy(restart_when_handle_dead=True))
+    reconnects = Reconnects(ResumePolicy(fresh_start_when_handle_dead=True))
     with pytest.raises(SessionNotResumableError) as raised:
         _after(reconnects, _outcome(1008, at_connect=False), handles)
     assert "while resuming" not in str(raised.value) and raised.value.code == 1008
