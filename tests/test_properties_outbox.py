@@ -250,6 +250,8 @@ class GeminiOutbox(_Sends):
         self.items: list[tuple[str, Any]] = []
         #: Every typed turn the user sent (ADK wrote each to its session once).
         self.typed: list[str] = []
+        #: Model output of a generation was seen on this connection, and no end of it.
+        self.generating = False
 
     def on_record(self, message: ClientMessage) -> None:
         kind = _kind(message)
@@ -259,11 +261,19 @@ class GeminiOutbox(_Sends):
             self.typed.append(kind[1])
 
     def on_fact(self, kind: str, call_id: str = "") -> None:
+        if kind in ("output", "tool_call"):
+            if not self.generating:
+                self.items.append(("begins", None))  # output that begins a generation
+            # (the model waits for a tool call's responses: what it says next begins anew)
+            self.generating = kind == "output"
+        elif kind in ("turn_complete", "interrupted"):
+            self.generating = False
         self.items.append((kind, call_id))
 
     @rule()
     def resumable_handle(self) -> None:
-        """Covers what model output (or an interrupted generation) followed."""
+        """Covers what model output (or an interrupted generation) followed; a typed turn or
+        a function response only once a generation began after it (or an interruption)."""
         followed = max(
             (
                 i
@@ -272,16 +282,22 @@ class GeminiOutbox(_Sends):
             ),
             default=-1,
         )
+        began = max(
+            (i for i, (kind, _) in enumerate(self.items) if kind in ("begins", "interrupted")),
+            default=-1,
+        )
         self.items = [
             item
             for i, item in enumerate(self.items)
-            if i > followed and item[0] in ("turn", "context", "response")
+            if item[0] in ("turn", "context", "response")
+            and (i > followed or (item[0] in ("turn", "response") and i > began))
         ]
         self.handle(None)
 
     @rule()
     def drop_and_resume(self) -> None:
         self.expected = self._expected()
+        self.generating = False
         self.resume()
 
     @rule(data=st.data())
@@ -292,6 +308,7 @@ class GeminiOutbox(_Sends):
         history = [label for label in self.typed if data.draw(st.booleans())]
         _, replayed = self._expected(typed_only=True)
         self.expected = ([], [label for label in replayed if label not in history])
+        self.generating = False
         self.resume(history)
 
     def _expected(self, *, typed_only: bool = False) -> tuple[list[str], list[str]]:
