@@ -884,19 +884,7 @@ async def test_a_turn_typed_while_the_last_answer_streams_survives_a_drop_after_
     ):
         agent = make_agent(relay)
         async with await LiveDriver.start(agent) as live:
-            mark = live.send_text("one")
-            await live.wait_for_event(
-                lambda e: bool(e.partial and e.content and e.content.parts), after=mark, timeout=15
-            )
-            second = live.send_text("two")  # the rest of "echo: one" is still on its way
-            await server.wait_for(
-                lambda: any(i.point == "turn_complete" for i in server.handle_issues()),
-                10,
-                what="the handle after the first answer",
-            )
-            handle = server.handle_issues()[-1].handle
-            assert "two" not in server.connections[0].user_turns, "the turn came too soon"
-            await server.close_open(1006)  # "two" was still on its way: it is lost with it
+            second, handle = await _type_while_the_answer_streams_then_drop(server, live)
             answer = await live.answer_after(
                 second, timeout=20, skip=lambda text: text != "echo: two"
             )
@@ -920,19 +908,9 @@ async def test_a_turn_typed_while_the_last_answer_streams_is_answered_by_a_fresh
         server.script(Fault.refuse_resume(), connection=2)
         agent = make_agent(relay)
         async with await LiveDriver.start(agent) as live:
-            mark = live.send_text("one")
-            await live.wait_for_event(
-                lambda e: bool(e.partial and e.content and e.content.parts), after=mark, timeout=15
-            )
-            second = live.send_text("two")  # the rest of "echo: one" is still on its way
-            await server.wait_for(
-                lambda: any(i.point == "turn_complete" for i in server.handle_issues()),
-                10,
-                what="the handle after the first answer",
-            )
-            assert "two" not in server.connections[0].user_turns, "the turn came too soon"
-            # (its end reaches the client before the drop does: ADK stores it after "two")
-            await server.close_open(1006)
+            # (the answer's end reaches the client before the drop does: ADK stores it after
+            # "two")
+            second, _ = await _type_while_the_answer_streams_then_drop(server, live)
             answer = await live.answer_after(
                 second, timeout=20, skip=lambda text: text != "echo: two"
             )
@@ -941,3 +919,26 @@ async def test_a_turn_typed_while_the_last_answer_streams_is_answered_by_a_fresh
             await live.close()
         assert not server.connections[2].resumed, "not a fresh session"
         assert server.user_turns_answered() == ["one", "two", "recall"]
+
+
+async def _type_while_the_answer_streams_then_drop(
+    server: FakeLiveServer, live: LiveDriver
+) -> tuple[int, str]:
+    """Send "one"; once its answer streams in, send "two". Drop the connection (no close
+    frame) as soon as the server sent the handle after the first answer, while "two" is
+    still on its way (the relay's latency): it is lost with the connection. Returns the
+    event mark of "two" and that handle."""
+    mark = live.send_text("one")
+    await live.wait_for_event(
+        lambda e: bool(e.partial and e.content and e.content.parts), after=mark, timeout=15
+    )
+    second = live.send_text("two")  # the rest of "echo: one" is still on its way
+    await server.wait_for(
+        lambda: any(i.point == "turn_complete" for i in server.handle_issues()),
+        10,
+        what="the handle after the first answer",
+    )
+    handle = server.handle_issues()[-1].handle
+    assert "two" not in server.connections[0].user_turns, "the turn came too soon"
+    await server.close_open(1006)
+    return second, handle
