@@ -120,3 +120,26 @@ def test_a_message_with_a_known_key_is_never_unknown(message: dict[str, object],
         assert frame.kind != "unknown"
     elif not ({"code", "error", "go_away"} & set(message)):
         assert frame.kind == "unknown" and set(frame.unknown_keys) == set(message)
+
+
+def test_content_carries_its_interaction_status() -> None:
+    status = {"serverContent": {"turnComplete": True, "interactionStatus": "IN_PROGRESS"}}
+    assert _frame(status).interaction_status == "IN_PROGRESS"
+    snake = {"serverContent": {"turn_complete": True, "interaction_status": "IDLE"}}
+    assert _frame(snake).interaction_status == "IDLE"
+    assert _frame({"serverContent": {"turnComplete": True}}).interaction_status is None
+    assert _frame({"serverContent": {"interactionStatus": 3}}).interaction_status is None
+    assert _frame({"toolCall": {"functionCalls": []}}).interaction_status is None
+
+
+def test_a_long_frame_is_searched_for_its_interaction_status_without_being_parsed() -> None:
+    audio = "A" * (FULL_PARSE_MAX * 4)
+    parts = [{"inlineData": {"mimeType": "audio/pcm", "data": audio}}]
+    long_status = {"serverContent": {"modelTurn": {"parts": parts}, "interactionStatus": "IDLE"}}
+    frame = _frame(long_status)
+    assert frame.kind == "content" and frame.keys == ("serverContent",)
+    assert frame.interaction_status == "IDLE"
+    # the key inside a string (escaped quotes) is not the field
+    text = '"interactionStatus": "IDLE" ' * (FULL_PARSE_MAX // 10)
+    quoted = {"serverContent": {"modelTurn": {"parts": [{"text": text}]}}}
+    assert _frame(quoted).interaction_status is None
