@@ -50,6 +50,7 @@ from .early_dial import EarlyDialer
 from .errors import classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
+from .model_work import FrameStatuses, ModelWork
 from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
@@ -124,6 +125,13 @@ class ConnectionWatch:
         self.model_turn_open = False
         #: Model output seen on this connection since its last turnComplete.
         self.output_in_turn = False
+        #: Whether the model is working (:mod:`.model_work`): its output streams, or its last
+        #: ``interactionStatus`` said the task goes on; a ``turnComplete`` finishes the
+        #: model's turn only where it says so.
+        self.work = ModelWork()
+        #: ``interactionStatus`` from the raw frames, where google-genai drops it.
+        self._frame_statuses = FrameStatuses()
+        self._sdk_status = genai_compat.parses_interaction_status()
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
@@ -223,14 +231,19 @@ class ConnectionWatch:
     # -- TapListener ----------------------------------------------------------------------
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
-        self._note_content(message.server_content)
+        raw_status = self._frame_statuses.read()
+        self._note_content(message.server_content, raw_status)
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
 
-    def _message_arrived(self) -> None:
+    def _message_arrived(self, frame: Frame | None) -> None:
         self.lifecycle.frame_arrived()
+        if not self._sdk_status:
+            self._frame_statuses.arrived(frame.interaction_status if frame is not None else None)
 
-    def _note_content(self, content: types.LiveServerContent | None) -> None:
+    def _note_content(
+        self, content: types.LiveServerContent | None, raw_status: str | None = None
+    ) -> None:
         if content is None:
             return
         outbox = self.run.outbox
@@ -240,17 +253,22 @@ class ConnectionWatch:
             else:
                 outbox.model_audio()
             self.model_turn_open = self.output_in_turn = True
+            self.work.output()
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
             self.model_turn_open = self.output_in_turn = True
+            self.work.output()
         if content.input_transcription and content.input_transcription.text:
             text = content.input_transcription.text
             self._input_shown = (text, outbox.input_text(text))
         if content.interrupted:
             outbox.interrupted()
+            self.work.interrupted()
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
-        if content.turn_complete:
+        status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
+        if content.turn_complete and self.work.turn_complete(status):
+            # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.turn_complete()
             if self.output_in_turn:
                 self.run.tool_calls.on_answered()
@@ -293,7 +311,8 @@ class ConnectionWatch:
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight or waiting for its answer
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
-        speaking and has no utterance waiting for its answer."""
+        speaking and has no utterance waiting for its answer, and the model's last
+        ``interactionStatus`` did not say its work goes on."""
         run = self.run
         outbox = run.outbox
         activity = outbox.activity
@@ -305,6 +324,7 @@ class ConnectionWatch:
             and not (guard is not None and guard.in_hand)
             and not activity.speaking
             and not activity.unanswered
+            and not self.work.in_progress
         )
 
     def on_resumption_update(
@@ -322,7 +342,10 @@ class ConnectionWatch:
         if changed:
             self.run.tool_calls.on_handle()
             transparent = self.run.transparent
-            self.run.outbox.covered(last_consumed_index if transparent else None)
+            if transparent or not self.work.in_progress:
+                # (Gemini API: a handle issued while the model works may not hold the
+                # request, and the work is not continued after a resume: it stays)
+                self.run.outbox.covered(last_consumed_index if transparent else None)
             self.run.ctx.live_session_resumption_handle = self.run.handles.handle
             logger.debug("new resumption handle %s", redact(self.run.handles.handle))
             if self.run.handles.handle:
@@ -332,6 +355,7 @@ class ConnectionWatch:
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         run = self.run
+        self.work.output()
         with_ids = [call for call in calls if call.id]
         decision = run.tool_calls.on_calls(
             ((str(c.id), c.name, c.args) for c in with_ids), running=run.tool_running
@@ -512,6 +536,7 @@ class ConnectionWatch:
         )
         if watching and run.go_away_frame:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
+            self._frame_statuses.start()
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return
