@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
+import adk_live_resume
 from adk_live_resume import ResumePolicy
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver, answer_text
 from adk_live_resume.testing.generation import WORKING
+from adk_live_resume.testing.speech import silence_pcm, speech_pcm
 
 from .conftest import AgentFactory
 
@@ -122,5 +124,49 @@ async def test_a_drop_while_the_model_works_asks_again_and_is_answered_once(
     assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
     assert server.user_turns_answered() == ["one", "two", "recall"]
     assert second.user_turns[:2] == ["two", "recall"]
+    assert _said(live, "echo: two") == 1
+    assert server.resent_consumed() == [] and server.history_sends() == 0
+
+
+async def test_a_spoken_request_waits_for_the_work_before_a_go_away_moves(
+    make_agent: AgentFactory,
+) -> None:
+    async with FakeLiveServer(work_delay=1.0, chunk_delay=0.01) as server:
+        agent = _agent(make_agent, server)
+        async with await LiveDriver.start(agent) as live:
+            mark = len(live.events)
+            live.send_audio(speech_pcm("spoken words", seconds=0.6) + silence_pcm(0.65))
+            assert await live.answer_after(mark) == WORKING + "spoken words"
+            assert server.go_away_now(5.0) == [1]
+            assert await live.answer_after(mark, skip=_working) == "echo: spoken words"
+            await server.wait_for_connections(2)
+            assert await live.say("recall", skip=_working) == "you said: spoken words"
+            await live.close()
+    first, second = server.connections
+    assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
+    assert first.handle_issues[-1].point == "turn_complete"
+    assert [turn.how for turn in first.heard] == ["spoken"] and second.heard[0].how == "typed"
+    assert server.user_turns_answered() == ["spoken words", "recall"]
+    assert _said(live, "echo: spoken words") == 1
+
+
+async def test_on_vertex_ai_a_drop_while_the_model_works_asks_again_once() -> None:
+    async with FakeLiveServer(work_delay=1.0) as server:
+        adk_live_resume.install()
+        from google.adk.agents import LlmAgent
+
+        agent = LlmAgent(name="assistant", model=server.gemini(MODEL, vertex=True))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one", skip=_working) == "echo: one"
+            mark = await _mid_work(live, "two")
+            await server.close_open(1011, "Internal error")
+            assert await live.answer_after(mark, skip=_working, timeout=15) == "echo: two"
+            assert await live.say("recall", skip=_working) == "you said: one | two"
+            await live.close()
+    first, second = server.connections[:2]
+    assert first.transparent and second.resumed
+    assert second.resume_handle == first.handle_issues[-1].handle
+    assert first.handle_issues[-1].point == "working"
+    assert server.user_turns_answered() == ["one", "two", "recall"]
     assert _said(live, "echo: two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
