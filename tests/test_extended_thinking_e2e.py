@@ -131,7 +131,9 @@ async def test_a_drop_while_the_model_works_asks_again_and_is_answered_once(
 async def test_a_spoken_request_waits_for_the_work_before_a_go_away_moves(
     make_agent: AgentFactory,
 ) -> None:
-    async with FakeLiveServer(work_delay=1.0, chunk_delay=0.01) as server:
+    # (chunks 0.25 s apart: the first utterance ends well after the microphone's last sound,
+    # so only the model's work keeps the utterance unanswered)
+    async with FakeLiveServer(work_delay=1.0, chunk_delay=0.25) as server:
         agent = _agent(make_agent, server)
         async with await LiveDriver.start(agent) as live:
             mark = len(live.events)
