@@ -126,8 +126,9 @@ class ConnectionWatch:
         #: Model output seen on this connection since its last turnComplete.
         self.output_in_turn = False
         #: Whether the model is working (:mod:`.model_work`): its output streams, or its last
-        #: ``interactionStatus`` said the task goes on; a ``turnComplete`` finishes the
-        #: model's turn only where it says so.
+        #: ``interactionStatus`` said the task goes on (``work.working``, what a stall
+        #: detector reads); a ``turnComplete`` finishes the model's turn only where the
+        #: status says so (``work.in_progress``).
         self.work = ModelWork()
         #: ``interactionStatus`` from the raw frames, where google-genai drops it.
         self._frame_statuses = FrameStatuses()
@@ -355,7 +356,7 @@ class ConnectionWatch:
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         run = self.run
-        self.work.output()
+        self.work.tool_call()
         with_ids = [call for call in calls if call.id]
         decision = run.tool_calls.on_calls(
             ((str(c.id), c.name, c.args) for c in with_ids), running=run.tool_running

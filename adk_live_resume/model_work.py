@@ -10,8 +10,7 @@ So on such a model a ``turnComplete`` alone does not finish the model's turn.
 :class:`ModelWork` reads each ``turnComplete`` with the status it came with and says whether
 the model's turn is finished; the rules that wait for it (the safe point of a move, the
 unanswered-turn rule, what a handle covers, whether an utterance was answered) count a
-``turnComplete`` only when it does. :attr:`ModelWork.working` is the one signal "the model
-is working": answer output streaming, or the server saying the task goes on.
+``turnComplete`` only when it does.
 
 Statuses: ``IDLE`` (and ``INTERACTION_STATUS_UNSPECIFIED``) finish the turn;
 ``IN_PROGRESS`` and ``REQUIRES_ACTION`` (the model waits for the client, a tool response)
@@ -20,8 +19,18 @@ interaction at a message whose status is ``IDLE`` and goes on past a ``turnCompl
 any other status but ``INTERACTION_STATUS_UNSPECIFIED`` (``live._is_interaction_complete``).
 A ``turnComplete`` without a status finishes the turn: a model that never sends one behaves
 as before, and a server that stops sending it cannot leave a turn open for ever.
-A status of a kind not listed here is read as ``IN_PROGRESS`` would be (the safe side: a
-move then waits for its deadline rather than cut the work).
+A status of a kind not listed here does not finish the turn either (the safe side: a move
+then waits for its deadline rather than cut the work).
+
+Three readings, for three kinds of reader:
+
+* :attr:`ModelWork.in_progress`: the model's turn is not finished (the last status did not
+  finish it): the safe point and the answer rules wait;
+* :attr:`ModelWork.working`: the model owes output of its own accord, "the model is
+  working": its output streams (text, audio, a transcription; not a tool call, after which
+  it waits for the client), or its last status is ``IN_PROGRESS``. What a stall detector
+  reads; a turn the model has not begun to answer is :mod:`adk_live_resume.answers`' to tell;
+* :attr:`ModelWork.waiting_for_client`: the last status is ``REQUIRES_ACTION``.
 
 google-genai 2.x parses the status (``LiveServerContent.interaction_status``); 1.x drops the
 field while parsing, so it is read from the raw frame as it arrives
@@ -31,10 +40,11 @@ message it came in is read: one websocket message is one server message, read in
 Guarantees:
 
 * :meth:`ModelWork.turn_complete` returns True exactly when the ``turnComplete`` carried no
-  status or a finishing one; :attr:`ModelWork.in_progress` is then false.
+  status or a finishing one; :attr:`ModelWork.in_progress` is then false, and stays so
+  until a ``turnComplete`` with another status.
 * :attr:`ModelWork.working` is true from model output until the next finishing
-  ``turnComplete`` or an ``interrupted``, and while the last status
-  said the task goes on; never otherwise.
+  ``turnComplete``, an ``interrupted`` or a tool call, and while the last status is
+  ``IN_PROGRESS``; never otherwise.
 * One :class:`ModelWork` serves one connection: a new connection starts with no status (a
   resumed session does not continue a generation in flight; its request is asked again).
 * :meth:`FrameStatuses.read` returns the status of the frame read now (counted from
@@ -69,29 +79,44 @@ def status_name(status: object) -> str | None:
 class ModelWork:
     """Whether the model works on the request of one connection (see the module)."""
 
-    #: The last ``interactionStatus`` said the task goes on.
-    in_progress: bool = False
-    #: Model output seen and no finishing ``turnComplete`` (nor ``interrupted``) since.
+    #: The last ``interactionStatus`` read with a ``turnComplete`` (``None``: none, or one
+    #: that finished the turn).
+    status: str | None = None
+    #: Model output seen and no finishing ``turnComplete``, ``interrupted`` or tool call since.
     _output: bool = False
 
     @property
+    def in_progress(self) -> bool:
+        """The model's turn is not finished: the last status did not finish it."""
+        return self.status is not None
+
+    @property
     def working(self) -> bool:
-        """The model is working: its answer is streaming, or the server said the task goes
-        on after the utterance it ended (a stall detector may wait for it)."""
-        return self._output or self.in_progress
+        """The model is working: its output streams, or it said the task goes on
+        (``IN_PROGRESS``)."""
+        return self._output or self.status == "IN_PROGRESS"
+
+    @property
+    def waiting_for_client(self) -> bool:
+        """The model said it waits for the client (``REQUIRES_ACTION``)."""
+        return self.status == "REQUIRES_ACTION"
 
     def output(self) -> None:
-        """Model output arrived (text, audio, a transcription piece, a tool call)."""
+        """Model output arrived (text, audio, a thought, a transcription piece)."""
         self._output = True
+
+    def tool_call(self) -> None:
+        """The model asked for tools: it waits for their responses."""
+        self._output = False
 
     def turn_complete(self, status: object = None) -> bool:
         """A ``turnComplete`` arrived with ``status`` (its ``interactionStatus``, as sent or
         parsed; ``None``: none came); return whether the model's turn is finished."""
         name = status_name(status)
-        self.in_progress = name is not None and name not in FINISHED_STATUSES
-        if not self.in_progress:
+        self.status = None if name is None or name in FINISHED_STATUSES else name
+        if self.status is None:
             self._output = False
-        return not self.in_progress
+        return self.status is None
 
     def interrupted(self) -> None:
         """The server cut the generation off: its output ended (the status stays until the

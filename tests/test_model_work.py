@@ -54,10 +54,20 @@ def test_an_interruption_ends_the_output_not_the_status() -> None:
     assert work.working and work.in_progress
 
 
+def test_a_model_waiting_for_the_client_is_not_working_and_its_turn_is_not_finished() -> None:
+    work = ModelWork()
+    work.output()
+    work.tool_call()
+    assert not work.working, "after a tool call the model waits for its response"
+    assert not work.turn_complete("REQUIRES_ACTION")
+    assert work.in_progress and work.waiting_for_client and not work.working
+    assert not work.turn_complete("SOME_NEW_STATUS")
+    assert work.in_progress and not work.working and not work.waiting_for_client
+
+
 _EVENTS = st.lists(
     st.one_of(
-        st.just(("output", None)),
-        st.just(("interrupted", None)),
+        st.sampled_from([("output", None), ("interrupted", None), ("tool_call", None)]),
         st.tuples(
             st.just("turn_complete"),
             st.sampled_from([None, "IDLE", "IN_PROGRESS", "REQUIRES_ACTION", "X"]),
@@ -68,25 +78,26 @@ _EVENTS = st.lists(
 
 
 @given(_EVENTS)
-def test_working_is_output_since_the_last_finishing_turn_end_or_a_status_going_on(
+def test_the_readings_follow_the_last_status_and_the_output_since_the_turn_ended(
     events: list[tuple[str, str | None]],
 ) -> None:
     work = ModelWork()
-    output = status_going_on = False
+    output, last = False, None
     for kind, status in events:
         if kind == "output":
             work.output()
             output = True
-        elif kind == "interrupted":
-            work.interrupted()
+        elif kind in ("interrupted", "tool_call"):
+            getattr(work, kind)()
             output = False
         else:
             finished = work.turn_complete(status)
-            status_going_on = status not in (None, "IDLE")
-            assert finished == (not status_going_on)
-            output = output and status_going_on
-        assert work.in_progress == status_going_on
-        assert work.working == (output or status_going_on)
+            last = None if status in (None, "IDLE") else status
+            assert finished == (last is None)
+            output = output and last is not None
+        assert work.in_progress == (last is not None)
+        assert work.working == (output or last == "IN_PROGRESS")
+        assert work.waiting_for_client == (last == "REQUIRES_ACTION")
 
 
 def test_frame_statuses_come_back_with_the_message_they_came_in() -> None:
