@@ -23,10 +23,12 @@ from adk_live_resume.testing.generation import WORKING
 from adk_live_resume.testing.speech import silence_pcm, speech_pcm
 
 from .conftest import AgentFactory
+from .helpers import get_weather
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 MODEL = "gemini-3.8-live-extended-thinking"
+WEATHER = 'get_weather returned {"city":"Oslo","sky":"clear"}'
 
 
 def _working(text: str) -> bool:
@@ -172,3 +174,22 @@ async def test_on_vertex_ai_a_drop_while_the_model_works_asks_again_once() -> No
     assert server.user_turns_answered() == ["one", "two", "recall"]
     assert _said(live, "echo: two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
+
+
+async def test_calls_are_async_only_and_the_result_is_told_after_the_start(
+    make_agent: AgentFactory,
+) -> None:
+    # ADK declares get_weather without a behavior (blocking); the model calls it
+    # non-blocking all the same: it says the call started, and tells the result once ADK's
+    # response arrives.
+    async with FakeLiveServer() as server:
+        agent = _agent(make_agent, server, tools=[get_weather])
+        async with await LiveDriver.start(agent) as live:
+            mark = live.send_text('call get_weather {"city": "Oslo"}')
+            assert await live.answer_after(mark, timeout=15) == "get_weather started"
+            told = await live.answer_after(mark, skip=lambda t: t.endswith(" started"))
+            assert told == WEATHER
+            await live.close()
+    record = server.connections[0]
+    assert [call.non_blocking for call in record.tool_calls] == [True]
+    assert record.accepted_tool_response_ids == [record.tool_calls[0].id]
