@@ -143,3 +143,21 @@ def test_a_long_frame_is_searched_for_its_interaction_status_without_being_parse
     text = '"interactionStatus": "IDLE" ' * (FULL_PARSE_MAX // 10)
     quoted = {"serverContent": {"modelTurn": {"parts": [{"text": text}]}}}
     assert _frame(quoted).interaction_status is None
+
+
+@given(
+    st.sampled_from(["IDLE", "IN_PROGRESS", "REQUIRES_ACTION", "INTERACTION_STATUS_UNSPECIFIED"]),
+    st.integers(min_value=0, max_value=3 * FULL_PARSE_MAX),
+    st.booleans(),
+)
+def test_the_status_reads_the_same_in_a_short_and_a_long_frame(
+    status: str, padding: int, first: bool
+) -> None:
+    content: dict[str, object] = {"modelTurn": {"parts": [{"text": "x" * padding}]}}
+    content = (
+        {"interactionStatus": status, **content}
+        if first
+        else {**content, "interactionStatus": status}
+    )
+    frame = _frame({"serverContent": content, "usageMetadata": {"totalTokenCount": 3}})
+    assert frame.kind == "content" and frame.interaction_status == status
