@@ -437,14 +437,12 @@ class LiveRun:
                 return
             self.keeper.store_now()  # a drop, a goAway move: the next worker may need it
             now = loop.time()
-            if reconnects.lost_at is None:
-                reconnects.lost_at = watch.lost_at if watch.lost_at is not None else now
+            reconnects.lost(watch.lost_at if watch.lost_at is not None else now)
             if self.queue_guard is not None and self.queue_guard.close_requested:
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
             if end is End.MOVED:
-                reconnects.reason = "go_away"
-                reconnects.cause = watch.moving or "goAway"
+                reconnects.moving(watch.moving or "goAway")
                 wait = 0.0
             else:
                 wait = reconnects.after_drop(

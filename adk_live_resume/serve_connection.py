@@ -374,8 +374,7 @@ def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, repla
             dropped_silence_ms=replay.dropped_silence_ms,
         )
     )
-    reconnects.reason = None
-    reconnects.lost_at = None
+    reconnects.reported()
 
 
 def interrupted_event(ctx: Any, author: str) -> Any:

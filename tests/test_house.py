@@ -187,14 +187,6 @@ KNOWN_FOREIGN_ASSIGNMENTS: Mapping[str, str] = {
     "adk_live_resume.log_redaction:record.args": (
         "logging's LogRecord, not a module of ours (its field name collides with one of ours)"
     ),
-    "adk_live_resume.loop:reconnects.lost_at": (
-        "retry_plan's Reconnects: its call sites are being reshaped in parallel (one retry"
-        " decision); it gets methods there"
-    ),
-    "adk_live_resume.loop:reconnects.reason": "retry_plan's Reconnects (as above)",
-    "adk_live_resume.loop:reconnects.cause": "retry_plan's Reconnects (as above)",
-    "adk_live_resume.serve_connection:reconnects.reason": "retry_plan's Reconnects (as above)",
-    "adk_live_resume.serve_connection:reconnects.lost_at": "retry_plan's Reconnects (as above)",
 }
 #: Whole subpackages the check leaves out, with the reason.
 UNCHECKED_PACKAGES: Mapping[str, str] = {
