@@ -187,14 +187,17 @@ KNOWN_FOREIGN_ASSIGNMENTS: Mapping[str, str] = {
     "adk_live_resume.log_redaction:record.args": (
         "logging's LogRecord, not a module of ours (its field name collides with one of ours)"
     ),
-}
-#: Whole subpackages the check leaves out, with the reason.
-UNCHECKED_PACKAGES: Mapping[str, str] = {
-    "adk_live_resume.testing": (
-        "the fake's connection is one object split by inheritance (its layers write the"
-        " shared record); composing it of parts that own their state is its own change"
+    "adk_live_resume.loop:self.request.model": (
+        "ADK's LlmRequest, not a module of ours (the fake's classes have a field 'model')"
+    ),
+    "adk_live_resume.testing.proxy_cli:proxy.latency": (
+        "FaultProxy.latency is a public attribute the fake's users set (documented in"
+        " proxy.py); the command line is one such user"
     ),
 }
+#: Whole subpackages the check leaves out, with the reason (none now: the fake's parts write
+#: its records through the records' methods).
+UNCHECKED_PACKAGES: Mapping[str, str] = {}
 
 
 def _is_protocol(node: ast.ClassDef) -> bool:
