@@ -282,3 +282,60 @@ def test_foreign_assignments_sees_another_modules_field_and_not_ones_own() -> No
         ),
     }
     assert foreign_assignments(sources) == ["b:run.count", "b:self.run.count"]
+
+
+# -- a Protocol one module needs of another is narrow --------------------------------------
+
+#: The most members a Protocol of the package may have: a seam carries behaviour, not a copy
+#: of another object's attribute list.
+MAX_PROTOCOL_MEMBERS = 8
+#: Protocols allowed more, with their number and the reason.
+WIDER_PROTOCOLS: Mapping[str, tuple[int, str]] = {
+    "adk_live_resume.tap.TapListener": (
+        9,
+        "the listener of what the tap sees: one behaviour per kind of event (a server message,"
+        " its transcription, goAway, a handle update, tool calls, a client send, the sends due"
+        " after it, a read error, the client's close); no field of another object",
+    ),
+}
+
+
+def protocol_members(source: str) -> dict[str, int]:
+    """Each Protocol class of ``source`` by name, with how many members it declares (fields,
+    methods and properties; a property's setter is the same member)."""
+    found: dict[str, int] = {}
+    for cls in ast.walk(ast.parse(source)):
+        if not isinstance(cls, ast.ClassDef) or not _is_protocol(cls):
+            continue
+        names: set[str] = set()
+        for item in cls.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names.add(item.target.id)
+            elif isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(item.name)
+        found[cls.name] = len(names)
+    return found
+
+
+def test_no_protocol_has_more_than_8_members() -> None:
+    wide = {
+        f"{name}.{cls}": count
+        for name, path in MODULES.items()
+        for cls, count in protocol_members(path.read_text()).items()
+        if count > WIDER_PROTOCOLS.get(f"{name}.{cls}", (MAX_PROTOCOL_MEMBERS, ""))[0]
+    }
+    assert wide == {}, f"find the seam: what behaviour does the module need of the other? {wide}"
+
+
+def test_protocol_members_counts_fields_methods_and_properties_once() -> None:
+    source = (
+        "from typing import Protocol\n"
+        "import typing\n"
+        "class Run(Protocol):\n    a: int\n    b: str\n"
+        "    @property\n    def c(self) -> int: ...\n"
+        "    @c.setter\n    def c(self, value: int) -> None: ...\n"
+        "    async def d(self) -> None: ...\n"
+        "class Other(typing.Protocol):\n    def e(self) -> None: ...\n"
+        "class Plain:\n    x: int\n"
+    )
+    assert protocol_members(source) == {"Run": 4, "Other": 1}
