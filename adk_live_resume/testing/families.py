@@ -40,7 +40,13 @@ The families, from recordings of real sessions and field reports
   as an unfinished utterance is and as a generation in flight is never continued after a
   resume (``gemini-live-protocol.md``, "Limits the service documents"): the handle issued
   with an ``IN_PROGRESS`` ``turnComplete`` restores the session as it was before the request
-  (see :mod:`~adk_live_resume.testing.generation`).
+  (see :mod:`~adk_live_resume.testing.generation`). While a call the model issued is open
+  (started, or its result not told yet), the task is not done: every ``turnComplete`` says
+  ``IN_PROGRESS`` (the guide: ``IN_PROGRESS`` during background work, ``IDLE`` when the task
+  is done; calls are async only, so a call's work is background work), and ``IDLE`` comes
+  with the telling of the last result. ``REQUIRES_ACTION`` (the model waits for the client)
+  has no source beyond google-genai's ``InteractionStatus`` enum: the server's
+  ``requires_action`` switch sends it instead of ``IN_PROGRESS`` while a call is open.
 """
 
 from __future__ import annotations
@@ -90,6 +96,8 @@ class Family:
     speaks_while_working: bool = False
     #: Every call is non-blocking, whatever its declaration (function calling async only).
     calls_async_only: bool = False
+    #: While a call the model issued is open, the task is not done (no ``IDLE``).
+    works_while_calls_open: bool = False
 
     def non_blocking(self, behavior: object) -> bool:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
@@ -129,6 +137,7 @@ GEMINI_3_8_EXTENDED_THINKING = Family(
     interaction_status=True,
     speaks_while_working=True,
     calls_async_only=True,
+    works_while_calls_open=True,
 )
 
 

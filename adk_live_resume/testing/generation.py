@@ -19,7 +19,8 @@
   transcription ends with ``finished: true`` before ``generationComplete``;
 * the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule);
 * a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
-  ends an answer; an extended-thinking model answering a user turn first says
+  ends an answer (an extended-thinking model: ``IN_PROGRESS`` while a call it issued is
+  open, or ``REQUIRES_ACTION`` behind the server's ``requires_action`` switch); an extended-thinking model answering a user turn first says
   :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
   ``turnComplete`` carrying ``interactionStatus: IN_PROGRESS`` and the handle that restores
   the session without the request (:meth:`HandleIssuer.before_request
@@ -271,7 +272,7 @@ class Generation:
             prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
             final: list[JsonDict] = [
                 {
-                    **self._turn_complete("IDLE"),
+                    **self._turn_complete(self._status_after_answer()),
                     "usageMetadata": wire.usage(prompt, len(reply.text.split())),
                 }
             ]
@@ -287,6 +288,15 @@ class Generation:
                 self._handles.issued(handle[1])
         finally:
             self._finishing = False
+
+    def _status_after_answer(self) -> str:
+        """The ``interactionStatus`` of an answer's ``turnComplete``: ``IDLE``, unless a
+        call the model issued is still open in a family whose task goes on meanwhile
+        (``IN_PROGRESS``, or ``REQUIRES_ACTION`` behind the server's switch; sources:
+        :mod:`~adk_live_resume.testing.families`)."""
+        if self._choices.family.works_while_calls_open and self._session.calls_open():
+            return "REQUIRES_ACTION" if self._settings.requires_action else "IN_PROGRESS"
+        return "IDLE"
 
     def _turn_complete(self, status: str) -> JsonDict:
         """``turnComplete``, with ``interactionStatus`` where the family reports it."""

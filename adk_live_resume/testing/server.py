@@ -107,6 +107,9 @@ class FakeLiveServer:
         port: the TCP port to listen on; 0 (default) picks a free ephemeral port.
         work_delay: real seconds an extended-thinking model works in the background between
             its first utterance and its answer (``interactionStatus`` ``IN_PROGRESS``).
+        requires_action: while a call it issued is open, an extended-thinking model says
+            ``REQUIRES_ACTION`` rather than ``IN_PROGRESS`` (default off: no source says when
+            the service sends it).
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
@@ -137,6 +140,7 @@ class FakeLiveServer:
         port: int = 0,
         refuse_resume_while_open: bool = False,
         work_delay: float = 0.5,
+        requires_action: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -159,6 +163,7 @@ class FakeLiveServer:
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
             work_delay=work_delay,
+            requires_action=requires_action,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

@@ -105,6 +105,11 @@ class SessionState:
         """The telling of call ``call_id``'s result starts: it is no longer open."""
         self._telling.pop(call_id, None)
 
+    def calls_open(self) -> bool:
+        """A NON_BLOCKING call is open: started and not answered, or answered and its
+        result not told yet."""
+        return bool(self._background or self._telling)
+
     # ---- snapshots -------------------------------------------------------------------------
 
     def snapshot(

@@ -38,7 +38,10 @@ class ServerSettings:
     (native audio) opens every answer with a ``thought: true`` text part. ``pong_delay``:
     websocket pings are answered that many service seconds late (None: at once).
     ``work_delay`` is real seconds of background work an extended-thinking model does between
-    its first utterance and its answer.
+    its first utterance and its answer. ``requires_action``: while a call the model issued is
+    open, an extended-thinking model's ``turnComplete`` says ``REQUIRES_ACTION`` instead of
+    ``IN_PROGRESS`` (off by default: no source beyond google-genai's ``InteractionStatus``
+    enum says when the service sends it).
     """
 
     time_scale: float = 1.0
@@ -58,6 +61,7 @@ class ServerSettings:
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
     work_delay: float = 0.5
+    requires_action: bool = False
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
