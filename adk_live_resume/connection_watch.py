@@ -261,11 +261,13 @@ class ConnectionWatch:
             self.model_turn_open = False
         status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
         if content.turn_complete and self.work.turn_complete(status):
-            # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.turn_complete()
             if self.output_in_turn:
                 self.run.rules.tool_calls.on_answered()
             self.output_in_turn = False
+        elif content.turn_complete:
+            # (an utterance the model ends while its work goes on answers nothing yet)
+            outbox.work_goes_on()
 
     def input_transcription(self, text: str) -> str:
         handled, self._input_shown = self._input_shown, None

@@ -321,6 +321,13 @@ class Outbox:
         self._generating = False
         self._items.append(_Fact("turn_complete"))
 
+    def work_goes_on(self) -> None:
+        """A ``turnComplete`` whose ``interactionStatus`` says the model's work goes on: its
+        utterance ended, answering nothing; the next output begins a new generation (what
+        follows, for a handle, shows the server took in what was sent meanwhile)."""
+        self.turns.on_generation_paused()
+        self._generating = False
+
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
