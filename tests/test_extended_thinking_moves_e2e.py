@@ -18,7 +18,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing import Fault, FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver, answer_text
 from adk_live_resume.testing.generation import WORKING
 
@@ -131,3 +131,30 @@ async def test_a_go_away_during_an_async_tool_moves_once_the_result_is_told(
     assert second.tool_calls == [] and second.user_turns == ["after"]
     assert _said(live, LOOKED_UP) == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
+
+
+async def test_a_go_away_after_the_server_cut_the_answer_waits_while_the_work_goes_on(
+    entry: str,
+) -> None:
+    # The server cuts the answer (``interrupted``, scripted: no input of the client asked for
+    # it) while its status still says the work goes on: the cut generation counts as taking
+    # the request in, so no turn or utterance waits for an answer, and the newest handle (the
+    # one issued while the model worked) is resumable. Only the model's status holds the move
+    # until IDLE; moved at once, the session would resume without the request.
+    request = "tell me about the weather up north"
+    cut = Fault.server_message({"serverContent": {"interrupted": True}}, mid_turn=True)
+    async with FakeLiveServer(work_delay=0.2, chunk_delay=0.3) as server:
+        server.script(cut, connection=1)
+        agent = _agent(entry, server)
+        async with await LiveDriver.start(agent) as live:
+            mark = live.send_text(request)
+            await live.wait_for_event(lambda e: bool(getattr(e, "interrupted", False)), after=mark)
+            assert server.go_away_now(5.0) == [1]
+            await server.wait_for_connections(2)
+            assert await live.say("recall", skip=_working) == "you said: " + request
+            await live.close()
+    first, second = server.connections
+    assert first.answers == ["echo: " + request]
+    assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
+    assert first.handle_issues[-1].point == "turn_complete"
+    assert server.user_turns_answered() == [request, "recall"]
