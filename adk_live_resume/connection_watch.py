@@ -308,7 +308,9 @@ class ConnectionWatch:
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
         speaking and has no utterance waiting for its answer
         (:meth:`RunRules.at_safe_point`), and the model's last ``interactionStatus`` did not
-        say its work goes on (:attr:`ModelWork.in_progress`)."""
+        say its work goes on (:attr:`ModelWork.in_progress`). The last holds on its own where
+        the server cut an answer (``interrupted``) while the work goes on: the cut counts as
+        taking the request in, though the handle issued during the work does not hold it."""
         return self.run.rules.at_safe_point() and not self.work.in_progress
 
     def on_resumption_update(

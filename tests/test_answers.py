@@ -75,7 +75,7 @@ def test_the_outbox_feeds_it_from_what_is_sent_and_what_the_server_says() -> Non
     assert not outbox.turns.unanswered
 
 
-def test_an_utterance_ended_while_the_work_goes_on_answers_nothing_and_ends_its_generation() -> None:
+def test_an_utterance_ended_while_the_work_goes_on_answers_nothing_and_ends_it() -> None:
     turns = UnansweredTurns()
     turns.on_turn_sent()  # the user asks; the model calls a tool and says the call started
     turns.on_model_output()
