@@ -18,7 +18,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
-from adk_live_resume.testing import Fault, FakeLiveServer
+from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver, answer_text
 from adk_live_resume.testing.generation import WORKING
 

@@ -20,7 +20,8 @@
 * the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule);
 * a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
   ends an answer (an extended-thinking model: ``IN_PROGRESS`` while a call it issued is
-  open, or ``REQUIRES_ACTION`` behind the server's ``requires_action`` switch); an extended-thinking model answering a user turn first says
+  open, or ``REQUIRES_ACTION`` behind the server's ``requires_action`` switch); an
+  extended-thinking model answering a user turn first says
   :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
   ``turnComplete`` carrying ``interactionStatus: IN_PROGRESS`` and the handle that restores
   the session without the request (:meth:`HandleIssuer.before_request
