@@ -730,6 +730,8 @@ async def run_once(
                     connection_lifetime=settings.connection_lifetime,
                     go_away_lead=settings.go_away_lead,
                     chunk_delay=settings.chunk_delay,
+                    # the bug report's close; the fake's default is the recorded 1008
+                    deadline_close_code=1011,
                 )
                 async with server:
                     watch = ServerWatch(server, progress, label)

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .proxy import FaultProxy, ProxiedConnection
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
-    from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
+    from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
     from .speech import silence_pcm, speech_pcm, tone_pcm
     from .vad import VadConfig, decode_speech
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
@@ -84,6 +84,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "FakeLiveServer": ".server",
             "AUDIO_SESSION_LIMIT": ".settings",
             "DEFAULT_DEADLINE_REASON": ".settings",
+            "GO_AWAY_DEADLINE_REASON": ".settings",
             "decode_speech": ".vad",
             "silence_pcm": ".speech",
             "speech_pcm": ".speech",
@@ -96,6 +97,7 @@ __all__ = [
     "AUDIO_SESSION_LIMIT",
     "DEFAULT_DEADLINE_REASON",
     "FAKE_API_KEY",
+    "GO_AWAY_DEADLINE_REASON",
     "ConnectionRecord",
     "FakeLiveServer",
     "Fault",

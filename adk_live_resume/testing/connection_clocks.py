@@ -3,8 +3,11 @@
 All in service seconds, converted to real seconds by ``time_scale``:
 
 * lifetime (:class:`ConnectionClocks`): ``goAway`` at ``connection_lifetime - go_away_lead``
-  after the TCP accept, the deadline close (``deadline_close_code``) at
-  ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the same at once;
+  after the TCP accept, the deadline close (``deadline_close_code``: by default 1008 with the
+  recorded reason :data:`~adk_live_resume.testing.settings.GO_AWAY_DEADLINE_REASON`, source:
+  the glosa recording in ``gemini-live-protocol.md``, "Field facts"; 1011 "Deadline expired"
+  behind the switch) at ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the
+  same at once;
 * session length (:class:`SessionClocks`): a session that carried audio (AUDIO responses or
   audio input) and whose current setup has no ``contextWindowCompression`` is closed with
   1011 once ``session_limit`` seconds have passed since its first connection (across
@@ -28,7 +31,7 @@ from . import protocol as wire
 from .connection_wire import ConnectionWire
 from .handles import SessionInfo
 from .session_state import SessionState
-from .settings import ServerSettings, SharedState
+from .settings import DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
 from .setup_choices import SetupChoices
 
 __all__ = ["ConnectionClocks", "SessionClocks", "lifetime_timing", "session_ended"]
@@ -99,7 +102,7 @@ class ConnectionClocks:
             self._wire.record.go_away_sent = True
         await asyncio.sleep(time_left)
         self._wire.terminate(
-            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
+            "deadline", code=settings.deadline_close_code, reason=settings.deadline_close_reason()
         )
 
     def hold_pongs(self, service_seconds: float) -> None:
@@ -184,4 +187,4 @@ class SessionClocks:
         """At ``cap`` real seconds of session age, end the session whatever its compression."""
         await asyncio.sleep(self._until(cap))
         self._shared.ended_sessions.add(self._session.id)
-        self._wire.terminate("session_limit", code=1011, reason=self._settings.deadline_reason)
+        self._wire.terminate("session_limit", code=1011, reason=DEFAULT_DEADLINE_REASON)

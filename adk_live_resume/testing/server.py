@@ -52,7 +52,7 @@ from .handles import HandleIssue, HandleSchedule, HandleStore
 from .http_front import RestService
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
 from .rest import RestCall
-from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
+from .settings import AUDIO_SESSION_LIMIT, ServerSettings, SharedState
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -83,7 +83,12 @@ class FakeLiveServer:
             ``timeLeft`` is the remaining time in *real* seconds (``"60s"``, ``"0.600s"``).
         handle_ttl: service seconds a resumption handle stays valid after it is issued.
         refuse_close_code: close code for an unknown, expired or refused handle.
-        deadline_close_code / deadline_reason: the close frame at the deadline.
+        deadline_close_code / deadline_reason: the close frame at a connection's deadline, when
+            the client did not leave after its ``goAway``. Default 1008 with the recorded
+            reason (:data:`~adk_live_resume.testing.GO_AWAY_DEADLINE_REASON`; a recorded run,
+            martin-paladino/glosa ``samples/fixtures/lt_en.jsonl``); 1011 (the other close
+            seen there) gets "Deadline expired before operation could complete.". A
+            ``deadline_reason`` given is sent as is.
         chunk_delay: real seconds between the chunks of every answer.
         host: ``"127.0.0.1"`` (default) or ``"localhost"``; nothing else is allowed.
         handle_schedule: when handles are issued at resumable points
@@ -121,8 +126,8 @@ class FakeLiveServer:
         go_away_lead: float = 60.0,
         handle_ttl: float = 7200.0,
         refuse_close_code: int = 1008,
-        deadline_close_code: int = 1011,
-        deadline_reason: str = DEFAULT_DEADLINE_REASON,
+        deadline_close_code: int = 1008,
+        deadline_reason: str | None = None,
         chunk_delay: float = 0.02,
         host: str = "127.0.0.1",
         handle_schedule: HandleSchedule | None = None,

@@ -14,13 +14,23 @@ from .records import ToolCallRecord
 __all__ = [
     "AUDIO_SESSION_LIMIT",
     "DEFAULT_DEADLINE_REASON",
+    "GO_AWAY_DEADLINE_REASON",
     "INVALID_ARGUMENT_REASON",
     "ServerSettings",
     "SharedState",
 ]
 
 DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
-"""The reason of the 1011 close at a connection's deadline (the real service's words)."""
+"""The reason of a 1011 close at a deadline (the real service's words): the session age cap,
+and a connection's deadline with ``deadline_close_code=1011``."""
+GO_AWAY_DEADLINE_REASON = (
+    "Connection aborted because the client failed to close the connection after receiving a"
+    " GoAway signal once the session durat"
+)
+"""The reason of the 1008 close at a missed goAway deadline, verbatim (cut by the 123-byte
+limit of a close frame's reason) from a recorded run: martin-paladino/glosa
+``samples/fixtures/lt_en.jsonl`` (``gemini-live-protocol.md``, "Field facts that contradict or
+extend the above")."""
 INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
 #: The reason of the 1011 close on a resume while the session's old socket is open.
 INTERNAL_ERROR_REASON = "Internal error encountered."
@@ -45,8 +55,8 @@ class ServerSettings:
     handle_ttl: float = 7200.0
     refuse_close_code: int = 1008
     refuse_reason: str = "Invalid resumption handle"
-    deadline_close_code: int = 1011
-    deadline_reason: str = DEFAULT_DEADLINE_REASON
+    deadline_close_code: int = 1008
+    deadline_reason: str | None = None
     chunk_delay: float = 0.02
     handle_schedule: HandleSchedule = field(default_factory=HandleSchedule)
     session_limit: float | None = AUDIO_SESSION_LIMIT
@@ -67,6 +77,16 @@ class ServerSettings:
             raise ValueError("pong_delay must be >= 0 (or None to answer pings at once)")
         if self.session_limit is not None and self.session_limit <= 0:
             raise ValueError("session_limit must be > 0 (or None for no limit)")
+
+    def deadline_close_reason(self) -> str:
+        """The reason of the close at a connection's deadline: ``deadline_reason``, or the
+        service's words for ``deadline_close_code`` (1008: :data:`GO_AWAY_DEADLINE_REASON`,
+        otherwise :data:`DEFAULT_DEADLINE_REASON`)."""
+        if self.deadline_reason is not None:
+            return self.deadline_reason
+        if self.deadline_close_code == 1008:
+            return GO_AWAY_DEADLINE_REASON
+        return DEFAULT_DEADLINE_REASON
 
     def real(self, service_seconds: float) -> float:
         """Convert service seconds to real (event loop) seconds."""
