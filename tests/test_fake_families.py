@@ -59,7 +59,8 @@ def test_function_behaviour_per_family() -> None:
     )
     assert not GEMINI_3_1_LIVE.non_blocking("NON_BLOCKING"), "3.1 calls synchronously only"
     assert GEMINI_3_8_LIVE.session_cap == GEMINI_3_8_SESSION_CAP == 3480.0
-    assert not GEMINI_3_1_LIVE.client_content_mid_session
+    # 3.1 takes mid-session content as recorded (the refusal is WireShapes' switch)
+    assert GEMINI_3_1_LIVE.client_content_mid_session
     assert GEMINI_2_LIVE.turn_complete_after_tool_call
     assert not NATIVE_AUDIO_2_5.turn_complete_after_tool_call
 

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
     from .speech import silence_pcm, speech_pcm, tone_pcm
     from .vad import VadConfig, decode_speech
+    from .wire_shapes import WireShapes
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports.attach(
         __name__,
@@ -90,6 +91,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "speech_pcm": ".speech",
             "tone_pcm": ".speech",
             "VadConfig": ".vad",
+            "WireShapes": ".wire_shapes",
         },
     )
 
@@ -115,6 +117,7 @@ __all__ = [
     "ScriptedModel",
     "ToolCallRecord",
     "VadConfig",
+    "WireShapes",
     "answer_text",
     "decode_speech",
     "environment",

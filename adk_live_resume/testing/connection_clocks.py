@@ -15,6 +15,8 @@ All in service seconds, converted to real seconds by ``time_scale``:
 * the model family's session age cap closes the session with 1011 whatever the compression
   (resumes refused afterwards);
 * idle handles every ``HandleSchedule.idle_interval`` while the connection is resumable;
+* an empty ``sessionResumptionUpdate {}`` every 0.5-1 real seconds from the setup's answer
+  on, whatever the setup asked (recorded: :mod:`~adk_live_resume.testing.wire_shapes`);
 * pings are answered ``pong_delay`` (or ``Fault.hold_pongs``) late
   (:mod:`~adk_live_resume.testing.keepalive`).
 
@@ -24,6 +26,7 @@ Every timer runs in a task of the connection's wire, so it ends with the connect
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
@@ -33,6 +36,7 @@ from .handles import SessionInfo
 from .session_state import SessionState
 from .settings import DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
 from .setup_choices import SetupChoices
+from .wire_shapes import EMPTY_UPDATE
 
 __all__ = ["ConnectionClocks", "SessionClocks", "lifetime_timing", "session_ended"]
 
@@ -137,6 +141,9 @@ class SessionClocks:
         """The setup was answered: start the idle handles (``issue_handle`` whenever
         ``resumable``), the session limit and the family's age cap, as the settings say."""
         settings = self._settings
+        waits = settings.wire_shapes.empty_update_waits(self._wire.record.index)
+        if waits is not None:
+            self._wire.spawn(self._empty_updates(waits))
         interval = settings.handle_schedule.idle_interval
         if interval is not None and self._choices.resumption:
             self._wire.spawn(self._idle_handles(settings.real(interval), resumable, issue_handle))
@@ -145,6 +152,14 @@ class SessionClocks:
         cap = self._choices.family.session_cap
         if cap is not None:
             self._wire.spawn(self._session_cap(settings.real(cap)))
+
+    async def _empty_updates(self, waits: random.Random) -> None:
+        """An empty ``sessionResumptionUpdate {}`` every 0.5-1 s, as recorded (see
+        :mod:`~adk_live_resume.testing.wire_shapes`), with or without resumption asked."""
+        shapes = self._settings.wire_shapes
+        while True:
+            await asyncio.sleep(shapes.next_empty_update(waits))
+            await self._wire.send({**EMPTY_UPDATE, "sessionResumptionUpdate": {}})
 
     @staticmethod
     async def _idle_handles(

@@ -53,6 +53,7 @@ from .http_front import RestService
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
 from .rest import RestCall
 from .settings import AUDIO_SESSION_LIMIT, ServerSettings, SharedState
+from .wire_shapes import WireShapes
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -116,6 +117,11 @@ class FakeLiveServer:
         refuse_resume_while_open: a resume of a session whose earlier socket is still open is
             closed with 1011, as the service does (default off: a client that drops TCP and
             resumes at once would race the server's notice of the drop).
+        wire_shapes: the recorded shapes of the service's messages (UUID handles, ``fc_``
+            call ids, empty frames, a handle after a tool response, optional usage, 3.1
+            content mid-session), each a switch
+            (:class:`~adk_live_resume.testing.WireShapes`; default: all as recorded;
+            ``WireShapes.before_recordings()``: the fake's older shapes).
     """
 
     def __init__(
@@ -138,6 +144,7 @@ class FakeLiveServer:
         pong_delay: float | None = None,
         port: int = 0,
         refuse_resume_while_open: bool = False,
+        wire_shapes: WireShapes | None = None,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -159,6 +166,7 @@ class FakeLiveServer:
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
+            wire_shapes=wire_shapes or WireShapes(),
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

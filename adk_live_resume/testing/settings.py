@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import collections
 import itertools
-import secrets
 from dataclasses import dataclass, field
 
 from .faults import Flap
 from .handles import HandleSchedule, HandleStore
 from .records import ToolCallRecord
+from .wire_shapes import WireShapes
 
 __all__ = [
     "AUDIO_SESSION_LIMIT",
@@ -65,6 +65,8 @@ class ServerSettings:
     thought_summaries: bool = False
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
+    #: The recorded shapes of the service's messages the fake sends (each a switch).
+    wire_shapes: WireShapes = field(default_factory=WireShapes)
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -112,8 +114,10 @@ class SharedState:
         """The number of the next ``toolCall`` message (server-wide, from 1)."""
         return next(self._tool_messages)
 
-    def new_tool_call_id(self) -> str:
-        """A function call id unique on this server (and unlikely anywhere else)."""
-        call_id = f"fc-{next(self._tool_counter)}-{secrets.token_hex(4)}"
+    def new_tool_call_id(self, shapes: WireShapes | None = None) -> str:
+        """A function call id unique on this server (and unlikely anywhere else), in the
+        shape ``shapes`` chooses (default: the recorded ``fc_<digits>``)."""
+        shapes = shapes or WireShapes()
+        call_id = shapes.new_call_id(next(self._tool_counter), self.issued_tool_ids)
         self.issued_tool_ids.add(call_id)
         return call_id
