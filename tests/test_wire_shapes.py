@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adk_live_resume.handles import ResumptionState
-from adk_live_resume.testing import FakeLiveServer, WireShapes
+from adk_live_resume.testing import WireShapes
 from tests.test_fake_server import WEATHER, chat, config, live_session, say, session, turn
 
 pytestmark = pytest.mark.timeout(30)
