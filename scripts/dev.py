@@ -352,9 +352,9 @@ def main(argv: list[str] | None = None) -> int:
             return _run(suite)
         results = Path(tempfile.mkdtemp(prefix="conformance-")) / "results.xml"
         code = _run([*suite, f"--junitxml={results}"])
-        script = str(ROOT / "scripts" / "conformance_report.py")
+        report = str(ROOT / "scripts" / "conformance_report.py")
         try:
-            return _run([str(python), script, str(results), args.report]) or code
+            return _run([str(python), report, str(results), args.report]) or code
         finally:
             shutil.rmtree(results.parent, ignore_errors=True)
     if args.job == "docs":
