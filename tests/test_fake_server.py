@@ -513,6 +513,18 @@ async def test_go_away_then_deadline_close_under_time_scale(fake_live_server_fac
     assert record.go_away_sent and record.ended_by == "deadline" and record.close_code == 1008
 
 
+def test_the_recorded_1008_needs_a_go_away_sent_on_the_connection() -> None:
+    from adk_live_resume.testing.settings import DEFAULT_DEADLINE_REASON, ServerSettings
+
+    default = ServerSettings()
+    assert default.deadline_close(go_away_sent=True) == (1008, GO_AWAY_DEADLINE_REASON)
+    assert default.deadline_close(go_away_sent=False) == (1011, DEFAULT_DEADLINE_REASON)
+    old = ServerSettings(deadline_close_code=1011)
+    assert old.deadline_close(go_away_sent=True) == (1011, DEFAULT_DEADLINE_REASON)
+    told = ServerSettings(deadline_reason="late")
+    assert told.deadline_close(go_away_sent=False) == (1008, "late")
+
+
 @pytest.mark.parametrize(
     ("settings", "code", "reason"),
     [

@@ -6,7 +6,7 @@ All in service seconds, converted to real seconds by ``time_scale``:
   after the TCP accept, the deadline close (``deadline_close_code``: by default 1008 with the
   recorded reason :data:`~adk_live_resume.testing.settings.GO_AWAY_DEADLINE_REASON`, source:
   the glosa recording in ``gemini-live-protocol.md``, "Field facts"; 1011 "Deadline expired"
-  behind the switch) at ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the
+  behind the switch, and on a connection that was sent no goAway) at ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the
   same at once;
 * session length (:class:`SessionClocks`): a session that carried audio (AUDIO responses or
   audio input) and whose current setup has no ``contextWindowCompression`` is closed with
@@ -105,9 +105,8 @@ class ConnectionClocks:
             await self._wire.send(wire.go_away(wire.format_time_left(round(time_left, 3))))
             self._wire.record.go_away_sent = True
         await asyncio.sleep(time_left)
-        self._wire.terminate(
-            "deadline", code=settings.deadline_close_code, reason=settings.deadline_close_reason()
-        )
+        code, reason = settings.deadline_close(go_away_sent=self._wire.record.go_away_sent)
+        self._wire.terminate("deadline", code=code, reason=reason)
 
     def hold_pongs(self, service_seconds: float) -> None:
         """Answer every ping ``service_seconds`` late from now on."""

@@ -88,7 +88,8 @@ class FakeLiveServer:
             the client did not leave after its ``goAway``. Default 1008 with the recorded
             reason (:data:`~adk_live_resume.testing.GO_AWAY_DEADLINE_REASON`; a recorded run,
             martin-paladino/glosa ``samples/fixtures/lt_en.jsonl``); 1011 (the other close
-            seen there) gets "Deadline expired before operation could complete.". A
+            seen there) gets "Deadline expired before operation could complete.", and so does
+            a connection that was sent no goAway (its setup was answered too late for one). A
             ``deadline_reason`` given is sent as is.
         chunk_delay: real seconds between the chunks of every answer.
         host: ``"127.0.0.1"`` (default) or ``"localhost"``; nothing else is allowed.

@@ -80,15 +80,19 @@ class ServerSettings:
         if self.session_limit is not None and self.session_limit <= 0:
             raise ValueError("session_limit must be > 0 (or None for no limit)")
 
-    def deadline_close_reason(self) -> str:
-        """The reason of the close at a connection's deadline: ``deadline_reason``, or the
-        service's words for ``deadline_close_code`` (1008: :data:`GO_AWAY_DEADLINE_REASON`,
-        otherwise :data:`DEFAULT_DEADLINE_REASON`)."""
+    def deadline_close(self, *, go_away_sent: bool) -> tuple[int, str]:
+        """The code and reason of the close at a connection's deadline: ``deadline_close_code``
+        with ``deadline_reason``, or the service's words for the code (1008:
+        :data:`GO_AWAY_DEADLINE_REASON`, otherwise :data:`DEFAULT_DEADLINE_REASON`). The
+        recorded 1008 says the client failed to leave "after receiving a GoAway signal": a
+        connection that was sent no goAway (its setup came too late for one) is closed with
+        1011 "Deadline expired" instead, the close seen at the connection cap."""
+        code = self.deadline_close_code
+        if code == 1008 and not go_away_sent and self.deadline_reason is None:
+            return 1011, DEFAULT_DEADLINE_REASON
         if self.deadline_reason is not None:
-            return self.deadline_reason
-        if self.deadline_close_code == 1008:
-            return GO_AWAY_DEADLINE_REASON
-        return DEFAULT_DEADLINE_REASON
+            return code, self.deadline_reason
+        return code, GO_AWAY_DEADLINE_REASON if code == 1008 else DEFAULT_DEADLINE_REASON
 
     def real(self, service_seconds: float) -> float:
         """Convert service seconds to real (event loop) seconds."""
