@@ -12,6 +12,8 @@ while the model's answer is streaming (no safe point, so no move began).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import adk_live_resume
@@ -36,12 +38,25 @@ def _late_for_the_deadline(server: FakeLiveServer, *, go_away: bool) -> None:
         server.script(late, connection=1)
 
 
-async def test_a_1008_after_a_go_away_resumes_like_any_drop(make_agent: AgentFactory) -> None:
+class _VertexModels:
+    """Hands the agent factory the fake's models in the Vertex AI dialect."""
+
+    def __init__(self, server: FakeLiveServer) -> None:
+        self._server = server
+
+    def gemini(self, model: str) -> Any:
+        return self._server.gemini(model, vertex=True)
+
+
+@pytest.mark.parametrize("vertex", [False, True], ids=["gemini-api", "vertex"])
+async def test_a_1008_after_a_go_away_resumes_like_any_drop(
+    make_agent: AgentFactory, vertex: bool
+) -> None:
     reconnects: list[ReconnectInfo] = []
     remove = adk_live_resume.on_reconnect(reconnects.append)
     try:
         async with FakeLiveServer(chunk_delay=0.05) as server:
-            agent = make_agent(server)
+            agent = make_agent(_VertexModels(server) if vertex else server)
             async with await LiveDriver.start(agent) as live:
                 assert await live.say("one") == "echo: one"
                 _late_for_the_deadline(server, go_away=True)
@@ -53,6 +68,7 @@ async def test_a_1008_after_a_go_away_resumes_like_any_drop(make_agent: AgentFac
             first, second = server.connections[:2]
             assert first.close_code == 1008 and first.close_reason == GO_AWAY_DEADLINE_REASON
             assert second.resumed and second.resume_handle == first.handles_issued[-1]
+            assert ("aiplatform" in first.path) is vertex
             assert server.history_sends() == 0
     finally:
         remove()
