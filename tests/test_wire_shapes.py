@@ -96,7 +96,9 @@ async def test_empty_resumption_updates_come_every_half_to_one_second_even_unask
         await asyncio.sleep(2.2)
     record = (await server.wait_for_connections(1, finished=True))[0]
     empty = [m for m in record.server_messages if m == {"sessionResumptionUpdate": {}}]
-    assert 2 <= len(empty) <= 5, record.server_keys()
+    assert record.ended_at is not None and record.first_sent_at is not None
+    lasted = record.ended_at - record.first_sent_at  # (a loaded machine makes it longer)
+    assert 2 <= len(empty) <= lasted / 0.5 + 1, (lasted, record.server_keys())
     quiet = await fake_live_server_factory(
         chunk_delay=0.001, wire_shapes=WireShapes(empty_updates=None)
     )
