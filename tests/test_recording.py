@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from google.genai import types
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adk_live_resume.testing import FAKE_API_KEY, FakeLiveServer, WireShapes
 from adk_live_resume.testing.proxy import FaultProxy
@@ -194,3 +196,59 @@ def test_redaction_numbers_handles_and_hides_keys_and_blobs() -> None:
     assert line["setup"]["key"] == "<redacted>"
     assert line["realtimeInput"]["audio"]["data"] == "<4 bytes>"
     assert redact_frame(b"\x00\x01") == {"text": "<2 bytes>"}
+
+
+_SECRET = "S3CRETvalue"
+_leaves = st.one_of(st.integers(), st.booleans(), st.text(max_size=5), st.none())
+_messages = st.recursive(
+    _leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["a", "b", "newHandle", "handle", "key", "data", "mimeType"]),
+            st.one_of(inner, st.just(_SECRET)),
+            max_size=4,
+        ),
+    ),
+    max_leaves=12,
+)
+
+
+@given(_messages)
+def test_no_handle_key_or_blob_value_survives_redaction(message: Any) -> None:
+    """Wherever a handle, a key or a blob's data sits, its value is never written."""
+    text = json.dumps(redact_frame(json.dumps(message)))
+
+    def exposed(value: Any) -> bool:
+        if isinstance(value, dict):
+            blob = "mimeType" in value and isinstance(value.get("data"), str)
+            for k, v in value.items():
+                secret_place = k in ("newHandle", "handle", "key") or (blob and k == "data")
+                if secret_place and v == _SECRET:
+                    return True
+                if exposed(v):
+                    return True
+        if isinstance(value, list):
+            return any(exposed(v) for v in value)
+        return False
+
+    if exposed(message) and _SECRET not in json.dumps(_strip_secret_places(message)):
+        assert _SECRET not in text
+
+
+def _strip_secret_places(value: Any) -> Any:
+    """``value`` without the values at the places redaction hides (what may still show)."""
+    if isinstance(value, dict):
+        blob = "mimeType" in value and isinstance(value.get("data"), str)
+        return {
+            k: _strip_secret_places(v)
+            for k, v in value.items()
+            if not (
+                isinstance(v, str)
+                and v
+                and (k in ("newHandle", "handle", "key") or (blob and k == "data"))
+            )
+        }
+    if isinstance(value, list):
+        return [_strip_secret_places(v) for v in value]
+    return value
