@@ -6,8 +6,8 @@ All in service seconds, converted to real seconds by ``time_scale``:
   after the TCP accept, the deadline close (``deadline_close_code``: by default 1008 with the
   recorded reason :data:`~adk_live_resume.testing.settings.GO_AWAY_DEADLINE_REASON`, source:
   the glosa recording in ``gemini-live-protocol.md``, "Field facts"; 1011 "Deadline expired"
-  behind the switch, and on a connection that was sent no goAway) at ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the
-  same at once;
+  behind the switch, and on a connection that was sent no goAway) at
+  ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the same at once;
 * session length (:class:`SessionClocks`): a session that carried audio (AUDIO responses or
   audio input) and whose current setup has no ``contextWindowCompression`` is closed with
   1011 once ``session_limit`` seconds have passed since its first connection (across
@@ -103,7 +103,7 @@ class ConnectionClocks:
         settings = self._settings
         if warn:
             await self._wire.send(wire.go_away(wire.format_time_left(round(time_left, 3))))
-            self._wire.record.go_away_sent = True
+            self._wire.record.go_away_went()
         await asyncio.sleep(time_left)
         code, reason = settings.deadline_close(go_away_sent=self._wire.record.go_away_sent)
         self._wire.terminate("deadline", code=code, reason=reason)
