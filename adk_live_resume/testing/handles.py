@@ -61,7 +61,9 @@ __all__ = [
     "fingerprint",
 ]
 
-IssuePoint = Literal["turn_complete", "idle_silent", "idle_speaking", "after_tool_response"]
+IssuePoint = Literal[
+    "turn_complete", "idle_silent", "idle_speaking", "working", "after_tool_response"
+]
 
 
 @dataclass(frozen=True)
