@@ -17,6 +17,10 @@ Guarantees:
 * A proxy configured after a run started applies to the runs that start after it.
 * TLS settings, headers and the uri are never touched (certificate verification is exactly
   google-genai's).
+
+It is applied where every connect of a run passes through: the early-dial hook on
+google-genai's ``ws_connect`` (:mod:`.early_dial`), so with ``early_dial=False`` websockets
+looks the proxy up per connect as it always did.
 """
 
 from __future__ import annotations
