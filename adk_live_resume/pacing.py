@@ -31,7 +31,7 @@ Guarantees:
 * **A herd is spread**: an attempt counts from the moment its run goes on after the wait
   (``take_turn`` returns), not from the moment the pacer let it through (a busy event loop
   may run it much later), and it goes on only if the window has room at that moment (else
-  it waits again, ahead of everyone who has not been let through): any interval of ``W``
+  it is held: it keeps its place and tries again when the window has room): any interval of ``W``
   seconds holds at most ``max(burst, min(share * H, rate * W))`` attempt starts
   (deadline-bound ones aside), ``H`` being the herd's size, in the order they asked; so a herd
   of ``H`` attempts takes at least ``W * (ceil(H / limit) - 1)`` seconds (at least about
@@ -40,14 +40,18 @@ Guarantees:
   later, and in a busy process (full garbage collections, hundreds of handshakes) a turn may
   last longer than ``W``. The pacer measures that delay (:attr:`PacerSchedule.ahead`: the last
   let-through attempt's wait from its go-ahead to its run going on, at most
-  :data:`MOST_AHEAD`) and lets attempts through that much ahead of their time (as many as the
-  window will have room for by then), and it does so while the runs before them go on, not
-  from a timer one turn later; a run awaits its go-ahead itself (no helper task in between).
-  So once the delay is measured, a loop whose turns last ``W`` or longer moves one window's
-  worth every turn (it moved one every two or three turns), and the spread still holds: each
-  run checks the window when it goes on. With a fast loop ``ahead`` is about 0 and the pacer
-  lets attempts through at their time, as before. The runs let through go on (or are sent
-  back) before the next are let through, so the order of asking holds.
+  :data:`MOST_AHEAD`) and lets attempts through that much ahead of their time: as many as the
+  window will have room for by then, plus one window's worth for every whole ``W`` the delay
+  spans, since the runs of one turn go on one after the other and each checks the window as
+  it goes on (a run held there tries again in the next loop turn, or when the window has
+  room if that is further off than a turn). It lets them through while the runs before them
+  go on, not from a timer one turn later, and a run awaits its go-ahead itself (no helper
+  task in between). So once the delay is measured, a loop whose turns are longer than ``W``
+  moves at least one window's worth every turn (it moved one every two or three turns), and
+  more when the runs' own work spreads them over the turn: as many as ``W``-long stretches of
+  time allow, not loop turns. With a fast loop ``ahead`` is about 0 and the pacer lets
+  attempts through at their time, as before. The runs let through go on before the next are
+  let through, so the order of asking holds.
 * **Deadlines are kept**: an attempt with a ``latest`` start time (a goAway move, which
   must reconnect by ``timeLeft - go_away_margin``) is let through at that time even if it is
   not its turn; it still counts, so the attempts after it wait for it.
@@ -98,8 +102,10 @@ class Ticket:
     #: Its run went on (:meth:`PacerSchedule.go`): the attempt is counted at that time.
     gone: bool = False
     cancelled: bool = False
-    #: Its place in the order of asking (a ticket sent back waits ahead of later ones).
+    #: Its place in the order of asking.
     order: int = 0
+    #: Let through, its run found the window full when it went on: it tries again.
+    held: bool = False
 
 
 @dataclass
@@ -126,8 +132,8 @@ class PacerSchedule:
     started: int = 0
     #: Attempts that had to wait (a herd, as opposed to lone drops).
     paced: int = 0
-    #: Runs let through that found the window full when they went on, and waited again.
-    sent_back: int = 0
+    #: Runs let through that found the window full when they went on (and tried again).
+    held: int = 0
     #: Seconds: how long the last ticket let through took to go on (one event loop turn),
     #: at most :data:`MOST_AHEAD`; tickets are let through that much ahead of their time.
     ahead: float = 0.0
@@ -164,37 +170,32 @@ class PacerSchedule:
 
     def go(self, ticket: Ticket, now: float) -> bool:
         """The run of a ticket let through goes on at ``now``: count its attempt then and
-        return ``True``; or, if the window is full at ``now`` (it was let through ahead and
-        its turn came sooner than expected) and its deadline has not come, send it back to
-        wait (ahead of every ticket that asked after it) and return ``False``."""
+        return ``True``; or, if the window is full at ``now`` (it was let through ahead of
+        its time) and its deadline has not come, hold it (it keeps its place, let through;
+        its run tries again at :meth:`room_at`) and return ``False``."""
         if ticket.gone or ticket.cancelled or ticket.started is None:
             return ticket.gone
         self._advance(now)
-        self.ahead = min(MOST_AHEAD, self._now - ticket.started)
+        if not ticket.held:  # the delay from the go-ahead to the run: one loop turn
+            self.ahead = min(MOST_AHEAD, self._now - ticket.started)
         due = ticket.latest is not None and ticket.latest <= self._now
         if not due and len(self._recent) >= self.limit(ticket):
-            self._pending -= 1
-            ticket.started = None
-            self.started -= 1
-            self.sent_back += 1
-            self._wait_again(ticket)
+            self.held += not ticket.held
+            ticket.held = True
             return False
         self._count(ticket)
         return True
+
+    def room_at(self, ticket: Ticket) -> float:
+        """When the window next has room for a held ticket's run (now, if it has)."""
+        full = len(self._recent) - self.limit(ticket)
+        return self._now if full < 0 else self._recent[full] + WINDOW
 
     def _count(self, ticket: Ticket) -> None:
         """A ticket let through goes on now: it leaves the pending places for the window."""
         ticket.gone = True
         self._pending -= 1
         self._recent.append(self._now)
-
-    def _wait_again(self, ticket: Ticket) -> None:
-        """Put ``ticket`` back in the queue in its order of asking."""
-        place = 0
-        while place < len(self._waiting) and self._waiting[place].order < ticket.order:
-            place += 1
-        self._waiting.insert(place, ticket)
-        self._deadlines += ticket.latest is not None
 
     def cancel(self, ticket: Ticket) -> None:
         """Take a ticket out (its run ended): a waiting one leaves the queue, one let through
@@ -237,7 +238,7 @@ class PacerSchedule:
             return None
         # the head may be let through once all but limit - 1 of the places taken will have
         # left the window ``ahead`` seconds later, when its run is expected to go on
-        leaving = len(self._recent) + self._pending - self.limit(self._waiting[0])
+        leaving = len(self._recent) + self._pending - self._places(self._waiting[0], self.ahead)
         turn: float | None
         if self._pending:
             turn = None  # ask again when the runs let through have gone on
@@ -261,6 +262,12 @@ class PacerSchedule:
     def waiting(self) -> int:
         return len(self._waiting)
 
+    def _places(self, ticket: Ticket, ahead: float) -> int:
+        """How many may be let through for ``ticket``'s turn, to go ``ahead`` seconds from
+        now: the window's limit, and one more window's worth for every whole ``W`` the loop
+        turn spans (the turn's runs go on one after the other, each checking the window)."""
+        return self.limit(ticket) * (1 + math.floor(ahead / WINDOW))
+
     def _room(self, ticket: Ticket, ahead: float) -> int:
         """Tickets that may be let through now for ``ticket``'s turn, to go ``ahead`` seconds
         from now (0: at once, the window's limit as it stands)."""
@@ -268,7 +275,7 @@ class PacerSchedule:
         leaving = 0
         while leaving < len(self._recent) and self._recent[leaving] + WINDOW <= horizon:
             leaving += 1
-        return self.limit(ticket) - (len(self._recent) - leaving) - self._pending
+        return self._places(ticket, ahead) - (len(self._recent) - leaving) - self._pending
 
     def _advance(self, now: float) -> None:
         """Move the clock to ``now`` (never back): attempts older than the window stop
@@ -308,15 +315,17 @@ class ReconnectPacer:
             return future
         return self._wait(ticket)
 
-    def went(self, ticket: Ticket) -> asyncio.Future[Ticket] | None:
+    def went(self, ticket: Ticket) -> float | None:
         """The run of ``ticket`` goes on now: its attempt counts from now (``None``); or the
-        window is full now and it waits again: the future of its next turn.
+        window is full now: the seconds its run waits before it tries again (0: one loop
+        turn, when the loop's turns are longer than the wait).
 
         The tickets whose turn comes within one loop turn are let through now, while this
         run goes on, so that theirs go on in the next turn (see the module)."""
         now = self.loop.time()
         if not self.schedule.go(ticket, now):
-            return self._wait(ticket)  # (its turn comes from the timer: a later loop turn)
+            wait = self.schedule.room_at(ticket) - now
+            return 0.0 if wait <= self.schedule.ahead else wait
         when = self.schedule.next_turn()
         if when is not None and when <= now:
             if self._timer is not None:
@@ -414,21 +423,19 @@ async def take_turn(
     remove = on_close(close) if on_close is not None else None
     going = False
     try:
+        try:
+            ticket = await turn
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if closed and (task is None or not task.cancelling()):
+                return False  # the run was closed (not this task cancelled): place given up
+            raise
         while not closed:
-            try:
-                ticket = await turn
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if closed and (task is None or not task.cancelling()):
-                    break  # the run was closed (not this task cancelled): give the place up
-                raise
-            if closed:
-                break
-            again = pacer.went(ticket)
-            if again is None:
+            wait = pacer.went(ticket)
+            if wait is None:
                 going = True
                 break
-            turn = again  # the window was full when it went on: wait again
+            await asyncio.sleep(wait)  # the window was full when it went on: try again
     finally:
         if going:
             pass

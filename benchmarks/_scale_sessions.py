@@ -261,13 +261,13 @@ async def run_round(
 
 
 def _pacer_counts() -> dict[str, Any]:
-    """The pacer's own counts for the round (how many waited, were sent back, its lead)."""
+    """The pacer's own counts for the round (how many waited, were held at the window, its lead)."""
     from adk_live_resume.pacing import pacer_for
 
     schedule = pacer_for(asyncio.get_running_loop()).schedule
     return {
         "paced": schedule.paced,
-        "sent_back": getattr(schedule, "sent_back", 0),
+        "held": getattr(schedule, "held", 0),
         "ahead": getattr(schedule, "ahead", 0.0),
     }
 
