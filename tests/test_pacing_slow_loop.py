@@ -107,6 +107,7 @@ def test_a_loop_of_long_turns_moves_a_window_every_turn(pacing_on: None) -> None
         loop.turn(extra=0.3)
     assert len(loop.went) == 1000
     assert schedule.ahead == pytest.approx(0.3)  # the loop turn it measured
+    assert [order for _, order in loop.went] == sorted(order for _, order in loop.went)
     # after the first two turns (the herd is known, the delay is measured), one window a turn
     assert all(n >= min(limit, left) for n, left in _per_turn_and_left(loop, 1000)[2:])
     assert loop.turns <= math.ceil(1000 / limit) + 3
@@ -127,6 +128,7 @@ def test_runs_whose_own_work_spreads_them_over_a_turn_go_more_than_a_window_a_tu
     while len(loop.went) < 1000 and loop.turns < 100:
         loop.turn(extra=0.3)
     assert len(loop.went) == 1000
+    assert [order for _, order in loop.went] == sorted(order for _, order in loop.went)
     assert max(loop.per_turn) > 2 * limit
     assert loop.turns < math.ceil(1000 / limit)  # fewer turns than one window a turn takes
     assert most_in_any_window([t for t, _ in loop.went], WINDOW) <= limit
@@ -189,6 +191,7 @@ def test_a_loop_of_long_turns_moves_a_window_every_turn_whatever_their_lengths(
     while len(loop.went) < size and loop.turns < 20 * size:
         loop.turn(extra=extras[loop.turns % len(extras)])
     assert len(loop.went) == size
+    assert [order for _, order in loop.went] == sorted(order for _, order in loop.went)
     moved = _per_turn_and_left(loop, size)[2:]
     assert all(gone >= min(limit, left) for gone, left in moved), loop.per_turn
     assert most_in_any_window([t for t, _ in loop.went], WINDOW) <= limit
