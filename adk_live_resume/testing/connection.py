@@ -13,8 +13,9 @@ Per connection, in order:
    (:mod:`~adk_live_resume.testing.turn_taking`); the model answers in a task of its own
    (:mod:`~adk_live_resume.testing.generation`) so that new input can interrupt it; handles
    are issued at resumable points (:mod:`~adk_live_resume.testing.handle_issuing`). On a
-   resumed connection, a client message whose identity the snapshot already consumed is
-   recorded in ``record.resent_consumed`` (and handled as usual).
+   resumed connection, a client message whose identity the snapshot already consumed, sent
+   before the first message the snapshot did not consume (the replay), is recorded in
+   ``record.resent_consumed`` (and handled as usual); a repeat after it is new input.
 
 :class:`LiveConnection` coordinates parts that each own their state and are reached only
 through their methods: the wire (:mod:`~adk_live_resume.testing.connection_wire`: sends, the
