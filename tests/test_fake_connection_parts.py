@@ -261,18 +261,35 @@ def test_a_fresh_session_names_nothing() -> None:
     assert ledger.receive(_text("hi")) is None
 
 
-@given(_MESSAGES, _MESSAGES)
-def test_named_messages_are_the_consumed_copies_before_the_first_message_not_consumed(
-    messages: list[JsonDict | None], earlier: list[JsonDict | None]
-) -> None:
-    restored = collections.Counter(m for x in earlier if x and (m := fingerprint(x)))
+def test_a_replayed_repeat_the_snapshot_lacks_is_not_named() -> None:
+    """"hi" consumed once, then said again after the snapshot's point (the session received
+    it twice): the replay's "hi" is that second copy, and the replay is over."""
     ledger = ConsumedLedger()
-    ledger.restore(restored)
+    hi = fingerprint(_text("hi"))
+    assert hi is not None
+    session_received = collections.Counter({hi: 2})
+    ledger.restore(collections.Counter({hi: 1}), received=session_received)
+    ledger.track(session_received)
+    assert ledger.receive(_text("hi")) is None
+    assert ledger.receive(_text("hi")) is None
+    assert session_received[hi] == 4  # the session's count goes on
+
+
+@given(_MESSAGES, _MESSAGES, _MESSAGES)
+def test_named_messages_are_the_consumed_copies_before_the_first_message_not_consumed(
+    messages: list[JsonDict | None], earlier: list[JsonDict | None], later: list[JsonDict | None]
+) -> None:
+    """``earlier``: what the snapshot consumed; ``later``: what the session received after
+    its point (copies the snapshot lacks)."""
+    restored = collections.Counter(m for x in earlier if x and (m := fingerprint(x)))
+    lacked = collections.Counter(m for x in later if x and (m := fingerprint(x)))
+    ledger = ConsumedLedger()
+    ledger.restore(restored, received=restored + lacked)
     named = [n for n, m in enumerate(messages) if ledger.receive(m) is not None]
     left, expected = collections.Counter(restored), []
     for n, message in enumerate(messages):
         mark = fingerprint(message) if message is not None else None
-        if mark is None or left[mark] <= 0:
+        if mark is None or left[mark] <= 0 or lacked[mark] > 0:
             break
         left[mark] -= 1
         expected.append(n)

@@ -276,6 +276,7 @@ class LiveConnection:
         session = self._restore(choices)
         if session is None:
             return
+        self._ledger.track(self._shared.received_by(session.id))
         parts = self._parts = SessionParts.compose(
             self._wire,
             choices,
@@ -386,7 +387,9 @@ class LiveConnection:
             self.terminate("refused", code=code, reason=reason)
             return None
         session = SessionState.restored(snapshot, audio=choices.audio_out)
-        self._ledger.restore(snapshot.consumed)
+        self._ledger.restore(
+            snapshot.consumed, received=self._shared.received_by(snapshot.session.id)
+        )
         self.record.resumed = True
         logger.info(
             "fake live server: connection %d resumed %s (%d turns)",
