@@ -12,10 +12,13 @@ Then a microphone task streams audio the whole time (silence between utterances)
 conversation runs: spoken utterances, typed turns, parallel tool calls, barge-ins (speaking
 over an answer), typed turns sent inside a window between connections (the instant the next
 connection is being opened after a goAway, or while a dropped one reconnects, or while ADK's
-sender still screens the turn), blocked turns, and an agent transfer. Invariants, for every
+sender still screens the turn), blocked turns, an agent transfer, and repeats: typed words
+the user already typed, and a tool asked for again with the same arguments (each a new turn,
+answered again, its tools run again). Invariants, for every
 seed:
 
-* every utterance and typed turn is answered exactly once, with the right answer (a turn
+* every utterance and typed turn is answered exactly once (a repeat once more), with the
+  right answer (a turn
   the user talked over is answered at most once), and at the end the model remembers every
   user turn exactly once, in order (but the answered turns ADK's own history rule leaves out
   of a fresh session whose history ends with a background job's late result, a documented
@@ -156,6 +159,10 @@ class VoicePlan:
     jobs: dict[str, float] = field(default_factory=dict)
     #: google-genai's ``send_realtime_input`` is wrapped (tracing, as an app may do).
     wrapped_send: bool = False
+    #: Kinds of the steps said again, word for word, after their first time ("text": the
+    #: same typed words; "tools": the same tool asked for with the same arguments). Each
+    #: repeat is a new turn: answered again, its tools run again.
+    again: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
@@ -168,7 +175,7 @@ class VoicePlan:
             f" slow_screening={sorted(t for t, d in self.screening.items() if d > 0.5)}"
             f" session_latency={self.session_latency:.2f} jobs={self.jobs}"
             f" wrapped_send={self.wrapped_send}"
-        )
+        ) + (f" again={self.again}" if self.again else "")
 
     @property
     def transfers(self) -> bool:
@@ -229,7 +236,22 @@ def make_plan(seed: int) -> VoicePlan:
     plan.session_latency = rng.choice([0.0, 0.0, 0.1, 0.4, 1.2])
     plan.entry = rng.choice(["install", "subclass"])
     plan.wrapped_send = rng.random() < 0.3
+    _add_repeats(plan, random.Random(f"voice chaos repeats {seed}"))
     return plan
+
+
+def _add_repeats(plan: VoicePlan, rng: random.Random) -> None:
+    """Say some steps again after the conversation, word for word (a stream of their own, so
+    the steps before them stay as they were): typed words the user already typed, and a tool
+    asked for again with the same arguments. Before a transfer only (the child's memory is
+    ADK's history, where the parent's turns are "For context" turns)."""
+    if plan.transfers:
+        return
+    for kind in ("text", "tools"):
+        earlier = [text for k, text in plan.steps if k == kind]
+        if earlier and rng.random() < 0.35:
+            plan.again.append(kind)
+            plan.steps.append((kind, rng.choice(earlier)))
 
 
 class Microphone:
@@ -424,26 +446,32 @@ async def run_plan(plan: VoicePlan) -> None:
 
 
 async def _open_window(
-    plan: VoicePlan, server: FakeLiveServer, screening: Screening, live: LiveDriver, text: str
+    plan: VoicePlan,
+    server: FakeLiveServer,
+    screening: Screening,
+    live: LiveDriver,
+    text: str,
+    draws: random.Random,
 ) -> int:
-    """Send ``text`` inside the window the plan names; return the event mark of the send."""
+    """Send ``text`` inside the window the plan names; return the event mark of the send.
+    The goAway's time left and the close codes come from ``draws`` (seeded by the plan)."""
     how = plan.windows[text]
     if how == "go_away":
         # The instant the next connection is being opened ahead, or while the
         # move waits for its safe point.
         seen = len(server.connections)
-        server.go_away_now(random.uniform(0.3, 1.5))
+        server.go_away_now(draws.uniform(0.3, 1.5))
         with contextlib.suppress(TimeoutError):
             await server.wait_for(lambda: len(server.connections) > seen, 3, what="next")
         return live.send_text(text)
     if how == "drop":
         # While the dropped connection reconnects.
-        await server.close_open(random.choice(RETRYABLE))
+        await server.close_open(draws.choice(RETRYABLE))
         return live.send_text(text)
     # While ADK's sender screens the turn (for longer than close_timeout), the socket drops.
     mark = live.send_text(text)
     await asyncio.wait_for(screening.began(text).wait(), 20)
-    await server.close_open(random.choice(RETRYABLE))
+    await server.close_open(draws.choice(RETRYABLE))
     return mark
 
 
@@ -482,6 +510,7 @@ async def _run_plan(
             ),
         )
         maybe_cut: list[str] = []
+        draws = random.Random(f"voice chaos windows {plan.seed}")  # (the same on every run)
         async with (
             restart_after(server, plan.restart_after),
             await LiveDriver.start(agent, run_config=config, session_service=sessions) as live,
@@ -518,7 +547,7 @@ async def _run_plan(
                             lambda e, t=text: _says(e, f"echo: {t}"), after=mark, timeout=20
                         )
                     elif kind == "window":
-                        mark = await _open_window(plan, server, screening, live, text)
+                        mark = await _open_window(plan, server, screening, live, text, draws)
                         answer = await live.answer_after(mark, timeout=20, skip=_job_result)
                         assert answer == f"echo: {text}", (kind, text, answer)
                     elif kind == "blocked":
@@ -568,9 +597,9 @@ async def _run_plan(
         assert [t for t in remembered if t not in maybe_cut] == in_memory, f"memory {remembered}"
         assert all(remembered.count(story) <= 1 for story in maybe_cut), f"memory {remembered}"
         answered = server.user_turns_answered()
-        for text in said:
+        for text in set(said):  # (a step said again is a turn again: answered again)
             count = answered.count(text) - _answers_lost_unread(server, live.events, text)
-            assert count == 1, f"{text!r} answered {count}x: {answered}"
+            assert count == said.count(text), f"{text!r} answered {count}x: {answered}"
         for story in maybe_cut:
             assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
         for finished in (False, True):  # no utterance shown twice (its pieces, its whole)
