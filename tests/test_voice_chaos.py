@@ -14,17 +14,18 @@ over an answer), typed turns sent inside a window between connections (the insta
 connection is being opened after a goAway, or while a dropped one reconnects, or while ADK's
 sender still screens the turn), blocked turns, an agent transfer, and repeats: typed words
 the user already typed, and a tool asked for again with the same arguments (each a new turn,
-answered again, its tools run again). Invariants, for every
-seed:
+answered again, its tools run again). Some seeds have the model answer in audio with output
+transcription off (a voice app that shows no text); their answers are read from the audio.
+Invariants, for every seed:
 
 * every utterance and typed turn is answered exactly once (a repeat once more), with the
-  right answer (a turn
-  the user talked over is answered at most once), and at the end the model remembers every
-  user turn exactly once, in order (but the answered turns ADK's own history rule leaves out
+  right answer (a turn the user talked over is answered at most once), and at the end the
+  model remembers every user turn exactly once, in order (but the answered turns ADK's own
+  history rule leaves out
   of a fresh session whose history ends with a background job's late result, a documented
   limitation);
 * no content the callback blocks ever reaches the server;
-* every tool ran exactly once for its item, each answer carries its own call's result, and
+* every tool ran exactly once for each time its item was asked for, each answer carries its own call's result, and
   no response went to a session that never issued its call id; each background job ran
   once, its result was told at most once and reached the model (as a tool response, or in
   the history a fresh session began with);
@@ -163,6 +164,9 @@ class VoicePlan:
     #: same typed words; "tools": the same tool asked for with the same arguments). Each
     #: repeat is a new turn: answered again, its tools run again.
     again: list[str] = field(default_factory=list)
+    #: The model answers in audio, with output transcription off (a voice app that shows no
+    #: text): the answers are read from the audio itself.
+    audio_out: bool = False
 
     def describe(self) -> str:
         faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
@@ -175,7 +179,9 @@ class VoicePlan:
             f" slow_screening={sorted(t for t, d in self.screening.items() if d > 0.5)}"
             f" session_latency={self.session_latency:.2f} jobs={self.jobs}"
             f" wrapped_send={self.wrapped_send}"
-        ) + (f" again={self.again}" if self.again else "")
+        ) + (f" again={self.again}" if self.again else "") + (
+            " audio_out=True" if self.audio_out else ""
+        )
 
     @property
     def transfers(self) -> bool:
@@ -237,6 +243,10 @@ def make_plan(seed: int) -> VoicePlan:
     plan.entry = rng.choice(["install", "subclass"])
     plan.wrapped_send = rng.random() < 0.3
     _add_repeats(plan, random.Random(f"voice chaos repeats {seed}"))
+    # Audio answers without transcription: not with barge-ins, background jobs or a transfer,
+    # whose checks read the text of single events (a stream of its own too).
+    audio = random.Random(f"voice chaos audio {seed}").random() < 0.3
+    plan.audio_out = audio and not {"barge", "background", "transfer"} & {k for k, _ in plan.steps}
     return plan
 
 
@@ -503,11 +513,12 @@ async def _run_plan(
         agent, screening = _build_agents(plan, server, tools)
         sessions = SlowSessions(plan.session_latency, random.Random(plan.seed))
         config = RunConfig(
-            response_modalities=[types.Modality.TEXT],
+            response_modalities=[types.Modality.AUDIO if plan.audio_out else types.Modality.TEXT],
             session_resumption=types.SessionResumptionConfig(),
             context_window_compression=types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
             ),
+            **({"output_audio_transcription": None} if plan.audio_out else {}),
         )
         maybe_cut: list[str] = []
         draws = random.Random(f"voice chaos windows {plan.seed}")  # (the same on every run)
@@ -635,7 +646,8 @@ async def _run_plan(
                 assert unset <= early_dial.MAX_AGE + 1.0, f"open without setup {unset:.1f} s"
         assert server.duplicate_history_sends() == 0
         if plan.vertex:
-            assert server.resent_consumed() == [], server.resent_consumed()
+            resent = _resent_but_repeats(plan, server)
+            assert resent == [], resent
         # Memory held by the run for replay stays within the policy's bounds.
         assert len(runs) >= 1, runs
         assert all(run.peak_replay_audio_ms <= MAX_HELD_AUDIO_MS + CHUNK_MS for run in runs), runs
@@ -702,6 +714,27 @@ def _left_out_by_a_late_result(
     ]
     in_history = [pick(part, "text") for turn in turns for part in pick_list(turn, "parts")]
     return [t for t in said if t in after and t in earlier and t not in in_history]
+
+
+def _resent_but_repeats(plan: VoicePlan, server: FakeLiveServer) -> list[Any]:
+    """What the fake names sent again although consumed, but the copies of words the plan
+    says twice. A repeat can be the first message of a connection with nothing else to
+    replay (ADK's sender screened it while the connection moved; the next one gets it
+    first), where the wire cannot tell it from a resend; a resend of a repeated turn is
+    answered once more than it was said, which the answer count catches."""
+    said = [text for _, text in plan.steps]
+    twice = {text for text in said if said.count(text) > 1}
+
+    def words(resent: Any) -> str | None:
+        message = server.connections[resent.connection - 1].client_messages[resent.index - 1]
+        content = pick(message, "clientContent")
+        parts = [p for turn in pick_list(content, "turns") for p in pick_list(turn, "parts")]
+        texts = [pick(part, "text") for part in parts] or [
+            pick(pick(message, "realtimeInput"), "text")
+        ]
+        return "".join(t for t in texts if isinstance(t, str)) or None
+
+    return [r for r in server.resent_consumed() if words(r) not in twice]
 
 
 def _transfer_after(plan: VoicePlan, job: str) -> bool:
