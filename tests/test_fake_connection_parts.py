@@ -262,8 +262,8 @@ def test_a_fresh_session_names_nothing() -> None:
 
 
 def test_a_replayed_repeat_the_snapshot_lacks_is_not_named() -> None:
-    """"hi" consumed once, then said again after the snapshot's point (the session received
-    it twice): the replay's "hi" is that second copy, and the replay is over."""
+    """The snapshot consumed "hi" once, and the session received it again after the
+    snapshot's point: the replay's "hi" is that second copy, and the replay is over."""
     ledger = ConsumedLedger()
     hi = fingerprint(_text("hi"))
     assert hi is not None

@@ -35,8 +35,8 @@ def _vertex_agent(make_agent: AgentFactory, server: FakeLiveServer) -> object:
 async def test_words_typed_again_after_a_resume_are_answered_again_and_nothing_is_resent(
     make_agent: AgentFactory,
 ) -> None:
-    """"yes" is consumed by the handle's state; "two" is cut with its connection and
-    replayed; then the user types "yes" again: a new turn, answered, not a resend."""
+    """The handle's state consumed "yes"; "two" is cut with its connection and replayed;
+    then the user types "yes" again: a new turn, answered, not a resend."""
     async with asyncio.timeout(40), FakeLiveServer(chunk_delay=0.05) as server:
         agent = _vertex_agent(make_agent, server)
         async with await LiveDriver.start(agent) as live:

@@ -25,10 +25,10 @@ Invariants, for every seed:
   of a fresh session whose history ends with a background job's late result, a documented
   limitation);
 * no content the callback blocks ever reaches the server;
-* every tool ran exactly once for each time its item was asked for, each answer carries its own call's result, and
-  no response went to a session that never issued its call id; each background job ran
-  once, its result was told at most once and reached the model (as a tool response, or in
-  the history a fresh session began with);
+* every tool ran exactly once for each time its item was asked for, each answer carries its
+  own call's result, and no response went to a session that never issued its call id; each
+  background job ran once, its result was told at most once and reached the model (as a tool
+  response, or in the history a fresh session began with);
 * no history was delivered twice, and on Vertex nothing the index said was consumed was sent
   again;
 * no socket stays open without a setup longer than ``early_dial.MAX_AGE``;
@@ -179,7 +179,12 @@ class VoicePlan:
             f" slow_screening={sorted(t for t, d in self.screening.items() if d > 0.5)}"
             f" session_latency={self.session_latency:.2f} jobs={self.jobs}"
             f" wrapped_send={self.wrapped_send}"
-        ) + (f" again={self.again}" if self.again else "") + (
+        ) + self._describe_extras()
+
+    def _describe_extras(self) -> str:
+        """The draws added later, named only when set (so the plans without them read as
+        they always did)."""
+        return (f" again={self.again}" if self.again else "") + (
             " audio_out=True" if self.audio_out else ""
         )
 

@@ -49,11 +49,11 @@ class ConsumedLedger:
     Copies of a message the session received beyond those the snapshot consumed (a repeat
     that came after the snapshot's point, on any connection of the session: :meth:`track`
     counts them) are what the snapshot lacks: the replay sends one of those first, not a
-    consumed one.
-    On the wire a repeat that is the very first message of a connection with nothing to
-    replay cannot be told from a resend: it is named. Nor can a replayed silence chunk be
-    told from a live one: a replay that begins with silence is not checked past it. Source: the replay order of
-    ``serve_connection.serve``; docs/guarantees.md, "Nothing lost, nothing said twice".
+    consumed one. On the wire a repeat that is the very first message of a connection with
+    nothing to replay cannot be told from a resend: it is named. Nor can a replayed silence
+    chunk be told from a live one: a replay that begins with silence is not checked past it.
+    Source: the replay order of ``serve_connection.serve``; docs/guarantees.md, "Nothing
+    lost, nothing said twice".
     """
 
     def __init__(self) -> None:
