@@ -95,6 +95,10 @@ class SharedState:
         of session ``session_id`` received so far: the live counter, which they add to."""
         return self._received.setdefault(session_id, collections.Counter())
 
+    def flapping(self, flap: Flap | None) -> None:
+        """New connections fail as ``flap`` says from now on (``None``: they no longer do)."""
+        self.flap = flap
+
     def next_tool_message(self) -> int:
         """The number of the next ``toolCall`` message (server-wide, from 1)."""
         return next(self._tool_messages)
