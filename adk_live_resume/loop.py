@@ -238,10 +238,14 @@ class LiveRun:
         resumable: bool | None,
         last_consumed_index: int | None,
         now: float,
+        *,
+        work_in_progress: bool = False,
     ) -> bool:
         """A handle update arrived on a connection: the newest handle, the outbox it covers,
         the tool calls it holds, ADK's handle and the keeper follow it; return whether the
-        newest handle changed."""
+        newest handle changed. ``work_in_progress`` (the model said its work goes on): on the
+        Gemini API the handle covers nothing, since it may not hold the request and the work
+        is not continued after a resume (:mod:`.model_work`)."""
         handles = self.rules.handles
         changed = handles.observe(
             new_handle=new_handle,
@@ -251,7 +255,8 @@ class LiveRun:
         )
         if changed:
             self.rules.tool_calls.on_handle()
-            self.rules.outbox.covered(last_consumed_index if self.transparent else None)
+            if self.transparent or not work_in_progress:
+                self.rules.outbox.covered(last_consumed_index if self.transparent else None)
             self.ctx.live_session_resumption_handle = handles.handle
             logger.debug("new resumption handle %s", redact(handles.handle))
             if handles.handle:
