@@ -384,7 +384,11 @@ class LiveConnection:
             )
             self.terminate("refused", code=code, reason=reason)
             return None
-        session = SessionState.restored(snapshot, audio=choices.audio_out)
+        session = SessionState.restored(
+            snapshot,
+            audio=choices.audio_out,
+            open_calls=self._settings.tool_ids_outlive_connection,
+        )
         self._ledger.restore(snapshot.consumed)
         self.record.resumed = True
         logger.info(

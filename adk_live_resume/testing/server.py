@@ -111,6 +111,13 @@ class FakeLiveServer:
         refuse_resume_while_open: a resume of a session whose earlier socket is still open is
             closed with 1011, as the service does (default off: a client that drops TCP and
             resumes at once would race the server's notice of the drop).
+        tool_ids_outlive_connection: a resumed connection restores the open NON_BLOCKING
+            calls its handle holds and acts on a ``toolResponse`` under their old ids. Off by
+            default, as the field reports the service: a tool-call id belongs to the
+            connection that issued it, and a response for an id an earlier connection issued
+            is recorded in ``stale_tool_response_ids`` and not acted on (Pipecat PR 5497,
+            Strands PR 4244, voiceclaw PR 53; notes, "Field facts that contradict or extend
+            the above").
     """
 
     def __init__(
@@ -133,6 +140,7 @@ class FakeLiveServer:
         pong_delay: float | None = None,
         port: int = 0,
         refuse_resume_while_open: bool = False,
+        tool_ids_outlive_connection: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -154,6 +162,7 @@ class FakeLiveServer:
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
+            tool_ids_outlive_connection=tool_ids_outlive_connection,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

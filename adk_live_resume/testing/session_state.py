@@ -8,8 +8,9 @@ the only place its turns and NON_BLOCKING calls change. Guarantees:
   and start, whether it carried audio, and every NON_BLOCKING call still open: started and not
   answered, or answered and waiting to be told (an answer in flight is never continued after
   a resume: the client sends the result again);
-* a restored state has exactly its snapshot's turns, open calls and session, and carries
-  audio when the snapshot's session did or the new setup answers in AUDIO;
+* a restored state has exactly its snapshot's turns and session, its open calls only when the
+  server keeps tool ids across connections (``tool_ids_outlive_connection``; else none), and
+  carries audio when the snapshot's session did or the new setup answers in AUDIO;
 * once it carried audio, a session keeps carrying audio.
 """
 
@@ -44,12 +45,14 @@ class SessionState:
         self._telling: dict[str, str] = {}
 
     @classmethod
-    def restored(cls, snapshot: Snapshot, *, audio: bool) -> SessionState:
+    def restored(cls, snapshot: Snapshot, *, audio: bool, open_calls: bool) -> SessionState:
         """The session a handle's ``snapshot`` names; ``audio`` when the new setup answers in
-        AUDIO."""
-        return cls(
-            snapshot.session, audio=audio, turns=snapshot.turns, background=snapshot.background
-        )
+        AUDIO. ``open_calls``: the snapshot's open NON_BLOCKING calls stay open under their
+        old ids; otherwise (the field's behaviour: a call id belongs to the connection that
+        issued it, Pipecat PR 5497, Strands PR 4244, voiceclaw PR 53) the restored session
+        has none, and a response for one of them is stale."""
+        background = snapshot.background if open_calls else ()
+        return cls(snapshot.session, audio=audio, turns=snapshot.turns, background=background)
 
     # ---- identity and audio ----------------------------------------------------------------
 

@@ -55,6 +55,7 @@ class ServerSettings:
     thought_summaries: bool = False
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
+    tool_ids_outlive_connection: bool = False
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
