@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from google.genai import types
@@ -50,6 +50,7 @@ from .early_dial import EarlyDialer
 from .errors import classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
+from .late_results import as_content
 from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
@@ -254,6 +255,7 @@ class ConnectionWatch:
             outbox.turn_complete()
             if self.output_in_turn:
                 self.run.tool_calls.on_answered()
+                self.hold_late_results()
             self.output_in_turn = False
 
     def input_transcription(self, text: str) -> str:
@@ -376,7 +378,7 @@ class ConnectionWatch:
             return method, kwargs
         run = self.run
         book = run.tool_calls
-        unknown: set[str] = set()
+        unknown: dict[str, None] = {}  # (in the order sent)
         # (realtime input, every microphone chunk, carries no function responses)
         responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
         readdress: dict[str, tuple[str, str | None]] = {}
@@ -391,31 +393,28 @@ class ConnectionWatch:
                     call_id = repeat[0]
                     book.on_result(call_id, result)
                 if book.is_unknown(call_id):
-                    unknown.add(call_id)
+                    unknown[call_id] = None
         if readdress:
             logger.debug("sending %d result(s) to the repeated call(s) waiting", len(readdress))
             kwargs = readdressed(method, kwargs, readdress)
-        as_turn = {i for i in unknown if book.goes_as_turn(i)}
-        turn = self._responses_as_turn(responses, as_turn) if as_turn else None
-        if turn is not None and without_responses(method, kwargs, as_turn) is None:
-            if self._user_busy():
-                # Sent now it would split the utterance: it goes once the user is quiet.
-                logger.debug(
-                    "holding %d background result(s) until the user is quiet", len(as_turn)
-                )
-                run.deferred_results.hold(turn, asyncio.get_running_loop().time())
-                self._sent(replay)
-                return None
-            method, kwargs = turn
-        elif unknown:
-            # The resumed session never saw these calls: a response would confuse it. The
-            # replayed user turn makes the model ask again; the result is reused then.
-            logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
-            kept = without_responses(method, kwargs, unknown)
-            if kept is None:
-                self._sent(replay)
-                return None
-            kwargs = kept
+        as_turn = [i for i in unknown if book.goes_as_turn(i)]
+        turn = self._results_as_turn(as_turn) if as_turn else None
+        if unknown:
+            # The session never saw these calls (or takes no earlier connection's id): a
+            # response would confuse it. Those going as content go so; the others wait for
+            # the model to ask again (the replayed user turn) or to finish answering.
+            kept = without_responses(method, kwargs, set(unknown))
+            if turn is not None and kept is None and not self._user_busy():
+                method, kwargs = turn
+            else:
+                if turn is not None:
+                    # Sent now it would split the utterance: it goes once the user is quiet.
+                    logger.debug("holding %d late result(s) until the user is quiet", len(as_turn))
+                    run.deferred_results.hold(turn, asyncio.get_running_loop().time())
+                if kept is None:
+                    self._sent(replay)
+                    return None
+                kwargs = kept
         message = run.outbox.record(method, kwargs)
         self._sent(replay)
         if message.audio_ms > 0:
@@ -440,26 +439,39 @@ class ConnectionWatch:
             self.run.outbox.record(method, kwargs)
         return due
 
-    def _responses_as_turn(
-        self, responses: Sequence[types.FunctionResponse], ids: set[str]
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The responses with ``ids`` as one user turn, for a fresh session whose history
-        lacks their calls (a NON_BLOCKING tool that ended after it started); ``None`` where
-        the model family takes no turn in mid-session (Gemini 3.1 Live, which also calls
-        functions synchronously only)."""
-        if not self.run.takes_mid_session_content():
-            logger.warning(
-                "the result of %d background tool call(s) came after a fresh session started;"
-                " a %s session takes no turn in mid-session, so the model does not get it now"
-                " (the ADK session has it, for a later fresh session)",
-                len(ids),
-                self.run.request.model,
-            )
+    def _results_as_turn(self, ids: list[str]) -> tuple[str, dict[str, Any]] | None:
+        """The results of the calls ``ids`` as conversation content naming each call, its
+        arguments and its result (:func:`~adk_live_resume.late_results.as_content`), for a
+        session that cannot take them as a ``toolResponse`` (a fresh session whose history
+        lacks their calls, a resumed one that knows no earlier connection's id); ``None``
+        where the model family takes no content in mid-session (Gemini 3.1 Live)."""
+        book = self.run.tool_calls
+        late = [r for i in ids if (r := book.late_result(i)) is not None]
+        if not late or not self._takes_late_results(len(late)):
             return None
-        logger.debug("giving %d background result(s) to the fresh session as a turn", len(ids))
-        parts = [types.Part(function_response=r) for r in responses if str(r.id) in ids]
-        turn = types.Content(role="user", parts=parts)
-        return "send_client_content", {"turns": [turn], "turn_complete": True}
+        logger.debug("giving %d late tool result(s) to the session as content", len(late))
+        return as_content(late)
+
+    def _takes_late_results(self, count: int) -> bool:
+        if self.run.takes_mid_session_content():
+            return True
+        logger.warning(
+            "the result of %d tool call(s) came after their connection ended; a %s session"
+            " takes no content in mid-session, so the model does not get it now (the ADK"
+            " session has it, for a later fresh session)",
+            count,
+            self.run.request.model,
+        )
+        return False
+
+    def hold_late_results(self) -> None:
+        """Results that outlived their connection and are due now
+        (:meth:`ToolCallBook.take_late`) go to the session as content once the user is
+        quiet (:class:`DeferredResults`), once."""
+        late = self.run.tool_calls.take_late()
+        if late and self._takes_late_results(len(late)):
+            logger.debug("holding %d late tool result(s) until the user is quiet", len(late))
+            self.run.deferred_results.hold(as_content(late), asyncio.get_running_loop().time())
 
     @property
     def holds_sends(self) -> bool:

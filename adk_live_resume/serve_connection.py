@@ -123,6 +123,8 @@ async def serve(
                 run.tool_calls.on_resumed()
                 replay = run.outbox.take_replay(run.tool_calls.unknown_ids())
                 run.tool_calls.in_context(replay.context_calls)
+                run.tool_calls.dropped_from_replay(replay.dropped_responses)
+                watch.hold_late_results()  # (they go after the replay)
                 replay = with_catch_up(run.keeper.take_catch_up(), replay)  # (sent below)
             else:
                 in_history_responses = response_ids(run.request.contents or [])
@@ -145,6 +147,7 @@ async def serve(
             if history:
                 outcome.sending_history()
             await send_restoration(watch, run.outbox, replay, history=(connection, history))
+            await tap.send_due()
             if replay.dropped_audio_ms:
                 logger.warning(
                     "%.0f ms of voiced user audio sent before the drop left the replay"

@@ -253,6 +253,10 @@ class SessionTap:
             await self._send_now(*decided)
         await self._send_due()
 
+    async def send_due(self) -> None:
+        """Send what the listener holds and is due now (:meth:`TapListener.due_sends`)."""
+        await self._send_due()
+
     async def _send_due(self) -> None:
         for name, arguments in self._listener.due_sends():
             await getattr(self._tapped_session, name)(**arguments)
