@@ -225,6 +225,9 @@ class ConnectionWatch:
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         self._note_content(message.server_content)
+        cancellation = message.tool_call_cancellation
+        if cancellation is not None and cancellation.ids:
+            self.on_tool_calls_cancelled(tuple(str(i) for i in cancellation.ids))
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
 
@@ -358,6 +361,13 @@ class ConnectionWatch:
             ]
             await self.tap.replay("send_tool_response", {"function_responses": responses})
         return [call for call in calls if not call.id or str(call.id) not in held]
+
+    def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
+        """The server cancelled the calls ``ids`` (new input arrived while they ran): their
+        responses are not sent, told late, or given to a repeat. Seen as the frame arrives,
+        before ADK, which runs a blocking tool inside its receive step, sends its response."""
+        if self.run.tool_calls.on_cancelled(ids):
+            logger.debug("the server cancelled %d tool call(s); their results stay here", len(ids))
 
     def on_receive_error(self, error: BaseException) -> None:
         self._carry_out(self.lifecycle.receive_failed(now=self._now()), error)
@@ -521,6 +531,7 @@ class ConnectionWatch:
             on_message=self._message_arrived if run.go_away_frame else None,
             on_unknown=run.skip_message,
             known=genai_compat.server_message_keys(),
+            on_cancel=self.on_tool_calls_cancelled,
         )
         if watching and run.go_away_frame:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)

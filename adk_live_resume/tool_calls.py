@@ -52,6 +52,8 @@ Guarantees:
   is the call missed);
 * a response is never sent for an id the current session does not know, and a running
   call's result reaches the model once, under the id of the newest call waiting for it;
+* a call the server cancelled (``toolCallCancellation``, :meth:`ToolCallBook.on_cancelled`)
+  gets no response, no late telling and no repeat: the model moved on;
 * a result that outlives the connection of its call reaches the model once: bound to the
   repeat the model issues (above), otherwise as a :class:`LateResult`, told as conversation
   content that names the call, its arguments and its result: at once for a call the
@@ -138,6 +140,9 @@ class ToolCallBook:
     #: Calls another took the place of, never repeatable again: an earlier call whose repeat
     #: ran its tool (it never ran, or was cut off), and a held repeat whose session is gone.
     _superseded: set[str] = field(default_factory=set)
+
+    #: Calls the server cancelled (``toolCallCancellation``).
+    _cancelled: set[str] = field(default_factory=set)
 
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
@@ -228,6 +233,26 @@ class ToolCallBook:
         self._results[repeat] = ENDED_WITHOUT_RESULT
         return repeat, self._names.get(repeat)
 
+    def on_cancelled(self, call_ids: Iterable[str]) -> bool:
+        """The server cancelled ``call_ids`` (``toolCallCancellation``: new input came while
+        they ran): the model moved on, so a response to one of them is never sent, told as
+        content or given to a repeat, and none is repeatable. True if any was new here."""
+        new = False
+        for call_id in call_ids:
+            if call_id not in self._keys or call_id in self._cancelled:
+                continue
+            new = True
+            self._cancelled.add(call_id)
+            self._superseded.add(call_id)
+            self._unknown.add(call_id)
+            self._repeatable.pop(call_id, None)
+            self._as_turn.discard(call_id)
+            self._late.pop(call_id, None)
+            origin = self._held.pop(call_id, None)
+            if origin is not None:
+                self._waiting.pop(origin, None)
+        return new
+
     def on_answered(self) -> None:
         """The session finished a turn with model output: later calls are new calls. A
         repeatable call the model did not issue anew gets its result as content: now if it
@@ -245,7 +270,7 @@ class ToolCallBook:
         """A new connection resumed from the newest handle. It knows no id an earlier
         connection issued: the calls issued since the handle are repeatable; a call the
         handle's state holds whose result is still to come gets it as content."""
-        missed = [i for i in self._since_handle if i in self._keys]
+        missed = [i for i in self._since_handle if i in self._keys and i not in self._cancelled]
         for call_id in self._keys:
             covered = call_id not in self._since_handle and call_id not in self._superseded
             if covered and call_id not in self._results:

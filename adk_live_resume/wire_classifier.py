@@ -19,6 +19,11 @@ with ``usageMetadata``), the first that applies:
   live run; 1.56 passes it to ADK as an empty message. ``unknown_keys`` names its keys;
 * ``"unparsed"``: not a JSON object (left for the SDK to report, as before).
 
+A ``toolCallCancellation`` (content) also gives the ids it names (:attr:`Frame.cancelled_ids`):
+the server cancels a call in progress when new input arrives (Gemini 3.8, Vertex migration
+guide 2.5 -> 3.8), while ADK, running a blocking tool inside its receive step, reads the
+cancellation only after it sent the tool's response.
+
 Guarantees:
 
 * Total: any payload (bytes, bytearray, str, empty, invalid UTF-8) gives a :class:`Frame`;
@@ -49,6 +54,7 @@ FULL_PARSE_MAX = 2048
 
 GO_AWAY = "goAway"
 RESUMPTION_UPDATE = "sessionResumptionUpdate"
+TOOL_CALL_CANCELLATION = "toolCallCancellation"
 #: Keys of an error the service sends as a message (the SDK raises it as an ``APIError``).
 ERROR_KEYS = frozenset({"code", "error"})
 #: The snake_case spelling of goAway some recordings and older fakes carry.
@@ -68,6 +74,8 @@ class Frame:
     time_left: object = None
     #: The top-level keys the SDK does not know (only for ``"unknown"``).
     unknown_keys: tuple[str, ...] = ()
+    #: The call ids a ``toolCallCancellation`` names (content parsed whole), else empty.
+    cancelled_ids: tuple[str, ...] = ()
 
 
 def _kind_of_keys(keys: tuple[str, ...], known: Set[str]) -> FrameKind:
@@ -105,7 +113,14 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
         if not isinstance(go_away, dict):  # not one the loop can act on; left to the SDK
             return Frame("content", keys)
         return Frame("go_away", keys, go_away.get("timeLeft", go_away.get("time_left")))
-    return Frame(kind, keys, unknown_keys=keys if kind == "unknown" else ())
+    cancelled = message.get(TOOL_CALL_CANCELLATION, message.get("tool_call_cancellation"))
+    ids = cancelled.get("ids") if isinstance(cancelled, dict) else None
+    return Frame(
+        kind,
+        keys,
+        unknown_keys=keys if kind == "unknown" else (),
+        cancelled_ids=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
+    )
 
 
 @dataclass

@@ -18,6 +18,7 @@ from docs/guarantees.md ("Tool calls by id") and the module's docstring:
 * every other call runs, whatever its name and arguments;
 * a response never goes to a session that does not know its call id, and a resumed
   session knows no id an earlier connection issued;
+* a call the server cancelled gets no response, no late telling and no repeat;
 * a result that outlived its connection and that no repeat takes is told as content once:
   at once when the replay drops its response (a call the handle's state holds), when the
   resumed session finished answering (a repeatable call not repeated), or when the tool
@@ -139,16 +140,18 @@ class ToolCallMachine(RuleBasedStateMachine):
             (i for i, c in self.ref.calls.items() if c.state in states), key=lambda i: int(i[1:])
         )
 
-    @precondition(lambda self: self._callable("waiting", "running", "queued"))
+    @precondition(lambda self: self._callable("waiting", "running", "queued", "cancelled"))
     @rule(data=st.data(), step=st.sampled_from(["run", "background", "queue", "end"]))
     def a_tool_goes_on(self, data: st.DataObject, step: str) -> None:
         """A call ADK has not answered goes one step on: ADK runs its tool to the end
         (blocking) or starts it in the background; a background run queues its response
         (sent at its next step) or ends without one."""
         call = self.ref.calls[
-            data.draw(st.sampled_from(self._callable("waiting", "running", "queued")))
+            data.draw(st.sampled_from(self._callable("waiting", "running", "queued", "cancelled")))
         ]
-        if call.state == "waiting":
+        if call.state == "cancelled":  # (ADK ignores the cancellation: its tool ends)
+            self._respond(call)
+        elif call.state == "waiting":
             if step == "background":
                 call.state = "running"
             else:
@@ -202,6 +205,34 @@ class ToolCallMachine(RuleBasedStateMachine):
         for call_id in got:
             late = self.book.late_result(call_id)
             assert late is not None and late.result == self.ref.calls[call_id].result
+
+    @precondition(lambda self: self._callable("waiting", "running", "queued", "held"))
+    @rule(data=st.data())
+    def server_cancels(self, data: st.DataObject) -> None:
+        """New input came while a call of this connection ran: the server cancels it. Its
+        tool may still end; its result goes nowhere."""
+        ref = self.ref
+        current = [i for i in self._callable("waiting", "running", "queued", "held")]
+        current = [i for i in current if i in ref.known]
+        if not current:
+            return
+        call = ref.calls[data.draw(st.sampled_from(current))]
+        assert self.book.on_cancelled([call.id])
+        assert not self.book.on_cancelled([call.id]), "once"
+        ref.superseded.add(call.id)
+        ref.known.discard(call.id)
+        ref.as_turn.discard(call.id)
+        if call.id in ref.repeatable:
+            ref.repeatable.remove(call.id)
+        if call.state == "held":
+            origin = next(o for o, r in ref.waiting.items() if r == call.id)
+            del ref.waiting[origin]
+            call.state = "void"
+        else:
+            call.state = "cancelled"
+            ref.waiting.pop(call.id, None)
+        if call.id in ref.sent:
+            ref.sent.remove(call.id)
 
     @rule()
     def model_turn_complete(self) -> None:

@@ -120,3 +120,10 @@ def test_a_message_with_a_known_key_is_never_unknown(message: dict[str, object],
         assert frame.kind != "unknown"
     elif not ({"code", "error", "go_away"} & set(message)):
         assert frame.kind == "unknown" and set(frame.unknown_keys) == set(message)
+
+
+def test_a_cancellation_names_the_calls_it_cancels() -> None:
+    frame = _frame({"toolCallCancellation": {"ids": ["fc_1", "fc_2"]}})
+    assert frame.kind == "content" and frame.cancelled_ids == ("fc_1", "fc_2")
+    assert _frame({"toolCallCancellation": {}}).cancelled_ids == ()
+    assert _frame({"toolCall": {"functionCalls": [{"id": "fc_1"}]}}).cancelled_ids == ()

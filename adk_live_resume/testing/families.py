@@ -23,7 +23,13 @@ The families, from recordings of real sessions and field reports
   ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
   calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
   :data:`GEMINI_3_8_SESSION_CAP` (58 min) with 1011 "Deadline expired" whatever its context
-  window compression, and resuming it afterwards is refused with 1007.
+  window compression, and resuming it afterwards is refused with 1007. A blocking call
+  whose result is empty is issued again, identically, under a new id, up to
+  :data:`IDENTICAL_CALLS_MAX` calls in the turn (the model "may issue 2-5 identical calls in
+  one turn when tools return empty results": Vertex AI migration guide 2.5 -> 3.8, notes
+  "Field facts that contradict or extend the above"): separate calls, each answered; and a
+  blocking call in progress is cancelled (``toolCallCancellation``) when new input arrives,
+  as on every family here (:mod:`~adk_live_resume.testing.generation`).
 """
 
 from __future__ import annotations
@@ -38,10 +44,15 @@ __all__ = [
     "GEMINI_3_1_LIVE",
     "GEMINI_3_8_LIVE",
     "GEMINI_3_8_SESSION_CAP",
+    "IDENTICAL_CALLS_MAX",
     "NATIVE_AUDIO_2_5",
     "Family",
     "family_for",
 ]
+
+#: The most identical calls a Gemini 3.8 Live model issues in one turn while its tool returns
+#: empty results ("2-5", Vertex AI migration guide 2.5 -> 3.8).
+IDENTICAL_CALLS_MAX = 5
 
 #: Service seconds after which Gemini 3.8 Live ends a session (58 minutes), compression or not.
 GEMINI_3_8_SESSION_CAP = 58 * 60.0
@@ -66,6 +77,9 @@ class Family:
     may_think: bool = False
     #: Service seconds after which the session ends whatever its compression (None: never).
     session_cap: float | None = None
+    #: A blocking call whose result is empty is issued again, identically, under a new id
+    #: (up to :data:`IDENTICAL_CALLS_MAX` such calls in one turn).
+    repeats_empty_calls: bool = False
 
     def non_blocking(self, behavior: object) -> bool:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
@@ -93,6 +107,7 @@ GEMINI_3_8_LIVE = Family(
     turn_complete_after_tool_call=False,
     non_blocking_by_default=True,
     session_cap=GEMINI_3_8_SESSION_CAP,
+    repeats_empty_calls=True,
 )
 
 
