@@ -326,6 +326,7 @@ class ConnectionWatch:
         )
         if changed:
             self.run.tool_calls.on_handle()
+            self.run.outbox.context.on_handle()
             transparent = self.run.transparent
             self.run.outbox.covered(last_consumed_index if transparent else None)
             self.run.ctx.live_session_resumption_handle = self.run.handles.handle
@@ -361,6 +362,12 @@ class ConnectionWatch:
             ]
             await self.tap.replay("send_tool_response", {"function_responses": responses})
         return [call for call in calls if not call.id or str(call.id) not in held]
+
+    def unknown_send(self, method: str) -> None:
+        """A send the tap does not know goes unrecorded; the server numbers it all the same
+        (Vertex AI's lastConsumedClientMessageIndex), and a new session may lack it."""
+        self.run.outbox.count_unrecorded()
+        self.run.outbox.context.on_unknown(method)
 
     def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
         """The server cancelled the calls ``ids`` (new input arrived while they ran): their

@@ -1,5 +1,7 @@
-"""Late results as conversation content: a tool result the current session cannot take as a
-``toolResponse`` (its call belongs to an earlier connection or session).
+"""Late tool results as conversation content, for a session that takes no response under their ids.
+
+A late result is one the current session cannot take as a ``toolResponse``: its call
+belongs to an earlier connection or session.
 
 Three field reports say the service does not act on a ``toolResponse`` whose id an earlier
 connection issued (Pipecat PR 5497 sends such a result as conversation content; Strands

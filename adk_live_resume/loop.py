@@ -184,7 +184,8 @@ class LiveRun:
         request, self.transparent = connection_request.connect_request(
             self.request, handle, llm=self.llm, policy=self.policy
         )
-        return request
+        # (a fresh session holds nothing of the old one: its setup carries the context)
+        return request if handle else self.outbox.context.applied_to(request)
 
     # -- what the connection's watch asks for (connection_watch.WatchedRun) ---------------
 

@@ -34,6 +34,7 @@ from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
 from .connector import Connector, abort_transport
+from .context_updates import ContextUpdates
 from .deferred_results import DeferredResults
 from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
@@ -148,6 +149,7 @@ async def serve(
                 outcome.sending_history()
             await send_restoration(watch, run.outbox, replay, history=(connection, history))
             await tap.send_due()
+            warn_unaccounted(run.outbox.context, fresh=not handle)
             if replay.dropped_audio_ms:
                 logger.warning(
                     "%.0f ms of voiced user audio sent before the drop left the replay"
@@ -351,6 +353,24 @@ async def send_restoration(
         for later_method, later_kwargs in pending[handed:]:
             outbox.record(later_method, later_kwargs)
         raise
+
+
+def warn_unaccounted(context: ContextUpdates, *, fresh: bool) -> None:
+    """One WARNING when the new session may lack what a send the tap does not know did, or
+    tools a context update set that a fresh setup cannot carry."""
+    unknown = context.unaccounted(fresh=fresh)
+    if unknown:
+        logger.warning(
+            "the %s session may lack what %s sent (send methods this release does not"
+            " know; passed through, not recorded, not sent again)",
+            "fresh" if fresh else "resumed",
+            ", ".join(unknown),
+        )
+    if fresh and context.untranslatable_tools():
+        logger.warning(
+            "the fresh session's setup lacks the tools a context update gave as Python"
+            " functions (only types.Tool values can go in a setup)"
+        )
 
 
 def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, replay: Replay) -> None:

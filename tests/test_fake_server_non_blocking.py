@@ -163,7 +163,7 @@ async def test_a_resumed_connection_takes_no_response_under_an_earlier_connectio
     second = (await server.wait_for_connections(2, finished=True))[1]
     assert second.resumed and second.accepted_tool_response_ids == []
     assert second.stale_tool_response_ids == [call.id]
-    assert 'slow returned' not in json.dumps(second.answers)
+    assert "slow returned" not in json.dumps(second.answers)
 
 
 @pytest.mark.parametrize("spelling", ["NON_BLOCKING", "non_blocking"])

@@ -29,7 +29,13 @@ from adk_live_resume.testing.records import ConnectionRecord
 
 from .conftest import AgentFactory
 from .helpers import late_results_told
-from .test_tool_calls_e2e import SlowJob, answer_like, answers, needs_background_tools, slow_job_tool
+from .test_tool_calls_e2e import (
+    SlowJob,
+    answer_like,
+    answers,
+    needs_background_tools,
+    slow_job_tool,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60), needs_background_tools]
 

@@ -273,6 +273,8 @@ class LiveConnection:
             self.record.resume_handle = choices.resume_handle
             self.record.transparent = choices.transparent
         session = self._restore(choices)
+        if session is not None:  # (a session resumed after a contextUpdate has its tools)
+            choices = session.context.choices(choices)
         if session is None:
             return
         parts = self._parts = SessionParts.compose(

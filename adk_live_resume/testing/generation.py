@@ -30,8 +30,8 @@ from typing import Any
 from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_wire import ConnectionWire
-from .handle_issuing import HandleIssuer
 from .families import IDENTICAL_CALLS_MAX
+from .handle_issuing import HandleIssuer
 from .model import STARTED, CallTool, CallTools, ScriptedModel, Turn, split_chunks, thought_part
 from .protocol import JsonDict, compact_json, pick
 from .records import ToolCallRecord
@@ -148,6 +148,11 @@ class Generation:
         for _, future in self._pending.values():
             future.cancel()
         self._pending.clear()
+
+    def use_context(self, choices: SetupChoices) -> None:
+        """A ``contextUpdate`` changed the session's functions: ``choices`` from now on."""
+        self._choices = choices
+        self._model = ScriptedModel(choices.functions)
 
     def background_result(
         self, name: str, response: JsonDict, *, call_id: str | None = None

@@ -23,6 +23,8 @@
 * function responses answer pending calls (the model goes on), or open NON_BLOCKING ones;
   responses for calls of an earlier connection are recorded as stale, others as unknown;
 * every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
+* ``contextUpdate`` sets the session's system instruction and tools from then on, kept in
+  its handles (:mod:`~adk_live_resume.testing.context_update`);
 * a second ``setup`` on a connection closes it with 1007.
 """
 
@@ -35,6 +37,7 @@ from typing import Any, Literal
 from . import protocol as wire
 from .connection_clocks import SessionClocks
 from .connection_wire import ConnectionWire
+from .context_update import read_context_update
 from .generation import Generation
 from .handle_issuing import ConsumedLedger, HandleIssuer
 from .model import Turn, turns_overlap
@@ -107,6 +110,8 @@ class TurnTaking:
         elif has(message, "toolResponse"):
             self._tool_response(pick_dict(message, "toolResponse") or {})
             self._realtime_seen = True
+        elif has(message, "contextUpdate"):
+            self._context_update(pick_dict(message, "contextUpdate") or {})
         elif has(message, "setup"):  # one setup per connection, as the service says
             self._wire.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         else:
@@ -342,6 +347,15 @@ class TurnTaking:
                     self._record.index,
                     call_id,
                 )
+
+    def _context_update(self, body: JsonDict) -> None:
+        """New system instruction and tools, in order with the other input (google-genai
+        2.32 ``send_context_update``; notes, "Field facts that contradict or extend the
+        above"): kept in the session (and its handles), ``tools=[]`` clears them."""
+        update = read_context_update(body, self._choices.family)
+        self._record.context_updates.append(body)
+        self._choices = self._session.update_context(update).choices(self._choices)
+        self._model.use_context(self._choices)
 
     def _typed(self, text: str, index: int) -> HeardTurn:
         """A typed turn: carried by client message ``index`` alone."""
