@@ -371,8 +371,9 @@ class ConnectionWatch:
 
     def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
         """The server cancelled the calls ``ids`` (new input arrived while they ran): their
-        responses are not sent, told late, or given to a repeat. Seen as the frame arrives,
-        before ADK, which runs a blocking tool inside its receive step, sends its response."""
+        responses are not sent, told late, or given to a repeat. Seen as the frame arrives
+        (ADK, which may run a blocking tool inside its receive step, can send the response
+        before it reads the cancellation), and again when ADK reads it."""
         if self.run.tool_calls.on_cancelled(ids):
             logger.debug("the server cancelled %d tool call(s); their results stay here", len(ids))
 

@@ -257,7 +257,7 @@ class ToolCallBook:
         """The session finished a turn with model output: later calls are new calls. A
         repeatable call the model did not issue anew gets its result as content: now if it
         is known (:meth:`take_late`), else when it comes (:meth:`goes_as_turn`)."""
-        for call_id in self._repeatable:
+        for call_id in list(self._repeatable):
             if call_id in self._results:
                 self._owe(call_id)
             elif call_id not in self._superseded:

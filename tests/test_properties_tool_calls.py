@@ -71,6 +71,8 @@ class _Reference:
     superseded: set[str] = field(default_factory=set)
     #: Running call -> the held repeat its response goes to.
     waiting: dict[str, str] = field(default_factory=dict)
+    #: Calls the server cancelled: never repeatable.
+    cancelled: set[str] = field(default_factory=set)
     #: Calls whose response goes to the session as a turn when it comes.
     as_turn: set[str] = field(default_factory=set)
     #: Ids whose response went to the session since the newest handle (a repeat's id
@@ -220,6 +222,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         assert self.book.on_cancelled([call.id])
         assert not self.book.on_cancelled([call.id]), "once"
         ref.superseded.add(call.id)
+        ref.cancelled.add(call.id)
         ref.known.discard(call.id)
         ref.as_turn.discard(call.id)
         if call.id in ref.repeatable:
@@ -269,7 +272,9 @@ class ToolCallMachine(RuleBasedStateMachine):
         ref = self.ref
         self._lose_unstarted()
         assert ref.handle_knows is not None
-        missed = [i for i in self.since_handle if i not in ref.repeatable]
+        missed = [
+            i for i in self.since_handle if i not in ref.repeatable and i not in ref.cancelled
+        ]
         ref.repeatable.extend(missed)
         ref.repeatable.sort(key=lambda i: int(i[1:]))
         ref.known = set()
