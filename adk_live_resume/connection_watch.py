@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from google.genai import types
@@ -45,68 +46,61 @@ from .connection_state import (
     StopOpeningAhead,
 )
 from .connector import abort_transport
-from .deferred_results import DeferredResults
-from .early_dial import EarlyDialer
 from .errors import classify
-from .handle_store import HandleKeeper
-from .handles import ResumptionState, redact
 from .late_results import as_content
-from .next_connection import BackgroundCloser
-from .outbox import Outbox
 from .policy import ResumePolicy
-from .queue_guard import QueueGuard
+from .run_rules import RunRules
 from .tap import SessionTap, parse_time_left
-from .tool_calls import ToolCallBook
 from .wire_classifier import Frame
 
 logger = logging.getLogger("adk_live_resume.loop")
 
 
+@dataclass(frozen=True)
+class FrameWatching:
+    """Which raw frames a connection's watch acts on as they arrive (each a hook of its own,
+    see :mod:`.hooks`): the server's close frame (when the next socket can be dialed early)
+    and the goAway (its deadline starts with its frame)."""
+
+    close_frame: bool
+    go_away: bool
+
+
 class WatchedRun(Protocol):
-    """What a connection's watch reads of its run, and the run's answers to its events."""
+    """What a connection's watch needs of its run: its policy and rules, and the run's
+    answers to the watch's events."""
 
-    ctx: Any
-    request: Any
     policy: ResumePolicy
-    handles: ResumptionState
-    outbox: Outbox
-    tool_calls: ToolCallBook
-    deferred_results: DeferredResults
-    keeper: HandleKeeper
-    queue_guard: QueueGuard | None
-    transparent: bool
-    close_frame_dial: bool
-    go_away_frame: bool
+    rules: RunRules
 
-    @property
-    def dialer(self) -> EarlyDialer | None: ...
+    def frame_watching(self) -> FrameWatching: ...
 
-    @property
-    def closer(self) -> BackgroundCloser: ...
+    def lifecycle_action(
+        self, watch: ConnectionWatch, action: Action, error: BaseException | None
+    ) -> bool:
+        """Carry out the run's part of ``action`` (``error``: what reading raised); return
+        whether opening ahead started (:class:`OpenAhead`), else ``False``."""
+        ...
 
-    def connection_proved_healthy(self) -> None: ...
-
-    def takes_mid_session_content(self) -> bool: ...
-
-    def go_away_arrived(self) -> None: ...
+    def resumption_update(
+        self,
+        new_handle: str | None,
+        resumable: bool | None,
+        last_consumed_index: int | None,
+        now: float,
+    ) -> bool:
+        """A handle update arrived: feed it to the rules; return whether the newest handle
+        changed."""
+        ...
 
     def audio_started(self) -> None: ...
 
-    def stop_opening_ahead(self) -> None: ...
-
     def skip_message(self, frame: Frame) -> None: ...
 
-    def tool_running(self, call_id: str, name: str | None) -> bool: ...
-
-    def watch_running_call(self, call_id: str) -> None: ...
-
-    def dial_early(self, *, latest: float | None) -> None: ...
-
-    def open_ahead(self, watch: ConnectionWatch) -> bool: ...
-
-    def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None: ...
-
-    def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None: ...
+    def results_as_turn_taken(self, count: int) -> bool:
+        """Whether the model takes ``count`` background results as a turn in mid-session
+        (else the run says once why it does not get them now)."""
+        ...
 
 
 class ConnectionWatch:
@@ -190,10 +184,8 @@ class ConnectionWatch:
         run = self.run
         for action in actions:
             match action:
-                case ProveHealthy():
-                    run.connection_proved_healthy()
                 case NoteGoAway(time_left=time_left, delay=delay):
-                    run.go_away_arrived()
+                    run.lifecycle_action(self, action, error)
                     logger.debug(
                         "goAway on connection %d: time left %s s, reconnecting within %.2f s",
                         self.number,
@@ -205,21 +197,18 @@ class ConnectionWatch:
                 case CancelTimer():
                     if self._timer is not None:
                         self._timer.cancel()
-                case DialAhead(latest=latest):
-                    run.dial_early(latest=latest)
                 case OpenAhead():
-                    self._carry_out(self.lifecycle.ahead_started(run.open_ahead(self)))
+                    started = run.lifecycle_action(self, action, error)
+                    self._carry_out(self.lifecycle.ahead_started(started))
                 case CloseSocket(abort=abort):
                     self.close_socket(abort=abort)
                 case Retire():
                     self._retire()
                 case OpenAfterDrop():
                     assert error is not None
-                    run.open_after_drop(self, error)
-                case DialAfterClose(code=code, reason=reason):
-                    run.dial_after_close(self, code, reason)
-                case StopOpeningAhead():
-                    run.stop_opening_ahead()
+                    run.lifecycle_action(self, action, error)
+                case ProveHealthy() | DialAhead() | DialAfterClose() | StopOpeningAhead():
+                    run.lifecycle_action(self, action, error)
 
     # -- TapListener ----------------------------------------------------------------------
 
@@ -237,7 +226,7 @@ class ConnectionWatch:
     def _note_content(self, content: types.LiveServerContent | None) -> None:
         if content is None:
             return
-        outbox = self.run.outbox
+        outbox = self.run.rules.outbox
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             if part.text and not part.thought:
                 outbox.model_text(part.text)
@@ -257,7 +246,7 @@ class ConnectionWatch:
         if content.turn_complete:
             outbox.turn_complete()
             if self.output_in_turn:
-                self.run.tool_calls.on_answered()
+                self.run.rules.tool_calls.on_answered()
                 self.hold_late_results()
             self.output_in_turn = False
 
@@ -298,58 +287,34 @@ class ConnectionWatch:
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight or waiting for its answer
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
-        speaking and has no utterance waiting for its answer."""
-        run = self.run
-        outbox = run.outbox
-        activity = outbox.activity
-        guard = run.queue_guard
-        return bool(
-            run.handles.handle
-            and run.handles.resumable_now
-            and not outbox.turns.unanswered
-            and not (guard is not None and guard.in_hand)
-            and not activity.speaking
-            and not activity.unanswered
-        )
+        speaking and has no utterance waiting for its answer (:meth:`RunRules.at_safe_point`)."""
+        return self.run.rules.at_safe_point()
 
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
     ) -> None:
         # (Also while the next connection is being opened: a newer handle makes the loop
         # discard that connection, opened with an older one, and open one with the newest.)
-        loop = asyncio.get_running_loop()
-        changed = self.run.handles.observe(
-            new_handle=new_handle,
-            resumable=resumable,
-            last_consumed_index=last_consumed_index,
-            now=loop.time(),
+        changed = self.run.resumption_update(
+            new_handle, resumable, last_consumed_index, self._now()
         )
-        if changed:
-            self.run.tool_calls.on_handle()
-            self.run.outbox.context.on_handle()
-            transparent = self.run.transparent
-            self.run.outbox.covered(last_consumed_index if transparent else None)
-            self.run.ctx.live_session_resumption_handle = self.run.handles.handle
-            logger.debug("new resumption handle %s", redact(self.run.handles.handle))
-            if self.run.handles.handle:
-                self.run.keeper.observe(self.run.handles.handle)  # never blocks
-            if self.lifecycle.move_pending:
-                self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
+        if changed and self.lifecycle.move_pending:
+            self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
-        run = self.run
+        rules = self.run.rules
         with_ids = [call for call in calls if call.id]
-        decision = run.tool_calls.on_calls(
-            ((str(c.id), c.name, c.args) for c in with_ids), running=run.tool_running
+        decision = rules.tool_calls.on_calls(
+            ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
         )
-        run.outbox.tool_call(str(call.id) for call in with_ids)
+        rules.outbox.tool_call(str(call.id) for call in with_ids)
         held = {call_id for call_id, _ in decision.answer}
         for repeat, running in decision.hold:
             logger.debug(
                 "holding a repeated tool call until the earlier call, still running, answers"
             )
             held.add(repeat)
-            run.watch_running_call(running)
+            rules.background.watch_running_call(running)
         if decision.answer and self.tap is not None:
             names = {str(call.id): call.name for call in with_ids}
             logger.debug(
@@ -366,15 +331,16 @@ class ConnectionWatch:
     def unknown_send(self, method: str) -> None:
         """A send the tap does not know goes unrecorded; the server numbers it all the same
         (Vertex AI's lastConsumedClientMessageIndex), and a new session may lack it."""
-        self.run.outbox.count_unrecorded()
-        self.run.outbox.context.on_unknown(method)
+        outbox = self.run.rules.outbox
+        outbox.count_unrecorded()
+        outbox.context.on_unknown(method)
 
     def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
         """The server cancelled the calls ``ids`` (new input arrived while they ran): their
         responses are not sent, told late, or given to a repeat. Seen as the frame arrives
         (ADK, which may run a blocking tool inside its receive step, can send the response
         before it reads the cancellation), and again when ADK reads it."""
-        if self.run.tool_calls.on_cancelled(ids):
+        if self.run.rules.tool_calls.on_cancelled(ids):
             logger.debug("the server cancelled %d tool call(s); their results stay here", len(ids))
 
     def on_receive_error(self, error: BaseException) -> None:
@@ -392,10 +358,11 @@ class ConnectionWatch:
     ) -> tuple[str, dict[str, Any]] | None:
         if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
-            self.run.outbox.count_unrecorded()
+            self.run.rules.outbox.count_unrecorded()
             return method, kwargs
         run = self.run
-        book = run.tool_calls
+        rules = run.rules
+        book = rules.tool_calls
         unknown: dict[str, None] = {}  # (in the order sent)
         # (realtime input, every microphone chunk, carries no function responses)
         responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
@@ -428,12 +395,12 @@ class ConnectionWatch:
                 if turn is not None:
                     # Sent now it would split the utterance: it goes once the user is quiet.
                     logger.debug("holding %d late result(s) until the user is quiet", len(as_turn))
-                    run.deferred_results.hold(turn, asyncio.get_running_loop().time())
+                    rules.deferred_results.hold(turn, asyncio.get_running_loop().time())
                 if kept is None:
                     self._sent(replay)
                     return None
                 kwargs = kept
-        message = run.outbox.record(method, kwargs)
+        message = rules.outbox.record(method, kwargs)
         self._sent(replay)
         if message.audio_ms > 0:
             run.audio_started()
@@ -444,17 +411,17 @@ class ConnectionWatch:
 
     def _user_busy(self) -> bool:
         """The user speaks, or has an utterance the model has not answered yet."""
-        activity = self.run.outbox.activity
-        return activity.speaking or activity.unanswered
+        return self.run.rules.user_busy()
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
-        if not self.run.deferred_results or self.holds_sends or self._history_going:
+        rules = self.run.rules
+        if not rules.deferred_results or self.holds_sends or self._history_going:
             return []
         now = asyncio.get_running_loop().time()
-        due = self.run.deferred_results.due(user_busy=self._user_busy(), now=now)
+        due = rules.deferred_results.due(user_busy=self._user_busy(), now=now)
         for method, kwargs in due:
             logger.debug("giving held background result(s) to the session now")
-            self.run.outbox.record(method, kwargs)
+            rules.outbox.record(method, kwargs)
         return due
 
     def _results_as_turn(self, ids: list[str]) -> tuple[str, dict[str, Any]] | None:
@@ -463,33 +430,22 @@ class ConnectionWatch:
         session that cannot take them as a ``toolResponse`` (a fresh session whose history
         lacks their calls, a resumed one that knows no earlier connection's id); ``None``
         where the model family takes no content in mid-session (Gemini 3.1 Live)."""
-        book = self.run.tool_calls
+        book = self.run.rules.tool_calls
         late = [r for i in ids if (r := book.late_result(i)) is not None]
-        if not late or not self._takes_late_results(len(late)):
+        if not late or not self.run.results_as_turn_taken(len(late)):
             return None
         logger.debug("giving %d late tool result(s) to the session as content", len(late))
         return as_content(late)
-
-    def _takes_late_results(self, count: int) -> bool:
-        if self.run.takes_mid_session_content():
-            return True
-        logger.warning(
-            "the result of %d tool call(s) came after their connection ended; a %s session"
-            " takes no content in mid-session, so the model does not get it now (the ADK"
-            " session has it, for a later fresh session)",
-            count,
-            self.run.request.model,
-        )
-        return False
 
     def hold_late_results(self) -> None:
         """Results that outlived their connection and are due now
         (:meth:`ToolCallBook.take_late`) go to the session as content once the user is
         quiet (:class:`DeferredResults`), once."""
-        late = self.run.tool_calls.take_late()
-        if late and self._takes_late_results(len(late)):
+        rules = self.run.rules
+        late = rules.tool_calls.take_late()
+        if late and self.run.results_as_turn_taken(len(late)):
             logger.debug("holding %d late tool result(s) until the user is quiet", len(late))
-            self.run.deferred_results.hold(as_content(late), asyncio.get_running_loop().time())
+            rules.deferred_results.hold(as_content(late), asyncio.get_running_loop().time())
 
     @property
     def holds_sends(self) -> bool:
@@ -504,8 +460,9 @@ class ConnectionWatch:
         self.lifecycle.stop_sends()
 
     def _sent(self, replay: bool) -> None:
-        if not replay and self.run.queue_guard is not None:
-            self.run.queue_guard.mark_sent()
+        guard = self.run.rules.queue_guard
+        if not replay and guard is not None:
+            guard.mark_sent()
 
     def on_client_close(self) -> None:
         self.lifecycle.client_closed()
@@ -530,18 +487,17 @@ class ConnectionWatch:
         kinds google-genai does not know before it reads them."""
         websocket = genai_compat.websocket_of(self.session)
         run = self.run
+        frames = run.frame_watching()
         watching = websockets_compat.watch_frames(
             websocket,
-            on_close=self.on_close_frame
-            if run.dialer is not None and run.close_frame_dial
-            else None,
-            on_go_away=self._go_away_frame if run.go_away_frame else None,
-            on_message=self._message_arrived if run.go_away_frame else None,
+            on_close=self.on_close_frame if frames.close_frame else None,
+            on_go_away=self._go_away_frame if frames.go_away else None,
+            on_message=self._message_arrived if frames.go_away else None,
             on_unknown=run.skip_message,
             known=genai_compat.server_message_keys(),
             on_cancel=self.on_tool_calls_cancelled,
         )
-        if watching and run.go_away_frame:
+        if watching and frames.go_away:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
@@ -579,10 +535,10 @@ class ConnectionWatch:
         """The next connection takes over: nothing more of this one reaches ADK."""
         if self.tap is not None:
             self.tap.retire()
-        # Closed now, in the background: ADK may not read this connection again for a while
-        # (a blocking tool runs), and the server's deadline must not find it open.
-        session = self.session
-        self.run.closer.close_one(session, lambda: abort_transport(session))
+        # Closed now, in the background (the run's closer): ADK may not read this connection
+        # again for a while (a blocking tool runs), and the server's deadline must not find
+        # it open.
+        self.run.lifecycle_action(self, Retire(), None)
 
     def close_socket(self, *, abort: bool) -> None:
         if self._closer is not None or self.session is None:

@@ -338,6 +338,7 @@ class Outbox:
 
     def covered(self, last_consumed_index: int | None) -> None:
         """A resumable handle arrived: forget what its state includes (see module doc)."""
+        self.context.on_handle()
         if last_consumed_index is not None:
             self._keep(
                 lambda position, item: (

@@ -107,11 +107,11 @@ class Generation:
             self._task = None
         cancelled = list(self._pending)
         self._pending.clear()
-        self._record.interrupted += 1
+        self._record.generation_interrupted()
         for call_id in cancelled:
             known = self._shared.tool_calls.get(call_id)
             if known is not None:
-                known.cancelled = True
+                known.cancel()
         if cancelled:
             self._record.cancelled_tool_ids.extend(cancelled)
             await self._wire.send(wire.tool_call_cancellation(cancelled))

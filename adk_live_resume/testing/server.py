@@ -395,7 +395,7 @@ class FakeLiveServer:
         Affected are connections whose handle was accepted (``resuming_only``, the default) or
         every connection. Invalid handles are still refused first.
         """
-        self._shared.flap = (
+        self._shared.flapping(
             None
             if code is None
             else Flap(code, reason, after_setup=after_setup, resuming_only=resuming_only)

@@ -89,6 +89,10 @@ class SharedState:
     _tool_counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _tool_messages: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
+    def flapping(self, flap: Flap | None) -> None:
+        """New connections fail as ``flap`` says from now on (``None``: they no longer do)."""
+        self.flap = flap
+
     def next_tool_message(self) -> int:
         """The number of the next ``toolCall`` message (server-wide, from 1)."""
         return next(self._tool_messages)

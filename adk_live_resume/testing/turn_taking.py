@@ -191,9 +191,9 @@ class TurnTaking:
         if not is_history:
             await self._user_turn(self._typed(turns[0].text, index))
             return
-        self._record.history_sends += 1
-        if turns_overlap(self._session.turns, turns):
-            self._record.duplicate_history_sends += 1
+        duplicate = turns_overlap(self._session.turns, turns)
+        self._record.history_sent(duplicate=duplicate)
+        if duplicate:
             logger.info(
                 "fake live server: connection %d: history delivered again", self._record.index
             )
@@ -278,7 +278,7 @@ class TurnTaking:
         events = self._tracker.audio(
             pcm, message=self._ledger.received, sample_rate=self._audio_rate
         )
-        self._record.ignored_audio_ms = self._tracker.ignored_audio_ms
+        self._record.audio_ignored(self._tracker.ignored_audio_ms)
         await self._speech(events)
         if (
             idle
