@@ -46,6 +46,7 @@ from .connection_state import (
     StopOpeningAhead,
 )
 from .connector import abort_transport
+from .context_updates import KNOWN_SENDS
 from .errors import classify
 from .late_results import as_content
 from .policy import ResumePolicy
@@ -328,13 +329,6 @@ class ConnectionWatch:
             await self.tap.replay("send_tool_response", {"function_responses": responses})
         return [call for call in calls if not call.id or str(call.id) not in held]
 
-    def unknown_send(self, method: str) -> None:
-        """A send the tap does not know goes unrecorded; the server numbers it all the same
-        (Vertex AI's lastConsumedClientMessageIndex), and a new session may lack it."""
-        outbox = self.run.rules.outbox
-        outbox.count_unrecorded()
-        outbox.context.on_unknown(method)
-
     def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
         """The server cancelled the calls ``ids`` (new input arrived while they ran): their
         responses are not sent, told late, or given to a repeat. Seen as the frame arrives
@@ -356,6 +350,12 @@ class ConnectionWatch:
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
+        if method not in KNOWN_SENDS:
+            # Passed through by the tap, unrecorded; the server numbers it all the same, and
+            # a new session may lack it (a WARNING says so then).
+            self.run.rules.outbox.count_unrecorded()
+            self.run.rules.outbox.context.on_unknown(method)
+            return None
         if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.rules.outbox.count_unrecorded()

@@ -33,7 +33,7 @@ send, and gives ADK one behaviour on all releases:
   listener never sees that ``turnComplete`` (the model's turn is not over).
 * ``send_context_update`` (google-genai 2.32+) is a send like the others (recorded for
   replay); a send method the tap does not know is passed through unchanged and reported
-  (:meth:`TapListener.unknown_send`).
+  (to :meth:`TapListener.before_send`, whose answer it does not wait for).
 * ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
   a client close from a lost connection.
 * :meth:`SessionTap.retire` (the loop moved the session to a new connection) ends ``receive``
@@ -88,7 +88,9 @@ class TapListener(Protocol):
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
-        """A client send is about to happen; return the call to make, or ``None`` to skip."""
+        """A client send is about to happen; return the call to make, or ``None`` to skip.
+        A send method the tap does not know (not in ``KNOWN_SENDS``) is only reported here,
+        with its keyword arguments: it is made as called, whatever the answer."""
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
         """Sends the listener held and that are due now (after a send went): made as given,
@@ -99,9 +101,6 @@ class TapListener(Protocol):
 
     def on_client_close(self) -> None:
         """ADK asked to close the connection (the ``LiveRequestQueue`` was closed)."""
-
-    def unknown_send(self, method: str) -> None:
-        """A send method the tap does not know is being passed through, unrecorded."""
 
 
 class ConnectionRetired(Exception):
@@ -169,7 +168,7 @@ class SessionTap:
         """A send method the tap does not know: passed through, and reported."""
 
         async def send(*args: Any, **kwargs: Any) -> Any:
-            self._listener.unknown_send(name)
+            self._listener.before_send(name, dict(kwargs), replay=False)  # (noted only)
             return await method(*args, **kwargs)
 
         return send
