@@ -148,6 +148,7 @@ class TurnTaking:
         turn_complete = bool(pick(body, "turnComplete", False))
         turns: list[Turn] = []
         tool_results: list[tuple[str, Any]] = []  # function responses ending the history
+        calls_only: list[bool] = []  # per turn: it holds function calls and nothing else
         for raw_turn in pick_list(body, "turns"):
             role: Literal["user", "model"] = (
                 "model" if pick(raw_turn, "role") == "model" else "user"
@@ -155,6 +156,7 @@ class TurnTaking:
             parts = pick_list(raw_turn, "parts")
             texts = [pick(part, "text") for part in parts]
             turns.append(Turn(role, "".join(t for t in texts if isinstance(t, str))))
+            calls_only.append(bool(parts) and all(has(part, "functionCall") for part in parts))
             responses = [
                 r for part in parts if isinstance(r := pick(part, "functionResponse"), dict)
             ]
@@ -173,6 +175,14 @@ class TurnTaking:
             # call): the model tells them as it tells a NON_BLOCKING call's result.
             for response in responses:
                 self._record.tool_responses.append(response)
+                self._model.background_result(str(pick(response, "name")), response)
+            return
+        late = len(turns) == 2 and calls_only[0] and turns[0].role == "model"
+        if turn_complete and late and turns[1].role == "user" and not turns[1].text and responses:
+            # A late result as content: the call (a model turn) and its result, for a call
+            # whose id the session does not know (Pipecat PR 5497, Strands PR 4244). Told as
+            # a NON_BLOCKING call's result is (WHEN_IDLE: after the answer in progress).
+            for response in responses:
                 self._model.background_result(str(pick(response, "name")), response)
             return
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
