@@ -49,6 +49,7 @@ from .connector import abort_transport
 from .context_updates import KNOWN_SENDS
 from .errors import classify
 from .late_results import as_content
+from .model_work import FrameStatuses, ModelWork
 from .policy import ResumePolicy
 from .run_rules import RunRules
 from .tap import SessionTap, parse_time_left
@@ -89,9 +90,12 @@ class WatchedRun(Protocol):
         resumable: bool | None,
         last_consumed_index: int | None,
         now: float,
+        *,
+        work_in_progress: bool = False,
     ) -> bool:
         """A handle update arrived: feed it to the rules; return whether the newest handle
-        changed."""
+        changed. ``work_in_progress``: the model's turn is not finished
+        (:attr:`ModelWork.in_progress`): on the Gemini API the handle covers nothing."""
         ...
 
     def audio_started(self) -> None: ...
@@ -120,6 +124,14 @@ class ConnectionWatch:
         self.model_turn_open = False
         #: Model output seen on this connection since its last turnComplete.
         self.output_in_turn = False
+        #: Whether the model is working (:mod:`.model_work`): its output streams, or its last
+        #: ``interactionStatus`` said the task goes on (``work.working``, what a stall
+        #: detector reads); a ``turnComplete`` finishes the model's turn only where the
+        #: status says so (``work.in_progress``).
+        self.work = ModelWork()
+        #: ``interactionStatus`` from the raw frames, where google-genai drops it.
+        self._frame_statuses = FrameStatuses()
+        self._sdk_status = genai_compat.parses_interaction_status()
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
@@ -214,17 +226,22 @@ class ConnectionWatch:
     # -- TapListener ----------------------------------------------------------------------
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
-        self._note_content(message.server_content)
+        raw_status = self._frame_statuses.read()
+        self._note_content(message.server_content, raw_status)
         cancellation = message.tool_call_cancellation
         if cancellation is not None and cancellation.ids:
             self.on_tool_calls_cancelled(tuple(str(i) for i in cancellation.ids))
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
 
-    def _message_arrived(self) -> None:
+    def _message_arrived(self, frame: Frame | None) -> None:
         self.lifecycle.frame_arrived()
+        if not self._sdk_status:
+            self._frame_statuses.arrived(frame.interaction_status if frame is not None else None)
 
-    def _note_content(self, content: types.LiveServerContent | None) -> None:
+    def _note_content(
+        self, content: types.LiveServerContent | None, raw_status: str | None = None
+    ) -> None:
         if content is None:
             return
         outbox = self.run.rules.outbox
@@ -234,17 +251,22 @@ class ConnectionWatch:
             else:
                 outbox.model_audio()
             self.model_turn_open = self.output_in_turn = True
+            self.work.output()
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
             self.model_turn_open = self.output_in_turn = True
+            self.work.output()
         if content.input_transcription and content.input_transcription.text:
             text = content.input_transcription.text
             self._input_shown = (text, outbox.input_text(text))
         if content.interrupted:
             outbox.interrupted()
+            self.work.interrupted()
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
-        if content.turn_complete:
+        status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
+        if content.turn_complete and self.work.turn_complete(status):
+            # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.turn_complete()
             if self.output_in_turn:
                 self.run.rules.tool_calls.on_answered()
@@ -288,8 +310,10 @@ class ConnectionWatch:
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight or waiting for its answer
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
-        speaking and has no utterance waiting for its answer (:meth:`RunRules.at_safe_point`)."""
-        return self.run.rules.at_safe_point()
+        speaking and has no utterance waiting for its answer
+        (:meth:`RunRules.at_safe_point`), and the model's last ``interactionStatus`` did not
+        say its work goes on (:attr:`ModelWork.in_progress`)."""
+        return self.run.rules.at_safe_point() and not self.work.in_progress
 
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
@@ -297,13 +321,18 @@ class ConnectionWatch:
         # (Also while the next connection is being opened: a newer handle makes the loop
         # discard that connection, opened with an older one, and open one with the newest.)
         changed = self.run.resumption_update(
-            new_handle, resumable, last_consumed_index, self._now()
+            new_handle,
+            resumable,
+            last_consumed_index,
+            self._now(),
+            work_in_progress=self.work.in_progress,
         )
         if changed and self.lifecycle.move_pending:
             self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         rules = self.run.rules
+        self.work.tool_call()
         with_ids = [call for call in calls if call.id]
         decision = rules.tool_calls.on_calls(
             ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
@@ -499,6 +528,7 @@ class ConnectionWatch:
         )
         if watching and frames.go_away:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
+            self._frame_statuses.start()
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return

@@ -74,6 +74,7 @@ from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
+from .retry_decision import seen_after_go_away
 from .retry_plan import Reconnects
 from .run_rules import RunRules
 from .serve_connection import AdkBinding, interrupted_event, serve
@@ -238,10 +239,14 @@ class LiveRun:
         resumable: bool | None,
         last_consumed_index: int | None,
         now: float,
+        *,
+        work_in_progress: bool = False,
     ) -> bool:
         """A handle update arrived on a connection: the newest handle, the outbox it covers,
         the tool calls it holds, ADK's handle and the keeper follow it; return whether the
-        newest handle changed."""
+        newest handle changed. ``work_in_progress`` (the model said its work goes on): on the
+        Gemini API the handle covers nothing, since it may not hold the request and the work
+        is not continued after a resume (:mod:`.model_work`)."""
         handles = self.rules.handles
         changed = handles.observe(
             new_handle=new_handle,
@@ -251,7 +256,8 @@ class LiveRun:
         )
         if changed:
             self.rules.tool_calls.on_handle()
-            self.rules.outbox.covered(last_consumed_index if self.transparent else None)
+            if self.transparent or not work_in_progress:
+                self.rules.outbox.covered(last_consumed_index if self.transparent else None)
             self.ctx.live_session_resumption_handle = handles.handle
             logger.debug("new resumption handle %s", redact(handles.handle))
             if handles.handle:
@@ -329,14 +335,17 @@ class LiveRun:
         (:meth:`Reconnects.at_once`); :meth:`Reconnects.after_drop` gives the loop the same
         decision later (it discards the connection if the run ends meanwhile)."""
         drop = classify(error)
-        if drop is not None and drop.kind == "closed" and self._retries_at_once(watch, drop):
-            self._open_next(watch, latest=None)
+        if drop is not None and drop.kind == "closed":
+            drop = seen_after_go_away(drop, watch.move_by is not None)
+            if self._retries_at_once(watch, drop):
+                self._open_next(watch, latest=None)
 
     def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None:
         """The server's close frame arrived: if the loop will reconnect at once once
         google-genai reports the close (:meth:`open_after_drop`), open the next socket now.
         It saves a round trip: the SDK reports the close only after the close handshake."""
-        if self._retries_at_once(watch, Drop("closed", code, reason)):
+        drop = Drop("closed", code, reason, after_go_away=watch.move_by is not None)
+        if self._retries_at_once(watch, drop):
             self.dial_early(latest=None)
 
     def _retries_at_once(self, watch: ConnectionWatch, drop: Drop) -> bool:

@@ -16,20 +16,38 @@ The families, from recordings of real sessions and field reports
   opens each answer with a text part marked ``thought: true`` (the server's
   ``thought_summaries`` option: whether a model thinks is not in its name).
 * **Gemini 3.1 Live** (ADK's Gemini 3.x Live rule, minor version below 8, e.g.
-  ``gemini-3.1-flash-live-preview``): ``clientContent`` only as the initial history; every
-  function call is synchronous (a NON_BLOCKING declaration is ignored); no ``turnComplete``
-  until the answer.
+  ``gemini-3.1-flash-live-preview``): ``clientContent`` all session long (its model page,
+  LiveKit PR 7289 and a 3.1 recording; the older refusal with 1007 is the server's
+  ``WireShapes.refuse_3_1_mid_session_content`` switch, see
+  :mod:`~adk_live_resume.testing.wire_shapes`); every function call is synchronous (a
+  NON_BLOCKING declaration is ignored); no ``turnComplete`` until the answer.
 * **Gemini 3.8 Live** (ADK's rule, minor version 8 or more, e.g. ``gemini-3.8-live``):
   ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
   calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
   :data:`GEMINI_3_8_SESSION_CAP` (58 min) with 1011 "Deadline expired" whatever its context
-  window compression, and resuming it afterwards is refused with 1007. A blocking call
-  whose result is empty is issued again, identically, under a new id, up to
+  window compression, and resuming it afterwards is refused with 1007. Every ``turnComplete``
+  carries ``interactionStatus`` (``IDLE`` when the task is done): google-genai 2.x documents
+  the field as "always sent alongside ``turn_complete``" (``LiveServerContent.
+  interaction_status``), and the Live API thinking guide names it for the 3.8 family
+  (``gemini-live-protocol.md``, "Field facts that contradict or extend the above"). A
+  blocking call whose result is empty is issued again, identically, under a new id, up to
   :data:`IDENTICAL_CALLS_MAX` calls in the turn (the model "may issue 2-5 identical calls in
-  one turn when tools return empty results": Vertex AI migration guide 2.5 -> 3.8, notes
-  "Field facts that contradict or extend the above"): separate calls, each answered; and a
-  blocking call in progress is cancelled (``toolCallCancellation``) when new input arrives,
-  as on every family here (:mod:`~adk_live_resume.testing.generation`).
+  one turn when tools return empty results": Vertex AI migration guide 2.5 -> 3.8, same
+  section): separate calls, each answered; a blocking call in progress is cancelled
+  (``toolCallCancellation``) when new input arrives, as on every family here.
+* **Gemini 3.8 Live with extended thinking** (a 3.8-or-later name containing
+  ``extended-thinking``, e.g. ``gemini-3.8-live-extended-thinking``, GA 2026-09-15): as 3.8,
+  and (the Live API thinking guide, same section) the model may speak several times per
+  request: a short utterance first, each utterance ending with ``turnComplete`` while
+  ``interactionStatus`` stays ``IN_PROGRESS`` during the background work, then the answer,
+  whose ``turnComplete`` carries ``IDLE``; function calling is async only (every call is
+  non-blocking, whatever its declaration). How long the work takes is the server's
+  ``work_delay`` (:class:`~adk_live_resume.testing.settings.ServerSettings`). What handles
+  hold meanwhile is the fake's choice (no source says): work in progress is kept out of them,
+  as an unfinished utterance is and as a generation in flight is never continued after a
+  resume (``gemini-live-protocol.md``, "Limits the service documents"): the handle issued
+  with an ``IN_PROGRESS`` ``turnComplete`` restores the session as it was before the request
+  (see :mod:`~adk_live_resume.testing.generation`).
 """
 
 from __future__ import annotations
@@ -42,6 +60,7 @@ from .dialect import is_gemini_3_live
 __all__ = [
     "GEMINI_2_LIVE",
     "GEMINI_3_1_LIVE",
+    "GEMINI_3_8_EXTENDED_THINKING",
     "GEMINI_3_8_LIVE",
     "GEMINI_3_8_SESSION_CAP",
     "IDENTICAL_CALLS_MAX",
@@ -77,6 +96,12 @@ class Family:
     may_think: bool = False
     #: Service seconds after which the session ends whatever its compression (None: never).
     session_cap: float | None = None
+    #: Every ``turnComplete`` carries ``interactionStatus``.
+    interaction_status: bool = False
+    #: The model speaks first, works in the background (``IN_PROGRESS``), then answers.
+    speaks_while_working: bool = False
+    #: Every call is non-blocking, whatever its declaration (function calling async only).
+    calls_async_only: bool = False
     #: A blocking call whose result is empty is issued again, identically, under a new id
     #: (up to :data:`IDENTICAL_CALLS_MAX` such calls in one turn).
     repeats_empty_calls: bool = False
@@ -85,6 +110,8 @@ class Family:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
         case, or None) are non-blocking in this family."""
         declared = str(behavior or "").upper()
+        if self.calls_async_only:
+            return True
         if not self.honours_non_blocking:
             return False
         if declared == "NON_BLOCKING":
@@ -99,7 +126,6 @@ NATIVE_AUDIO_2_5 = Family("native-audio-2.5", turn_complete_after_tool_call=Fals
 GEMINI_3_1_LIVE = Family(
     "gemini-3.1-live",
     turn_complete_after_tool_call=False,
-    client_content_mid_session=False,
     honours_non_blocking=False,
 )
 GEMINI_3_8_LIVE = Family(
@@ -107,7 +133,17 @@ GEMINI_3_8_LIVE = Family(
     turn_complete_after_tool_call=False,
     non_blocking_by_default=True,
     session_cap=GEMINI_3_8_SESSION_CAP,
+    interaction_status=True,
     repeats_empty_calls=True,
+)
+GEMINI_3_8_EXTENDED_THINKING = Family(
+    "gemini-3.8-live-extended-thinking",
+    turn_complete_after_tool_call=False,
+    non_blocking_by_default=True,
+    session_cap=GEMINI_3_8_SESSION_CAP,
+    interaction_status=True,
+    speaks_while_working=True,
+    calls_async_only=True,
 )
 
 
@@ -116,7 +152,9 @@ def family_for(model: str) -> Family:
     if is_gemini_3_live(model):
         match = _GEMINI_3_MINOR.match(model)
         minor = int(match.group(1)) if match else 0
-        return GEMINI_3_8_LIVE if minor >= 8 else GEMINI_3_1_LIVE
+        if minor < 8:
+            return GEMINI_3_1_LIVE
+        return GEMINI_3_8_EXTENDED_THINKING if "extended-thinking" in model else GEMINI_3_8_LIVE
     if "native-audio" in model:
         return NATIVE_AUDIO_2_5
     return GEMINI_2_LIVE

@@ -17,7 +17,18 @@
   outputAudioTranscription properties"); the recordings in the protocol notes ("Facts from
   recordings of real sessions") had both asked for; on the Vertex AI dialect the
   transcription ends with ``finished: true`` before ``generationComplete``;
-* the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule).
+* the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule);
+* the recorded wire shapes (:mod:`~adk_live_resume.testing.wire_shapes`): ``fc_<digits>``
+  call ids, an empty ``serverContent {}`` before and after a ``toolCall`` on the Gemini 3.x
+  Live families, ``usageMetadata`` with ``turnComplete`` unless switched off;
+* a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
+  ends an answer; an extended-thinking model answering a user turn first says
+  :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
+  ``turnComplete`` carrying ``interactionStatus: IN_PROGRESS`` and the handle that restores
+  the session without the request (:meth:`HandleIssuer.before_request
+  <adk_live_resume.testing.handle_issuing.HandleIssuer.before_request>`), works for the
+  server's ``work_delay`` (no handle is resumable meanwhile), then answers as usual (sources:
+  :mod:`~adk_live_resume.testing.families`).
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_wire import ConnectionWire
 from .families import IDENTICAL_CALLS_MAX
-from .handle_issuing import HandleIssuer
+from .handle_issuing import HandleIssuer, Issued
 from .model import STARTED, CallTool, CallTools, ScriptedModel, Turn, split_chunks, thought_part
 from .protocol import JsonDict, compact_json, pick
 from .records import ToolCallRecord
@@ -40,11 +51,13 @@ from .settings import ServerSettings, SharedState
 from .setup_choices import SetupChoices
 from .speech import speech_pcm
 
-__all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "Generation"]
+__all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "WORKING", "Generation"]
 
 OUTPUT_SAMPLE_RATE = 24000
 #: Samples of answer audio per UTF-8 byte of answer text (short clips keep answers cheap).
 OUTPUT_SAMPLES_PER_BYTE = 10
+#: What an extended-thinking model says first, before the turn's text, while it works.
+WORKING = "working on: "
 
 
 class Generation:
@@ -123,14 +136,16 @@ class Generation:
         *,
         tool_results: Sequence[tuple[str, Any]] = (),
         answers_user: bool = True,
+        work_handle: Issued | None = None,
     ) -> None:
         """Start answering ``user_text`` (the latest turn of the session when
         ``answers_user``), or telling ``tool_results``; the caller interrupted any answer in
-        progress."""
+        progress. ``work_handle``: the handle an extended-thinking model issues while it
+        works on this turn (see the module)."""
         turns = self._session.turns
         previous = turns[:-1] if answers_user else turns
         self._task = self._wire.spawn(
-            self._generate(user_text, previous, tuple(tool_results), answers_user)
+            self._generate(user_text, previous, tuple(tool_results), answers_user, work_handle)
         )
 
     def resolve(self, call_id: str, result: Any) -> bool:
@@ -142,6 +157,10 @@ class Generation:
         if not pending[1].done():
             pending[1].set_result(result)
         return True
+
+    def calls_pending(self) -> bool:
+        """A blocking call waits for its response."""
+        return bool(self._pending)
 
     def cancel_pending(self) -> None:
         """The connection ended: no pending call will be answered."""
@@ -201,7 +220,7 @@ class Generation:
             calls: list[JsonDict] = []
             futures: list[tuple[str, asyncio.Future[Any]]] = []
             for call in step:
-                call_id = self._shared.new_tool_call_id()
+                call_id = self._shared.new_tool_call_id(self._settings.wire_shapes)
                 future: asyncio.Future[Any] = self._wire.future()
                 non_blocking = call.name in self._choices.non_blocking
                 if non_blocking:  # the model goes on; the call stays open in the session
@@ -217,7 +236,12 @@ class Generation:
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
                 futures.append((call.name, future))
                 issued[compact_json([call.name, call.args])] += 1
-            await self._wire.send(wire.tool_call(calls))
+            shapes, gemini3 = self._settings.wire_shapes, self._choices.gemini3
+            await self._wire.send(
+                *shapes.around_tool_call(gemini3),
+                wire.tool_call(calls),
+                *shapes.around_tool_call(gemini3),
+            )
             if self._faults.fire(lambda f: f.mid_tool_call):
                 return None
             if self._choices.family.turn_complete_after_tool_call:  # else the turn goes on
@@ -250,6 +274,7 @@ class Generation:
         previous: tuple[Turn, ...],
         tool_results: tuple[tuple[str, Any], ...] = (),
         answers_user: bool = True,
+        work_handle: Issued | None = None,
     ) -> None:
         try:
             await self._handles.not_resumable()
@@ -265,6 +290,8 @@ class Generation:
                 reply = self._model.after_tools(results)
             else:
                 reply = plan
+                if answers_user and self._choices.family.speaks_while_working:
+                    await self._speak_then_work(user_text, work_handle)
             if self._settings.thought_summaries and self._choices.family.may_think:
                 await self._wire.send(
                     wire.server_content(model_turn={"parts": [thought_part(reply)]})
@@ -283,12 +310,9 @@ class Generation:
             self._finishing = True
             self._session.remember(Turn("model", reply.text))
             prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
-            final: list[JsonDict] = [
-                {
-                    **wire.server_content(turn_complete=True),
-                    "usageMetadata": wire.usage(prompt, len(reply.text.split())),
-                }
-            ]
+            final: list[JsonDict] = [self._turn_complete("IDLE")]
+            if self._settings.wire_shapes.usage_metadata:
+                final[0]["usageMetadata"] = wire.usage(prompt, len(reply.text.split()))
             handle = self._handles.at_turn_complete()
             if handle is not None:
                 final.append(handle[0])
@@ -301,6 +325,30 @@ class Generation:
                 self._handles.issued(handle[1])
         finally:
             self._finishing = False
+
+    def _turn_complete(self, status: str) -> JsonDict:
+        """``turnComplete``, with ``interactionStatus`` where the family reports it."""
+        if not self._choices.family.interaction_status:
+            return wire.server_content(turn_complete=True)
+        return wire.server_content(turn_complete=True, interaction_status=status)
+
+    async def _speak_then_work(self, user_text: str, work_handle: Issued | None) -> None:
+        """An extended-thinking model's first utterance, ended while the work goes on, then
+        the work (see the module)."""
+        for number, chunk in enumerate(split_chunks(WORKING + user_text)):
+            if number:
+                await asyncio.sleep(self._settings.chunk_delay)
+            await self._send_chunk(chunk)
+        if self._wire.vertex and self._choices.audio_out and self._choices.output_transcription:
+            await self._wire.send(wire.server_content(output_transcription={"finished": True}))
+        await self._wire.send(wire.server_content(generation_complete=True))
+        ending = [self._turn_complete("IN_PROGRESS")]
+        if work_handle is not None:
+            ending.append(work_handle[0])
+        await self._wire.send(*ending)
+        if work_handle is not None:
+            self._handles.issued(work_handle[1])
+        await asyncio.sleep(self._settings.work_delay)
 
     async def _send_chunk(self, chunk: str) -> None:
         if not self._choices.audio_out:

@@ -52,7 +52,8 @@ from .handles import HandleIssue, HandleSchedule, HandleStore
 from .http_front import RestService
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
 from .rest import RestCall
-from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
+from .settings import AUDIO_SESSION_LIMIT, ServerSettings, SharedState
+from .wire_shapes import WireShapes
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -83,7 +84,13 @@ class FakeLiveServer:
             ``timeLeft`` is the remaining time in *real* seconds (``"60s"``, ``"0.600s"``).
         handle_ttl: service seconds a resumption handle stays valid after it is issued.
         refuse_close_code: close code for an unknown, expired or refused handle.
-        deadline_close_code / deadline_reason: the close frame at the deadline.
+        deadline_close_code / deadline_reason: the close frame at a connection's deadline, when
+            the client did not leave after its ``goAway``. Default 1008 with the recorded
+            reason (:data:`~adk_live_resume.testing.GO_AWAY_DEADLINE_REASON`; a recorded run,
+            martin-paladino/glosa ``samples/fixtures/lt_en.jsonl``); 1011 (the other close
+            seen there) gets "Deadline expired before operation could complete.", and so does
+            a connection that was sent no goAway (its setup was answered too late for one). A
+            ``deadline_reason`` given is sent as is.
         chunk_delay: real seconds between the chunks of every answer.
         host: ``"127.0.0.1"`` (default) or ``"localhost"``; nothing else is allowed.
         handle_schedule: when handles are issued at resumable points
@@ -105,12 +112,20 @@ class FakeLiveServer:
         pong_delay: service seconds before a websocket ping is answered (the service has been
             seen taking 8-30 s). None (default): at once.
         port: the TCP port to listen on; 0 (default) picks a free ephemeral port.
+        work_delay: real seconds an extended-thinking model works in the background between
+            its first utterance and its answer (``interactionStatus`` ``IN_PROGRESS``).
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
-    the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live or 3.8 Live.
+    the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
+    with extended thinking.
         refuse_resume_while_open: a resume of a session whose earlier socket is still open is
             closed with 1011, as the service does (default off: a client that drops TCP and
             resumes at once would race the server's notice of the drop).
+        wire_shapes: the recorded shapes of the service's messages (UUID handles, ``fc_``
+            call ids, empty frames, a handle after a tool response, optional usage, 3.1
+            content mid-session), each a switch
+            (:class:`~adk_live_resume.testing.WireShapes`; default: all as recorded;
+            ``WireShapes.before_recordings()``: the fake's older shapes).
         tool_ids_outlive_connection: a resumed connection restores the open NON_BLOCKING
             calls its handle holds and acts on a ``toolResponse`` under their old ids. Off by
             default, as the field reports the service: a tool-call id belongs to the
@@ -128,8 +143,8 @@ class FakeLiveServer:
         go_away_lead: float = 60.0,
         handle_ttl: float = 7200.0,
         refuse_close_code: int = 1008,
-        deadline_close_code: int = 1011,
-        deadline_reason: str = DEFAULT_DEADLINE_REASON,
+        deadline_close_code: int = 1008,
+        deadline_reason: str | None = None,
         chunk_delay: float = 0.02,
         host: str = "127.0.0.1",
         handle_schedule: HandleSchedule | None = None,
@@ -141,6 +156,8 @@ class FakeLiveServer:
         port: int = 0,
         refuse_resume_while_open: bool = False,
         tool_ids_outlive_connection: bool = False,
+        wire_shapes: WireShapes | None = None,
+        work_delay: float = 0.5,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -163,6 +180,8 @@ class FakeLiveServer:
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
             tool_ids_outlive_connection=tool_ids_outlive_connection,
+            wire_shapes=wire_shapes or WireShapes(),
+            work_delay=work_delay,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

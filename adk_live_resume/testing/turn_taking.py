@@ -21,8 +21,12 @@
   initialHistoryInClientContent``) ending with a user turn is answered at the next realtime
   input (ADK sends ``"."``);
 * function responses answer pending calls (the model goes on), or open NON_BLOCKING ones;
-  responses for calls of an earlier connection are recorded as stale, others as unknown;
+  responses for calls of an earlier connection are recorded as stale, others as unknown; on
+  the Gemini 3.x Live families a handle follows the response of the last pending call,
+  before the answer (recorded on 3.1: :mod:`~adk_live_resume.testing.wire_shapes`);
 * every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
+* a user turn to an extended-thinking model (:mod:`~adk_live_resume.testing.families`) takes
+  the handle the model issues while it works before the turn is remembered;
 * ``contextUpdate`` sets the session's system instruction and tools from then on, kept in
   its handles (:mod:`~adk_live_resume.testing.context_update`);
 * a second ``setup`` on a connection closes it with 1007.
@@ -108,8 +112,15 @@ class TurnTaking:
             await self._realtime_input(pick_dict(message, "realtimeInput") or {})
             self._realtime_seen = True
         elif has(message, "toolResponse"):
-            self._tool_response(pick_dict(message, "toolResponse") or {})
+            answered = self._tool_response(pick_dict(message, "toolResponse") or {})
             self._realtime_seen = True
+            shapes, choices = self._settings.wire_shapes, self._choices
+            last = answered and not self._model.calls_pending()
+            if last and shapes.handle_after_response(choices.gemini3, choices.resumption):
+                # recorded on 3.1 (see wire_shapes): before the answer it starts
+                await self._handles.issue(
+                    handled=self._ledger.received, point="after_tool_response"
+                )
         elif has(message, "contextUpdate"):
             self._context_update(pick_dict(message, "contextUpdate") or {})
         elif has(message, "setup"):  # one setup per connection, as the service says
@@ -331,7 +342,9 @@ class TurnTaking:
         if self._tracker.held_since is not None:
             await self._speech(self._tracker.cut(message=self._ledger.received))
 
-    def _tool_response(self, body: JsonDict) -> None:
+    def _tool_response(self, body: JsonDict) -> bool:
+        """Take the function responses; True if one answered a call pending here."""
+        answered = False
         for response in pick_list(body, "functionResponses"):
             if not isinstance(response, dict):
                 continue
@@ -344,6 +357,7 @@ class TurnTaking:
             pending = isinstance(call_id, str) and self._model.resolve(call_id, result)
             background = self._session.close_call(call_id) if isinstance(call_id, str) else None
             if pending:
+                answered = True
                 self._record.accepted_tool_response_ids.append(str(call_id))
             elif background is not None:
                 self._record.accepted_tool_response_ids.append(str(call_id))
@@ -357,6 +371,7 @@ class TurnTaking:
                     self._record.index,
                     call_id,
                 )
+        return answered
 
     def _context_update(self, body: JsonDict) -> None:
         """New system instruction and tools, in order with the other input (google-genai
@@ -378,6 +393,10 @@ class TurnTaking:
     async def _user_turn(self, turn: HeardTurn) -> None:
         await self._model.interrupt()
         self._unanswered_user = False
+        working = self._choices.family.speaks_while_working
+        # (taken before the turn is remembered: the handle an extended-thinking model issues
+        # while it works restores the session without the request)
+        before = self._handles.before_request(turn.first_message) if working else None
         self._session.remember(Turn("user", turn.text))
         self._heard(turn)
-        self._model.start(turn.text)
+        self._model.start(turn.text, work_handle=before)
