@@ -24,7 +24,7 @@ import pytest
 from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import FakeLiveServer, Fault, WireShapes
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.handles import HandleSchedule
 
@@ -138,8 +138,10 @@ async def test_identical_calls_cut_by_a_drop_on_gemini_3_8_collapse_only_across_
         runs.append(item)
         return next(results)
 
+    # (no handle after the tool responses, as recorded on 3.x: one would cover the calls)
     server = FakeLiveServer(
-        handle_schedule=HandleSchedule(on_turn_complete=False, idle_interval=0.05)
+        handle_schedule=HandleSchedule(on_turn_complete=False, idle_interval=0.05),
+        wire_shapes=WireShapes(handle_after_tool_response=False),
     )
     async with asyncio.timeout(40), server:
         server.script(Fault.close(1011, "cut", mid_turn=True), connection=1)
