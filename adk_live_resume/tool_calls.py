@@ -141,6 +141,8 @@ class ToolCallBook:
     #: ran its tool (it never ran, or was cut off), and a held repeat whose session is gone.
     _superseded: set[str] = field(default_factory=set)
 
+    #: Calls whose result went to the session as content (:meth:`goes_as_turn`).
+    _told: set[str] = field(default_factory=set)
     #: Calls the server cancelled (``toolCallCancellation``).
     _cancelled: set[str] = field(default_factory=set)
 
@@ -258,6 +260,8 @@ class ToolCallBook:
         repeatable call the model did not issue anew gets its result as content: now if it
         is known (:meth:`take_late`), else when it comes (:meth:`goes_as_turn`)."""
         for call_id in list(self._repeatable):
+            if call_id in self._told:
+                continue
             if call_id in self._results:
                 self._owe(call_id)
             elif call_id not in self._superseded:
@@ -368,7 +372,9 @@ class ToolCallBook:
         if call_id not in self._as_turn:
             return False
         self._as_turn.discard(call_id)
-        self._repeatable.pop(call_id, None)  # (told: a later identical call is new)
+        # Told; a repeat the model issues meanwhile (it had not read the content yet) is
+        # still answered from the result, never run again, and no late telling follows.
+        self._told.add(call_id)
         return True
 
     def name_of(self, call_id: str) -> str | None:

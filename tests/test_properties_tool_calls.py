@@ -71,6 +71,8 @@ class _Reference:
     superseded: set[str] = field(default_factory=set)
     #: Running call -> the held repeat its response goes to.
     waiting: dict[str, str] = field(default_factory=dict)
+    #: Calls whose result went as content (a turn).
+    told: set[str] = field(default_factory=set)
     #: Calls the server cancelled: never repeatable.
     cancelled: set[str] = field(default_factory=set)
     #: Calls whose response goes to the session as a turn when it comes.
@@ -197,8 +199,8 @@ class ToolCallMachine(RuleBasedStateMachine):
     def _goes_as_turn(self, call_id: str) -> None:
         expected = call_id in self.ref.as_turn
         self.ref.as_turn.discard(call_id)
-        if expected and call_id in self.ref.repeatable:  # told: a later call is new
-            self.ref.repeatable.remove(call_id)
+        if expected:  # told: a repeat is still answered from the result, nothing owed
+            self.ref.told.add(call_id)
         assert self.book.goes_as_turn(call_id) is expected, f"{call_id} as a turn: {not expected}"
 
     def _late_is(self, expected: list[str]) -> None:
@@ -243,7 +245,9 @@ class ToolCallMachine(RuleBasedStateMachine):
         call not repeated gets its result as content: now if known, else when it comes."""
         ref = self.ref
         self.book.on_answered()
-        self._late_is([i for i in ref.repeatable if ref.calls[i].result is not None])
+        self._late_is(
+            [i for i in ref.repeatable if ref.calls[i].result is not None and i not in ref.told]
+        )
         ref.as_turn.update(
             i for i in ref.repeatable if ref.calls[i].result is None and i not in ref.superseded
         )
