@@ -270,9 +270,9 @@ class LiveRun:
         if self.takes_mid_session_content():
             return True
         logger.warning(
-            "the result of %d background tool call(s) came after a fresh session started;"
-            " a %s session takes no turn in mid-session, so the model does not get it now"
-            " (the ADK session has it, for a later fresh session)",
+            "the result of %d tool call(s) came after their connection ended; a %s session"
+            " takes no content in mid-session, so the model does not get it now (the ADK"
+            " session has it, for a later fresh session)",
             count,
             self.request.model,
         )
@@ -309,7 +309,8 @@ class LiveRun:
         request, self.transparent = connection_request.connect_request(
             self.request, handle, llm=self.llm, policy=self.policy
         )
-        return request
+        # (a fresh session holds nothing of the old one: its setup carries the context)
+        return request if handle else self.rules.outbox.context.applied_to(request)
 
     # -- what the connection's watch asks for (connection_watch.WatchedRun) ---------------
 

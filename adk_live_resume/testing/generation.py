@@ -36,15 +36,17 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_wire import ConnectionWire
+from .families import IDENTICAL_CALLS_MAX
 from .handle_issuing import HandleIssuer, Issued
-from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks, thought_part
-from .protocol import JsonDict, pick
+from .model import STARTED, CallTool, CallTools, ScriptedModel, Turn, split_chunks, thought_part
+from .protocol import JsonDict, compact_json, pick
 from .records import ToolCallRecord
 from .session_state import SessionState
 from .settings import ServerSettings, SharedState
@@ -168,6 +170,11 @@ class Generation:
             future.cancel()
         self._pending.clear()
 
+    def use_context(self, choices: SetupChoices) -> None:
+        """A ``contextUpdate`` changed the session's functions: ``choices`` from now on."""
+        self._choices = choices
+        self._model = ScriptedModel(choices.functions)
+
     def background_result(
         self, name: str, response: JsonDict, *, call_id: str | None = None
     ) -> None:
@@ -203,9 +210,14 @@ class Generation:
         self.start("", tool_results=[(name, result)], answers_user=False)
 
     async def _call_tools(self, plan: CallTools) -> list[tuple[str, Any]] | None:
-        """Issue the plan's calls step by step; return the results (None if a fault fired)."""
+        """Issue the plan's calls step by step; return the results (None if a fault fired).
+        A family that repeats calls with empty results (3.8) issues such a blocking call
+        again as the next step, identically, under a new id (:data:`IDENTICAL_CALLS_MAX`)."""
         results: list[tuple[str, Any]] = []
-        for step in plan.steps:
+        steps = list(plan.steps)
+        issued: collections.Counter[str] = collections.Counter()
+        while steps:
+            step = steps.pop(0)
             number = self._shared.next_tool_message()
             calls: list[JsonDict] = []
             futures: list[tuple[str, asyncio.Future[Any]]] = []
@@ -225,6 +237,7 @@ class Generation:
                 self._shared.tool_calls[call_id] = record
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
                 futures.append((call.name, future))
+                issued[compact_json([call.name, call.args])] += 1
             shapes, gemini3 = self._settings.wire_shapes, self._choices.gemini3
             await self._wire.send(
                 *shapes.around_tool_call(gemini3),
@@ -237,9 +250,25 @@ class Generation:
                 await self._wire.send(wire.server_content(turn_complete=True))
             if self._pending:
                 await self._handles.not_resumable()
-            for name, future in futures:
-                results.append((name, await future))
+            again: list[CallTool] = []
+            for call, (name, future) in zip(step, futures, strict=True):
+                result = await future
+                results.append((name, result))
+                if self._repeats(call, result, issued[compact_json([call.name, call.args])]):
+                    again.append(call)
+            if again:
+                steps.insert(0, tuple(again))
         return results
+
+    def _repeats(self, call: CallTool, result: Any, issued: int) -> bool:
+        """The model issues ``call`` again: its family repeats calls with empty results, it
+        is blocking, its result is empty and it was issued fewer than the most times."""
+        if not self._choices.family.repeats_empty_calls or issued >= IDENTICAL_CALLS_MAX:
+            return False
+        if call.name in self._choices.non_blocking:
+            return False
+        values = result.values() if isinstance(result, dict) else [result]
+        return all(value in (None, "", [], {}) for value in values)
 
     async def _generate(
         self,

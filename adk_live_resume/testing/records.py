@@ -153,6 +153,7 @@ class ConnectionRecord:
             not accept (the connection was closed with 1007 unless the server is lenient).
         ignored_audio_ms: audio received outside any activity (manual activity detection).
         cancelled_tool_ids: call ids named in ``toolCallCancellation`` messages.
+        context_updates: the bodies of the ``contextUpdate`` messages received, in order.
         session_id: the session this connection belongs to (kept across resumption).
         interrupted: number of generations cut off by ``serverContent.interrupted``.
         errors: internal errors of the fake itself (a non-empty list is a bug in the fake).
@@ -198,6 +199,7 @@ class ConnectionRecord:
     rejected_client_content: list[dict[str, Any]] = field(default_factory=list)
     ignored_audio_ms: int = 0
     cancelled_tool_ids: list[str] = field(default_factory=list)
+    context_updates: list[dict[str, Any]] = field(default_factory=list)
     session_id: str = ""
     interrupted: int = 0
     errors: list[str] = field(default_factory=list)

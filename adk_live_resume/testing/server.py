@@ -129,6 +129,13 @@ class FakeLiveServer:
             content mid-session), each a switch
             (:class:`~adk_live_resume.testing.WireShapes`; default: all as recorded;
             ``WireShapes.before_recordings()``: the fake's older shapes).
+        tool_ids_outlive_connection: a resumed connection restores the open NON_BLOCKING
+            calls its handle holds and acts on a ``toolResponse`` under their old ids. Off by
+            default, as the field reports the service: a tool-call id belongs to the
+            connection that issued it, and a response for an id an earlier connection issued
+            is recorded in ``stale_tool_response_ids`` and not acted on (Pipecat PR 5497,
+            Strands PR 4244, voiceclaw PR 53; notes, "Field facts that contradict or extend
+            the above").
     """
 
     def __init__(
@@ -151,6 +158,7 @@ class FakeLiveServer:
         pong_delay: float | None = None,
         port: int = 0,
         refuse_resume_while_open: bool = False,
+        tool_ids_outlive_connection: bool = False,
         wire_shapes: WireShapes | None = None,
         work_delay: float = 0.5,
         requires_action: bool = False,
@@ -175,6 +183,7 @@ class FakeLiveServer:
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
+            tool_ids_outlive_connection=tool_ids_outlive_connection,
             wire_shapes=wire_shapes or WireShapes(),
             work_delay=work_delay,
             requires_action=requires_action,

@@ -70,6 +70,7 @@ class ServerSettings:
     thought_summaries: bool = False
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
+    tool_ids_outlive_connection: bool = False
     #: The recorded shapes of the service's messages the fake sends (each a switch).
     wire_shapes: WireShapes = field(default_factory=WireShapes)
     work_delay: float = 0.5
