@@ -54,6 +54,8 @@ from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
+from .stall_rule import Stall
+from .stall_watch import StallWatch, non_blocking_names
 from .tap import SessionTap, parse_time_left
 from .tool_calls import ToolCallBook
 from .wire_classifier import Frame
@@ -130,12 +132,22 @@ class ConnectionWatch:
         self._watcher: asyncio.Task[None] | None = None
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
         self._input_shown: tuple[str, str] | None = None
+        #: The stall seen on this connection, which ended it (``None``: none).
+        self.stall: Stall | None = None
+        self.stall_watch = StallWatch(
+            run.policy.stall_timeout,
+            run.policy.degenerate_turns,
+            on_stall=self._stalled,
+            user_speaking=lambda: run.outbox.activity.speaking,
+            non_blocking=non_blocking_names(run.request),
+        )
 
     def attach(self, session: Any, tap: SessionTap) -> None:
         """The connection is established: ``session`` is its google-genai session, ``tap``
         the tap under ADK's connection that reports to this watch."""
         self.session = session
         self.tap = tap
+        self.stall_watch.start()
 
     @contextlib.contextmanager
     def sending_history(self) -> Iterator[None]:
@@ -226,6 +238,7 @@ class ConnectionWatch:
         self._note_content(message.server_content)
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
+        self.stall_watch.server_message(message)
 
     def _message_arrived(self) -> None:
         self.lifecycle.frame_arrived()
@@ -373,6 +386,7 @@ class ConnectionWatch:
         if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.outbox.count_unrecorded()
+            self.stall_watch.history_sent(method, kwargs)
             return method, kwargs
         run = self.run
         book = run.tool_calls
@@ -417,6 +431,7 @@ class ConnectionWatch:
                 return None
             kwargs = kept
         message = run.outbox.record(method, kwargs)
+        self.stall_watch.client_send(message, method, kwargs)
         self._sent(replay)
         if message.audio_ms > 0:
             run.audio_started()
@@ -524,6 +539,13 @@ class ConnectionWatch:
             watch(), name=f"adk_live_resume socket watch #{self.number}"
         )
 
+    def _stalled(self, stall: Stall) -> None:
+        """The session stalled on this connection: end it; the loop recovers."""
+        actions = self.lifecycle.stalled(now=self._now())
+        if actions:
+            self.stall = stall
+            self._carry_out(actions)
+
     def move(self, why: str) -> None:
         """Move the session to a new connection on purpose: open it ahead while this one is
         still open, or close this socket so the loop resumes."""
@@ -573,6 +595,7 @@ class ConnectionWatch:
         ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
         an error or a cancellation, the transport is aborted at once.
         """
+        self.stall_watch.stop()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()

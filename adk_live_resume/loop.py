@@ -56,7 +56,7 @@ from .connection_end import End, Outcome
 from .connection_watch import ConnectionWatch
 from .connector import Connector
 from .deferred_results import DeferredResults
-from .errors import Drop, classify
+from .errors import Drop, SessionStalledError, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState
 from .next_connection import BackgroundCloser
@@ -65,6 +65,7 @@ from .policy import ResumePolicy
 from .queue_guard import QueueGuard
 from .retry_plan import Reconnects
 from .serve_connection import interrupted_event, serve
+from .stall_rule import StallRecoveries, give_up_message
 from .tool_calls import ToolCallBook
 from .wire_classifier import Frame, SkippedMessages
 
@@ -131,6 +132,8 @@ class LiveRun:
         #: Whether the next connection may be opened ahead, before the old one is closed (off
         #: for the rest of the run once a server refused a resume while the old socket was open).
         self.may_open_ahead = True
+        #: The stall ladder: what was tried since a user turn was last answered.
+        self.stall_recoveries = StallRecoveries()
         #: The next connection opened ahead, the socket dialed early, the closer.
         self.connector = Connector(policy, llm, available, guard=lambda: self.queue_guard)
 
@@ -396,6 +399,8 @@ class LiveRun:
                         yield event
             finally:
                 self._count(outcome)
+            if watch.stall_watch.answers:
+                self.stall_recoveries.answered()
             if connector.opening is not None and outcome.end not in (End.MOVED, End.DROPPED):
                 await connector.discard_opening()  # the run ends, or moves on another way
             if (
@@ -446,6 +451,9 @@ class LiveRun:
                 reconnects.reason = "go_away"
                 reconnects.cause = watch.moving or "goAway"
                 wait = 0.0
+            elif end is End.STALLED:
+                self._recover_from_stall(watch, now)
+                wait = 0.0
             else:
                 wait = reconnects.after_drop(
                     outcome,
@@ -469,6 +477,33 @@ class LiveRun:
             if not await connector.take_turn(latest=latest):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
+
+    def _recover_from_stall(self, watch: ConnectionWatch, now: float) -> None:
+        """The session stalled on ``watch``'s connection: take the ladder's next step (resume
+        with the unanswered input replayed, else a fresh start), or give up."""
+        stall = watch.stall
+        assert stall is not None
+        can_resume = bool(self.handles.handle) and self._handle_unusable(now) is None
+        step = self.stall_recoveries.next(stall.seen, can_resume=can_resume)
+        outage = self.reconnects.outage
+        if step == "give_up":
+            raise SessionStalledError(
+                give_up_message(self.stall_recoveries.seen),
+                attempts=outage.attempts if outage else 0,
+                elapsed=outage.elapsed(now) if outage else 0.0,
+            )
+        self.reconnects.after_stall(stall.seen, now)
+        if step == "fresh_start":
+            self._need_fresh_start()
+        logger.warning(
+            "live session %s of agent %s stalled on an open connection (%s); %s",
+            self.session_id,
+            self.agent_name,
+            stall.seen,
+            "resuming from the newest handle with the unanswered input replayed"
+            if step == "resume"
+            else "starting a fresh session with the conversation rebuilt",
+        )
 
     def _need_fresh_start(self) -> None:
         """The handle is dead: the next connection starts a fresh session."""

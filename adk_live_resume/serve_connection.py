@@ -360,7 +360,9 @@ def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, repla
     session = getattr(run.ctx, "session", None)
     observe.report(
         observe.ReconnectInfo(
-            reason=reconnects.reason if state_restored else "restart",
+            reason=reconnects.reason
+            if state_restored or reconnects.reason == "stall"
+            else "restart",
             attempt=reconnects.attempt,
             gap_ms=gap,
             state_restored=state_restored,
@@ -372,6 +374,7 @@ def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, repla
             replayed_messages=len(replay.messages) + (1 if replay.context else 0),
             dropped_audio_ms=replay.dropped_audio_ms,
             dropped_silence_ms=replay.dropped_silence_ms,
+            stall=reconnects.cause.removeprefix("stall: ") if reconnects.reason == "stall" else "",
         )
     )
     reconnects.reason = None
