@@ -26,7 +26,7 @@ from typing import Any
 from google.genai import types
 
 from .activity import DEFAULT_THRESHOLD_RMS, pcm_rms
-from .client_sends import signals
+from .client_sends import describe, signals
 from .outbox import ClientMessage
 from .stall_rule import RESPONSE_REJECTED, Excuses, Stall, StallRule, degenerate
 
@@ -158,14 +158,12 @@ class StallWatch:
         return answering
 
     def history_sent(self, method: str, kwargs: Mapping[str, Any]) -> None:
-        """A fresh session's history went: one that ends with a complete user turn asks for
-        an answer as a typed turn does."""
-        if self._stopped or method != "send_client_content" or not kwargs.get("turn_complete"):
+        """A fresh session's history went: one that ends with a complete user turn (ADK sets
+        ``turn_complete`` exactly then) asks for an answer as a typed turn does."""
+        if self._stopped:
             return
-        turns = kwargs.get("turns")
-        last = turns[-1] if isinstance(turns, (list, tuple)) and turns else turns
-        role = last.get("role") if isinstance(last, Mapping) else getattr(last, "role", None)
-        if (role or "user") == "user":
+        _, text, _ = describe(method, kwargs)  # (user text only for a complete turn)
+        if text:
             self.rule.user_turn("user turn ending the rebuilt history", self._now())
             self._owed = True
             self._schedule()
