@@ -509,9 +509,9 @@ async def _run_plan(
             context_window_compression=types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
             ),
-            # (a spoken turn stalls unseen unless the server transcribes it: see guarantees)
-            input_audio_transcription=types.AudioTranscriptionConfig() if plan.stall else None,
         )
+        if plan.stall is not None:  # (a spoken turn stalls unseen unless the server
+            config.input_audio_transcription = types.AudioTranscriptionConfig()  # transcribes)
         maybe_cut: list[str] = []
         async with (
             restart_after(server, plan.restart_after),
