@@ -483,7 +483,15 @@ class LiveRun:
         with the unanswered input replayed, else a fresh start), or give up."""
         stall = watch.stall
         assert stall is not None
-        can_resume = bool(self.handles.handle) and self._handle_unusable(now) is None
+        # A turn answered with nothing was taken in: every handle after it holds the
+        # exchange, so a resume repeats the input (Gemini API) or never asks it again (Vertex
+        # AI's index says it was consumed). Only a fresh session, rebuilt from the ADK
+        # session, is asked it once.
+        can_resume = (
+            stall.kind == "silence"
+            and bool(self.handles.handle)
+            and self._handle_unusable(now) is None
+        )
         step = self.stall_recoveries.next(stall.seen, can_resume=can_resume)
         outage = self.reconnects.outage
         if step == "give_up":

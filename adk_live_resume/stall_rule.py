@@ -97,7 +97,8 @@ def recovery(taken: Sequence[Recovery], *, can_resume: bool) -> Recovery:
 
     Guarantees: at most one resume and one fresh start per ladder; never a resume after a
     fresh start (the fresh session is the last hope); ``give_up`` once both were tried (or a
-    fresh start, when no handle could be resumed)."""
+    fresh start, when no handle could be resumed: the caller says no for a degenerate turn,
+    which every later handle holds)."""
     if not taken:
         return "resume" if can_resume else "fresh_start"
     if "fresh_start" not in taken:

@@ -135,7 +135,7 @@ async def test_a_stall_that_outlives_a_fresh_session_ends_the_run_saying_what_wa
 
 
 @pytest.mark.parametrize("shape", ["empty", "rejected"])
-async def test_degenerate_turns_in_a_row_are_resumed(make_agent: AgentFactory, shape: str) -> None:
+async def test_degenerate_turns_start_a_fresh_session_that_is_asked_once(make_agent: AgentFactory, shape: str) -> None:
     with Reports() as reports:
         async with FakeLiveServer() as server:
             policy = ResumePolicy(stall_timeout=0, degenerate_turns=1)
@@ -147,9 +147,10 @@ async def test_degenerate_turns_in_a_row_are_resumed(make_agent: AgentFactory, s
                 assert await live.say("third") == "echo: third"
                 assert await live.close() is None
             first, second = server.connections
-            assert first.stalled_turns == ["second"] and second.resumed
+            assert first.stalled_turns == ["second"] and not second.resumed
+            assert second.history_sends == 1 and second.user_turns.count("second") == 1
             assert server.user_turns_answered() == ["first", "second", "third"]
-    assert reports.steps() == [("stall", True)]
+    assert reports.steps() == [("stall", False)]
     expected = "RESPONSE_REJECTED" if shape == "rejected" else "no content"
     assert expected in reports.reconnects[0].stall
 
