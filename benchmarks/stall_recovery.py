@@ -106,7 +106,7 @@ def main() -> int:
         rows.append([shape, answer.n, answer.median, answer.p90, timer, gap.median, beyond])
         verdicts.append(
             f"{shape}: answered {answer.median:.3f} s after the stalled turn (median); the timer"
-            f" {timer:g} s, the resume gap {gap.median:.0f} ms, {beyond:.0f} ms beyond both"
+            f" {timer:g} s, the reconnect gap {gap.median:.0f} ms, {beyond:.0f} ms beyond both"
         )
     table = markdown_table(
         [
@@ -115,7 +115,7 @@ def main() -> int:
             "median s to answer",
             "p90",
             "timer s",
-            "median resume gap ms",
+            "median reconnect gap ms",
             "median ms beyond both",
         ],
         rows,
