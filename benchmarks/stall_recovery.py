@@ -12,9 +12,10 @@ silence, a fresh session with the conversation rebuilt for empty turns. Shapes:
   noticed when that turn ends (``degenerate_turns=1`` here; the default 3 waits for three).
 
 Beside each sample, the run's reported reconnect gap (``ReconnectInfo.gap_ms``: from the
-stall's detection to the next connection ready, the turn replayed or the history sent). The figure to read: time to
-answer minus (``stall_timeout`` for silence, 0 for the other shapes) plus the resume gap,
-i.e. what the detection and the replayed answer cost beyond the timer and the reconnect.
+stall's detection to the next connection ready, the turn replayed or the history sent). The
+figure to read: time to answer minus (``stall_timeout`` for silence, 0 for the other shapes)
+plus the reconnect gap, i.e. what the detection and the answer cost beyond the timer and the
+reconnect.
 ``quiet_audio`` is left out: it needs an audio session (the fake sends it in any modality,
 and text sessions measure the same path as ``empty``). ``stall_timeout`` is 1 s
 here (the default 15 s would add 14 s to each silent sample and change nothing else).

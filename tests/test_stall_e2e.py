@@ -135,7 +135,9 @@ async def test_a_stall_that_outlives_a_fresh_session_ends_the_run_saying_what_wa
 
 
 @pytest.mark.parametrize("shape", ["empty", "rejected"])
-async def test_degenerate_turns_start_a_fresh_session_that_is_asked_once(make_agent: AgentFactory, shape: str) -> None:
+async def test_degenerate_turns_start_a_fresh_session_that_is_asked_once(
+    make_agent: AgentFactory, shape: str
+) -> None:
     with Reports() as reports:
         async with FakeLiveServer() as server:
             policy = ResumePolicy(stall_timeout=0, degenerate_turns=1)
