@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from google.genai import types
@@ -45,75 +46,76 @@ from .connection_state import (
     StopOpeningAhead,
 )
 from .connector import abort_transport
-from .deferred_results import DeferredResults
-from .early_dial import EarlyDialer
 from .errors import classify
-from .handle_store import HandleKeeper
-from .handles import ResumptionState, redact
-from .next_connection import BackgroundCloser
-from .outbox import Outbox
+from .model_work import FrameStatuses, ModelWork
 from .policy import ResumePolicy
-from .queue_guard import QueueGuard
+from .run_rules import RunRules
 from .stall_rule import Stall
-from .stall_watch import StallWatch, non_blocking_names
+from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
-from .tool_calls import ToolCallBook
 from .wire_classifier import Frame
 
 logger = logging.getLogger("adk_live_resume.loop")
 
 
+@dataclass(frozen=True)
+class FrameWatching:
+    """Which raw frames a connection's watch acts on as they arrive (each a hook of its own,
+    see :mod:`.hooks`): the server's close frame (when the next socket can be dialed early)
+    and the goAway (its deadline starts with its frame)."""
+
+    close_frame: bool
+    go_away: bool
+
+
 class WatchedRun(Protocol):
-    """What a connection's watch reads of its run, and the run's answers to its events."""
+    """What a connection's watch needs of its run: its policy and rules, and the run's
+    answers to the watch's events."""
 
-    ctx: Any
-    request: Any
     policy: ResumePolicy
-    handles: ResumptionState
-    outbox: Outbox
-    tool_calls: ToolCallBook
-    deferred_results: DeferredResults
-    keeper: HandleKeeper
-    queue_guard: QueueGuard | None
-    transparent: bool
-    close_frame_dial: bool
-    go_away_frame: bool
+    rules: RunRules
 
-    @property
-    def dialer(self) -> EarlyDialer | None: ...
+    def frame_watching(self) -> FrameWatching: ...
 
-    @property
-    def closer(self) -> BackgroundCloser: ...
+    def lifecycle_action(
+        self, watch: ConnectionWatch, action: Action, error: BaseException | None
+    ) -> bool:
+        """Carry out the run's part of ``action`` (``error``: what reading raised); return
+        whether opening ahead started (:class:`OpenAhead`), else ``False``."""
+        ...
 
-    def connection_proved_healthy(self) -> None: ...
-
-    def takes_mid_session_content(self) -> bool: ...
-
-    def go_away_arrived(self) -> None: ...
+    def resumption_update(
+        self,
+        new_handle: str | None,
+        resumable: bool | None,
+        last_consumed_index: int | None,
+        now: float,
+        *,
+        work_in_progress: bool = False,
+    ) -> bool:
+        """A handle update arrived: feed it to the rules; return whether the newest handle
+        changed. ``work_in_progress``: the model's turn is not finished
+        (:attr:`ModelWork.in_progress`): on the Gemini API the handle covers nothing."""
+        ...
 
     def audio_started(self) -> None: ...
 
-    def stop_opening_ahead(self) -> None: ...
-
     def skip_message(self, frame: Frame) -> None: ...
 
-    def tool_running(self, call_id: str, name: str | None) -> bool: ...
-
-    def watch_running_call(self, call_id: str) -> None: ...
-
-    def dial_early(self, *, latest: float | None) -> None: ...
-
-    def open_ahead(self, watch: ConnectionWatch) -> bool: ...
-
-    def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None: ...
-
-    def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None: ...
+    def results_as_turn_taken(self, count: int) -> bool:
+        """Whether the model takes ``count`` background results as a turn in mid-session
+        (else the run says once why it does not get them now)."""
+        ...
 
 
 class ConnectionWatch:
     """Per-connection state fed by the :class:`SessionTap` and the send task."""
 
-    def __init__(self, run: WatchedRun, number: int) -> None:
+    def __init__(
+        self, run: WatchedRun, number: int, *, non_blocking: frozenset[str] = frozenset()
+    ) -> None:
+        """``non_blocking``: the functions the request declares NON_BLOCKING (for the stall
+        watch: their results may go unanswered)."""
         self.run = run
         self.number = number
         self.session: Any = None  # the real google-genai AsyncSession
@@ -126,6 +128,14 @@ class ConnectionWatch:
         self.model_turn_open = False
         #: Model output seen on this connection since its last turnComplete.
         self.output_in_turn = False
+        #: Whether the model is working (:mod:`.model_work`): its output streams, or its last
+        #: ``interactionStatus`` said the task goes on (``work.working``, what a stall
+        #: detector reads); a ``turnComplete`` finishes the model's turn only where the
+        #: status says so (``work.in_progress``).
+        self.work = ModelWork()
+        #: ``interactionStatus`` from the raw frames, where google-genai drops it.
+        self._frame_statuses = FrameStatuses()
+        self._sdk_status = genai_compat.parses_interaction_status()
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
@@ -138,8 +148,9 @@ class ConnectionWatch:
             run.policy.stall_timeout,
             run.policy.degenerate_turns,
             on_stall=self._stalled,
-            user_speaking=lambda: run.outbox.activity.speaking,
-            non_blocking=non_blocking_names(run.request),
+            user_speaking=lambda: run.rules.outbox.activity.speaking,
+            model_working=lambda: self.work.working,
+            non_blocking=non_blocking,
         )
 
     def attach(self, session: Any, tap: SessionTap) -> None:
@@ -201,10 +212,8 @@ class ConnectionWatch:
         run = self.run
         for action in actions:
             match action:
-                case ProveHealthy():
-                    run.connection_proved_healthy()
                 case NoteGoAway(time_left=time_left, delay=delay):
-                    run.go_away_arrived()
+                    run.lifecycle_action(self, action, error)
                     logger.debug(
                         "goAway on connection %d: time left %s s, reconnecting within %.2f s",
                         self.number,
@@ -216,57 +225,64 @@ class ConnectionWatch:
                 case CancelTimer():
                     if self._timer is not None:
                         self._timer.cancel()
-                case DialAhead(latest=latest):
-                    run.dial_early(latest=latest)
                 case OpenAhead():
-                    self._carry_out(self.lifecycle.ahead_started(run.open_ahead(self)))
+                    started = run.lifecycle_action(self, action, error)
+                    self._carry_out(self.lifecycle.ahead_started(started))
                 case CloseSocket(abort=abort):
                     self.close_socket(abort=abort)
                 case Retire():
                     self._retire()
                 case OpenAfterDrop():
                     assert error is not None
-                    run.open_after_drop(self, error)
-                case DialAfterClose(code=code, reason=reason):
-                    run.dial_after_close(self, code, reason)
-                case StopOpeningAhead():
-                    run.stop_opening_ahead()
+                    run.lifecycle_action(self, action, error)
+                case ProveHealthy() | DialAhead() | DialAfterClose() | StopOpeningAhead():
+                    run.lifecycle_action(self, action, error)
 
     # -- TapListener ----------------------------------------------------------------------
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
-        self._note_content(message.server_content)
+        raw_status = self._frame_statuses.read()
+        self._note_content(message.server_content, raw_status)
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
         self.stall_watch.server_message(message)
 
-    def _message_arrived(self) -> None:
+    def _message_arrived(self, frame: Frame | None) -> None:
         self.lifecycle.frame_arrived()
+        if not self._sdk_status:
+            self._frame_statuses.arrived(frame.interaction_status if frame is not None else None)
 
-    def _note_content(self, content: types.LiveServerContent | None) -> None:
+    def _note_content(
+        self, content: types.LiveServerContent | None, raw_status: str | None = None
+    ) -> None:
         if content is None:
             return
-        outbox = self.run.outbox
+        outbox = self.run.rules.outbox
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             if part.text and not part.thought:
                 outbox.model_text(part.text)
             else:
                 outbox.model_audio()
             self.model_turn_open = self.output_in_turn = True
+            self.work.output()
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
             self.model_turn_open = self.output_in_turn = True
+            self.work.output()
         if content.input_transcription and content.input_transcription.text:
             text = content.input_transcription.text
             self._input_shown = (text, outbox.input_text(text))
         if content.interrupted:
             outbox.interrupted()
+            self.work.interrupted()
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
-        if content.turn_complete:
+        status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
+        if content.turn_complete and self.work.turn_complete(status):
+            # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.turn_complete()
             if self.output_in_turn:
-                self.run.tool_calls.on_answered()
+                self.run.rules.tool_calls.on_answered()
             self.output_in_turn = False
 
     def input_transcription(self, text: str) -> str:
@@ -306,57 +322,41 @@ class ConnectionWatch:
     def at_safe_point(self) -> bool:
         """The newest handle holds everything: no turn in flight or waiting for its answer
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
-        speaking and has no utterance waiting for its answer."""
-        run = self.run
-        outbox = run.outbox
-        activity = outbox.activity
-        guard = run.queue_guard
-        return bool(
-            run.handles.handle
-            and run.handles.resumable_now
-            and not outbox.turns.unanswered
-            and not (guard is not None and guard.in_hand)
-            and not activity.speaking
-            and not activity.unanswered
-        )
+        speaking and has no utterance waiting for its answer
+        (:meth:`RunRules.at_safe_point`), and the model's last ``interactionStatus`` did not
+        say its work goes on (:attr:`ModelWork.in_progress`)."""
+        return self.run.rules.at_safe_point() and not self.work.in_progress
 
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
     ) -> None:
         # (Also while the next connection is being opened: a newer handle makes the loop
         # discard that connection, opened with an older one, and open one with the newest.)
-        loop = asyncio.get_running_loop()
-        changed = self.run.handles.observe(
-            new_handle=new_handle,
-            resumable=resumable,
-            last_consumed_index=last_consumed_index,
-            now=loop.time(),
+        changed = self.run.resumption_update(
+            new_handle,
+            resumable,
+            last_consumed_index,
+            self._now(),
+            work_in_progress=self.work.in_progress,
         )
-        if changed:
-            self.run.tool_calls.on_handle()
-            transparent = self.run.transparent
-            self.run.outbox.covered(last_consumed_index if transparent else None)
-            self.run.ctx.live_session_resumption_handle = self.run.handles.handle
-            logger.debug("new resumption handle %s", redact(self.run.handles.handle))
-            if self.run.handles.handle:
-                self.run.keeper.observe(self.run.handles.handle)  # never blocks
-            if self.lifecycle.move_pending:
-                self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
+        if changed and self.lifecycle.move_pending:
+            self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
-        run = self.run
+        rules = self.run.rules
+        self.work.tool_call()
         with_ids = [call for call in calls if call.id]
-        decision = run.tool_calls.on_calls(
-            ((str(c.id), c.name, c.args) for c in with_ids), running=run.tool_running
+        decision = rules.tool_calls.on_calls(
+            ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
         )
-        run.outbox.tool_call(str(call.id) for call in with_ids)
+        rules.outbox.tool_call(str(call.id) for call in with_ids)
         held = {call_id for call_id, _ in decision.answer}
         for repeat, running in decision.hold:
             logger.debug(
                 "holding a repeated tool call until the earlier call, still running, answers"
             )
             held.add(repeat)
-            run.watch_running_call(running)
+            rules.background.watch_running_call(running)
         if decision.answer and self.tap is not None:
             names = {str(call.id): call.name for call in with_ids}
             logger.debug(
@@ -385,11 +385,12 @@ class ConnectionWatch:
     ) -> tuple[str, dict[str, Any]] | None:
         if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
-            self.run.outbox.count_unrecorded()
+            self.run.rules.outbox.count_unrecorded()
             self.stall_watch.history_sent(method, kwargs)
             return method, kwargs
         run = self.run
-        book = run.tool_calls
+        rules = run.rules
+        book = rules.tool_calls
         unknown: set[str] = set()
         # (realtime input, every microphone chunk, carries no function responses)
         responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
@@ -417,7 +418,7 @@ class ConnectionWatch:
                 logger.debug(
                     "holding %d background result(s) until the user is quiet", len(as_turn)
                 )
-                run.deferred_results.hold(turn, asyncio.get_running_loop().time())
+                rules.deferred_results.hold(turn, asyncio.get_running_loop().time())
                 self._sent(replay)
                 return None
             method, kwargs = turn
@@ -430,7 +431,7 @@ class ConnectionWatch:
                 self._sent(replay)
                 return None
             kwargs = kept
-        message = run.outbox.record(method, kwargs)
+        message = rules.outbox.record(method, kwargs)
         self.stall_watch.client_send(message, method, kwargs)
         self._sent(replay)
         if message.audio_ms > 0:
@@ -442,17 +443,17 @@ class ConnectionWatch:
 
     def _user_busy(self) -> bool:
         """The user speaks, or has an utterance the model has not answered yet."""
-        activity = self.run.outbox.activity
-        return activity.speaking or activity.unanswered
+        return self.run.rules.user_busy()
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
-        if not self.run.deferred_results or self.holds_sends or self._history_going:
+        rules = self.run.rules
+        if not rules.deferred_results or self.holds_sends or self._history_going:
             return []
         now = asyncio.get_running_loop().time()
-        due = self.run.deferred_results.due(user_busy=self._user_busy(), now=now)
+        due = rules.deferred_results.due(user_busy=self._user_busy(), now=now)
         for method, kwargs in due:
             logger.debug("giving held background result(s) to the session now")
-            self.run.outbox.record(method, kwargs)
+            rules.outbox.record(method, kwargs)
         return due
 
     def _responses_as_turn(
@@ -462,14 +463,7 @@ class ConnectionWatch:
         lacks their calls (a NON_BLOCKING tool that ended after it started); ``None`` where
         the model family takes no turn in mid-session (Gemini 3.1 Live, which also calls
         functions synchronously only)."""
-        if not self.run.takes_mid_session_content():
-            logger.warning(
-                "the result of %d background tool call(s) came after a fresh session started;"
-                " a %s session takes no turn in mid-session, so the model does not get it now"
-                " (the ADK session has it, for a later fresh session)",
-                len(ids),
-                self.run.request.model,
-            )
+        if not self.run.results_as_turn_taken(len(ids)):
             return None
         logger.debug("giving %d background result(s) to the fresh session as a turn", len(ids))
         parts = [types.Part(function_response=r) for r in responses if str(r.id) in ids]
@@ -489,8 +483,9 @@ class ConnectionWatch:
         self.lifecycle.stop_sends()
 
     def _sent(self, replay: bool) -> None:
-        if not replay and self.run.queue_guard is not None:
-            self.run.queue_guard.mark_sent()
+        guard = self.run.rules.queue_guard
+        if not replay and guard is not None:
+            guard.mark_sent()
 
     def on_client_close(self) -> None:
         self.lifecycle.client_closed()
@@ -515,18 +510,18 @@ class ConnectionWatch:
         kinds google-genai does not know before it reads them."""
         websocket = genai_compat.websocket_of(self.session)
         run = self.run
+        frames = run.frame_watching()
         watching = websockets_compat.watch_frames(
             websocket,
-            on_close=self.on_close_frame
-            if run.dialer is not None and run.close_frame_dial
-            else None,
-            on_go_away=self._go_away_frame if run.go_away_frame else None,
-            on_message=self._message_arrived if run.go_away_frame else None,
+            on_close=self.on_close_frame if frames.close_frame else None,
+            on_go_away=self._go_away_frame if frames.go_away else None,
+            on_message=self._message_arrived if frames.go_away else None,
             on_unknown=run.skip_message,
             known=genai_compat.server_message_keys(),
         )
-        if watching and run.go_away_frame:
+        if watching and frames.go_away:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
+            self._frame_statuses.start()
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return
@@ -570,10 +565,10 @@ class ConnectionWatch:
         """The next connection takes over: nothing more of this one reaches ADK."""
         if self.tap is not None:
             self.tap.retire()
-        # Closed now, in the background: ADK may not read this connection again for a while
-        # (a blocking tool runs), and the server's deadline must not find it open.
-        session = self.session
-        self.run.closer.close_one(session, lambda: abort_transport(session))
+        # Closed now, in the background (the run's closer): ADK may not read this connection
+        # again for a while (a blocking tool runs), and the server's deadline must not find
+        # it open.
+        self.run.lifecycle_action(self, Retire(), None)
 
     def close_socket(self, *, abort: bool) -> None:
         if self._closer is not None or self.session is None:

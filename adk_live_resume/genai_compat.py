@@ -12,7 +12,8 @@ of its internals, each named once here:
   pass-through in its place: :func:`set_genai_ws_connect`);
 * what the release parses and sends, found by feature: the top-level server message keys it
   knows (:func:`server_message_keys`; a message with none of them makes ``AsyncSession._receive``
-  raise ``TypeError`` from 1.75 on), whether it sends ``history_config``
+  raise ``TypeError`` from 1.75 on), whether it parses ``interactionStatus``
+  (:func:`parses_interaction_status`), whether it sends ``history_config``
   (:func:`sdk_accepts_history_config`), the Vertex AI dialect of a session.
 
 The version string is used for one thing only: ``install()``'s WARNING above the newest
@@ -163,6 +164,15 @@ def probe_internals() -> dict[str, bool]:
     )
     found[f"google.genai.live.{GENAI_WS_CONNECT}"] = callable(getattr(live, GENAI_WS_CONNECT, None))
     return found
+
+
+@functools.cache
+def parses_interaction_status() -> bool:
+    """Whether the installed google-genai parses ``serverContent.interactionStatus``
+    (``LiveServerContent.interaction_status``, 2.x; 1.x drops the field while parsing)."""
+    from google.genai import types
+
+    return "interaction_status" in types.LiveServerContent.model_fields
 
 
 @functools.cache

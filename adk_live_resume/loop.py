@@ -53,19 +53,32 @@ from . import (
 from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome
-from .connection_watch import ConnectionWatch
-from .connector import Connector
+from .connection_state import (
+    Action,
+    DialAfterClose,
+    DialAhead,
+    NoteGoAway,
+    OpenAfterDrop,
+    OpenAhead,
+    ProveHealthy,
+    Retire,
+    StopOpeningAhead,
+)
+from .connection_watch import ConnectionWatch, FrameWatching
+from .connector import Connector, abort_transport
 from .deferred_results import DeferredResults
 from .errors import Drop, SessionStalledError, classify
 from .handle_store import HandleKeeper
-from .handles import ResumptionState
+from .handles import ResumptionState, redact
 from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
 from .retry_plan import Reconnects
-from .serve_connection import interrupted_event, serve
+from .run_rules import RunRules
+from .serve_connection import AdkBinding, interrupted_event, serve
 from .stall_rule import StallRecoveries, give_up_message
+from .stall_watch import non_blocking_names
 from .tool_calls import ToolCallBook
 from .wire_classifier import Frame, SkippedMessages
 
@@ -89,23 +102,15 @@ class LiveRun:
         #: The session events ADK rebuilt :attr:`request`'s history from.
         self.history_events: list[Any] = []
         self.event_id = ""
-        self.handles = ResumptionState()
+        #: The rule objects that outlive a connection (handles, outbox, tool calls, ...).
+        self.rules = RunRules(policy, ctx)
         #: The outage in progress, the rate cap, why the next connection is made.
         self.reconnects = Reconnects(policy)
         self.connections = 0
         self.go_aways = 0
         self.history_sends = 0
-        self.outbox = Outbox(
-            policy.replay_audio_seconds * 1000.0,
-            max_utterance_ms=policy.max_utterance_seconds * 1000.0,
-        )
-        self.queue_guard: QueueGuard | None = None
         self.transparent = False
-        self.tool_calls = ToolCallBook()
-        self.deferred_results = DeferredResults()
-        self.tool_calls.earlier_sessions(next_run.earlier_calls(ctx))
-        #: Tools ADK runs in the background, watched while a repeat of their call waits.
-        self.background = BackgroundCalls(ctx, self.tool_calls)
+        self.rules.tool_calls.earlier_sessions(next_run.earlier_calls(ctx))
         #: Encodes microphone chunks as the SDK would (``None``: the SDK encodes them).
         self.chunk_encoder = ChunkEncoder() if available.on(hooks.CHUNK_ENCODING) else None
         #: Act on a server's close frame as it arrives (see :mod:`.early_dial`).
@@ -115,8 +120,6 @@ class LiveRun:
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
         self.fresh_starts = 0
-        #: Publishes and stores handles (see handle_store); inert until the run starts.
-        self.keeper = HandleKeeper(None, ttl=policy.handle_ttl, store=None)
         #: Whether ADK may see (and yield as events) handle updates: only if the caller's
         #: RunConfig asked for session resumption, as stock ADK does.
         self.pass_handles = False
@@ -145,6 +148,36 @@ class LiveRun:
     def session_id(self) -> str:
         return str(getattr(getattr(self.ctx, "session", None), "id", "") or "")
 
+    # -- the rules, read (each is the run's rules' own: see run_rules.RunRules) ------------
+
+    @property
+    def handles(self) -> ResumptionState:
+        return self.rules.handles
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.rules.outbox
+
+    @property
+    def tool_calls(self) -> ToolCallBook:
+        return self.rules.tool_calls
+
+    @property
+    def deferred_results(self) -> DeferredResults:
+        return self.rules.deferred_results
+
+    @property
+    def background(self) -> BackgroundCalls:
+        return self.rules.background
+
+    @property
+    def keeper(self) -> HandleKeeper:
+        return self.rules.keeper
+
+    @property
+    def queue_guard(self) -> QueueGuard | None:
+        return self.rules.queue_guard
+
     @property
     def dialer(self) -> early_dial.EarlyDialer | None:
         return self.connector.dialer
@@ -153,8 +186,100 @@ class LiveRun:
     def closer(self) -> BackgroundCloser:
         return self.connector.closer
 
-    def connection_proved_healthy(self) -> None:
-        self.reconnects.healthy()
+    def binding(self) -> AdkBinding:
+        """ADK's objects of this run as the next connection is served with them."""
+        return AdkBinding(
+            surface=self.surface,
+            flow=self.flow,
+            ctx=self.ctx,
+            request=self.request,
+            history_events=self.history_events,
+            event_id=self.event_id,
+            agent_name=self.agent_name,
+            session_id=self.session_id,
+            tool_turns_need_an_end=self.tool_turns_need_an_end(),
+            pass_handles=self.pass_handles,
+            chunk_encoder=self.chunk_encoder,
+            unfinished_input=self.unfinished_input,
+        )
+
+    def frame_watching(self) -> FrameWatching:
+        """Which raw frames a connection's watch acts on as they arrive."""
+        return FrameWatching(
+            close_frame=self.connector.dialer is not None and self.close_frame_dial,
+            go_away=self.go_away_frame,
+        )
+
+    def lifecycle_action(
+        self, watch: ConnectionWatch, action: Action, error: BaseException | None
+    ) -> bool:
+        """Carry out the run's part of a connection's lifecycle ``action`` (``error``: what
+        reading raised); return whether opening ahead started (:class:`OpenAhead`)."""
+        match action:
+            case ProveHealthy():
+                self.reconnects.healthy()
+            case NoteGoAway():
+                self.go_away_arrived()
+            case DialAhead(latest=latest):
+                self.dial_early(latest=latest)
+            case OpenAhead():
+                return self.open_ahead(watch)
+            case Retire():
+                session = watch.session
+                self.connector.closer.close_one(session, lambda: abort_transport(session))
+            case OpenAfterDrop():
+                assert error is not None
+                self.open_after_drop(watch, error)
+            case DialAfterClose(code=code, reason=reason):
+                self.dial_after_close(watch, code, reason)
+            case StopOpeningAhead():
+                self.stop_opening_ahead()
+        return False
+
+    def resumption_update(
+        self,
+        new_handle: str | None,
+        resumable: bool | None,
+        last_consumed_index: int | None,
+        now: float,
+        *,
+        work_in_progress: bool = False,
+    ) -> bool:
+        """A handle update arrived on a connection: the newest handle, the outbox it covers,
+        the tool calls it holds, ADK's handle and the keeper follow it; return whether the
+        newest handle changed. ``work_in_progress`` (the model said its work goes on): on the
+        Gemini API the handle covers nothing, since it may not hold the request and the work
+        is not continued after a resume (:mod:`.model_work`)."""
+        handles = self.rules.handles
+        changed = handles.observe(
+            new_handle=new_handle,
+            resumable=resumable,
+            last_consumed_index=last_consumed_index,
+            now=now,
+        )
+        if changed:
+            self.rules.tool_calls.on_handle()
+            if self.transparent or not work_in_progress:
+                self.rules.outbox.covered(last_consumed_index if self.transparent else None)
+            self.ctx.live_session_resumption_handle = handles.handle
+            logger.debug("new resumption handle %s", redact(handles.handle))
+            if handles.handle:
+                self.rules.keeper.observe(handles.handle)  # never blocks
+        return changed
+
+    def results_as_turn_taken(self, count: int) -> bool:
+        """Whether the model takes ``count`` background results as a turn in mid-session;
+        if not, a WARNING says the model does not get them now."""
+        if self.takes_mid_session_content():
+            return True
+        logger.warning(
+            "the result of %d background tool call(s) came after a fresh session started;"
+            " a %s session takes no turn in mid-session, so the model does not get it now"
+            " (the ADK session has it, for a later fresh session)",
+            count,
+            self.request.model,
+        )
+        return False
 
     def go_away_arrived(self) -> None:
         """A connection got a goAway: count it; this worker may be going away, so the
@@ -252,12 +377,6 @@ class LiveRun:
         self.connector.open_next(watch.number + 1, handle, request, latest=latest)
         return True
 
-    def tool_running(self, call_id: str, name: str | None) -> bool:
-        return self.background.tool_running(call_id, name)
-
-    def watch_running_call(self, call_id: str) -> None:
-        self.background.watch_running_call(call_id)
-
     def takes_mid_session_content(self) -> bool:
         """The model takes ``clientContent`` mid-session (see :mod:`.model_families`)."""
         return connection_request.takes_mid_session(self.request.model)
@@ -310,12 +429,13 @@ class LiveRun:
             )
         # -- handle store hook: handles go to events only if asked; a stored one resumes.
         self.pass_handles = connection_request.asked_resumption(self.request) is not None
-        self.keeper = HandleKeeper.start(self.ctx, self.policy, agent_name=self.agent_name)
+        keeper = HandleKeeper.start(self.ctx, self.policy, agent_name=self.agent_name)
         now = asyncio.get_running_loop().time()
-        self.handles = connection_request.first_handles(self.request, self.ctx, self.keeper, now)
-        self.queue_guard = QueueGuard(self.ctx.live_request_queue)
-        self.queue_guard.on_content(self._content_queued)
-        self.queue_guard.on_withheld(self._withheld)
+        handles = connection_request.first_handles(self.request, self.ctx, keeper, now)
+        guard = QueueGuard(self.ctx.live_request_queue)
+        guard.on_content(self._content_queued)
+        guard.on_withheld(self._withheld)
+        self.rules.started(handles=handles, keeper=keeper, guard=guard)
         try:
             async with contextlib.aclosing(self._connections()) as stream:
                 async for event in stream:
@@ -324,7 +444,7 @@ class LiveRun:
             ending = sys.exc_info()[1]
             await self.connector.discard_ahead()
             await self.connector.closer.wait()
-            self.queue_guard.release()
+            guard.release()
             self.background.leave()  # ADK stops the background tools: nothing to answer now
             await surface.stop_background(self.flow, self.ctx)
             if handle_store.run_end_waits(ending):
@@ -391,7 +511,9 @@ class LiveRun:
                 async with contextlib.aclosing(self._prepare_request()) as pre:
                     async for event in pre:
                         yield event
-            watch = ConnectionWatch(self, self.connections + 1)
+            watch = ConnectionWatch(
+                self, self.connections + 1, non_blocking=non_blocking_names(self.request)
+            )
             outcome = Outcome(End.DROPPED)
             try:
                 async with contextlib.aclosing(serve(self, watch, outcome)) as stream:
@@ -442,14 +564,12 @@ class LiveRun:
                 return
             self.keeper.store_now()  # a drop, a goAway move: the next worker may need it
             now = loop.time()
-            if reconnects.lost_at is None:
-                reconnects.lost_at = watch.lost_at if watch.lost_at is not None else now
+            reconnects.lost(watch.lost_at if watch.lost_at is not None else now)
             if self.queue_guard is not None and self.queue_guard.close_requested:
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
             if end is End.MOVED:
-                reconnects.reason = "go_away"
-                reconnects.cause = watch.moving or "goAway"
+                reconnects.moving(watch.moving or "goAway")
                 wait = 0.0
             elif end is End.STALLED:
                 self._recover_from_stall(watch, now)

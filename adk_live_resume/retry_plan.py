@@ -54,6 +54,24 @@ class Reconnects:
         #: The decision made about the next attempt, and what it was made for.
         self._decided: tuple[tuple[object, ...], RetryDecision] | None = None
 
+    def lost(self, at: float) -> None:
+        """The connection was lost at ``at`` (``loop.time()``): the first sign of an outage
+        is kept, a later one (the same outage, seen again) does not move it."""
+        if self.lost_at is None:
+            self.lost_at = at
+
+    def moving(self, cause: str) -> None:
+        """The next connection is made to move the session off a connection (goAway, or a
+        move on purpose) for ``cause``: it is reported as a ``"go_away"`` reconnect."""
+        self.reason = "go_away"
+        self.cause = cause
+
+    def reported(self) -> None:
+        """The reconnect that made the current connection was reported: the next connection
+        is not a reconnect until a loss or a move says so, and the outage's start is gone."""
+        self.reason = None
+        self.lost_at = None
+
     def healthy(self) -> None:
         """A connection proved healthy: the outage, if any, is over."""
         self.outage = None

@@ -26,31 +26,39 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import adk_compat, observe, withheld
-from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
 from .connector import Connector, abort_transport
-from .deferred_results import DeferredResults
 from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
-from .handle_store import HandleKeeper
-from .handles import ResumptionState
 from .outbox import Outbox, Replay
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
 from .retry_plan import Reconnects
+from .run_rules import RunRules
 from .tap import SessionTap
-from .tool_calls import ToolCallBook
 
 logger = logging.getLogger("adk_live_resume.loop")
 
 
-class ServedRun(Protocol):
-    """What serving a connection needs of its live run (:class:`~.loop.LiveRun`)."""
+@dataclass(frozen=True)
+class AdkBinding:
+    """ADK's objects of one run as a connection is served with them, and how the tap goes
+    under ADK's connection; fixed while the connection is served (a fresh start rebuilds the
+    request between connections).
+
+    ``request`` is the ``LlmRequest`` of the run (its history, tools and config);
+    ``history_events`` the ADK session's events it was rebuilt from; ``event_id`` the id of
+    the events ADK yields; ``tool_turns_need_an_end`` whether the model family needs a tool
+    turn ended (:mod:`.model_families`); ``pass_handles`` whether ADK sees handle updates;
+    ``chunk_encoder`` encodes microphone chunks (``None``: the SDK does);
+    ``unfinished_input`` the input transcription the last connection left unfinished.
+    """
 
     surface: adk_compat.AdkSurface
     flow: Any
@@ -58,39 +66,39 @@ class ServedRun(Protocol):
     request: Any
     history_events: list[Any]
     event_id: str
-    policy: ResumePolicy
-    handles: ResumptionState
-    connector: Connector
-    reconnects: Reconnects
-    background: BackgroundCalls
-    outbox: Outbox
-    tool_calls: ToolCallBook
-    deferred_results: DeferredResults
-    keeper: HandleKeeper
-    queue_guard: QueueGuard | None
+    agent_name: str
+    session_id: str
+    tool_turns_need_an_end: bool
     pass_handles: bool
     chunk_encoder: ChunkEncoder | None
     unfinished_input: str
 
-    @property
-    def agent_name(self) -> str: ...
 
-    @property
-    def session_id(self) -> str: ...
+class ServedRun(Protocol):
+    """What serving a connection needs of its live run (:class:`~.loop.LiveRun`)."""
+
+    policy: ResumePolicy
+    rules: RunRules
+    connector: Connector
+    reconnects: Reconnects
+
+    def binding(self) -> AdkBinding:
+        """ADK's objects of the run, as the connection about to be served is served with them."""
+        ...
 
     def connect_request(self, handle: str | None) -> Any: ...
-
-    def tool_turns_need_an_end(self) -> bool: ...
 
 
 async def serve(
     run: ServedRun, watch: ConnectionWatch, outcome: Outcome
 ) -> AsyncGenerator[Any, None]:
     """Run one connection; record how it ended, and what it did, in ``outcome``."""
-    surface = run.surface
-    queue = run.ctx.live_request_queue
+    adk = run.binding()
+    rules = run.rules
+    surface = adk.surface
+    queue = adk.ctx.live_request_queue
     opening = run.connector.take_opening()
-    handle = opening.handle if opening is not None else run.handles.handle
+    handle = opening.handle if opening is not None else rules.handles.handle
     send_task: asyncio.Task[None] | None = None
     connection: Any = None
     clean_exit = ended = False
@@ -109,42 +117,43 @@ async def serve(
             tap = SessionTap(
                 session,
                 watch,
-                pass_handles=run.pass_handles,
-                encoder=run.chunk_encoder,
-                end_tool_turns=run.tool_turns_need_an_end(),
+                pass_handles=adk.pass_handles,
+                encoder=adk.chunk_encoder,
+                end_tool_turns=adk.tool_turns_need_an_end,
             )
             watch.attach(session, tap)
             adk_compat.set_genai_session(connection, tap)
-            adk_compat.continue_input_transcription(connection, run.unfinished_input)
+            adk_compat.continue_input_transcription(connection, adk.unfinished_input)
             watch.watch_socket()
-            run.outbox.begin_connection()
+            outbox = rules.outbox
+            outbox.begin_connection()
             history: list[Any] = []  # a resumed session has it already
             if handle:
-                run.tool_calls.on_resumed()
-                replay = run.outbox.take_replay(run.tool_calls.unknown_ids())
-                run.tool_calls.in_context(replay.context_calls)
-                replay = with_catch_up(run.keeper.take_catch_up(), replay)  # (sent below)
+                rules.tool_calls.on_resumed()
+                replay = outbox.take_replay(rules.tool_calls.unknown_ids())
+                rules.tool_calls.in_context(replay.context_calls)
+                replay = with_catch_up(rules.keeper.take_catch_up(), replay)  # (sent below)
             else:
-                in_history_responses = response_ids(run.request.contents or [])
-                run.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
-                run.deferred_results.on_fresh_session(in_history_responses)
-                screened = withheld.of_session(run.session_id)
+                in_history_responses = response_ids(adk.request.contents or [])
+                rules.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
+                rules.deferred_results.on_fresh_session(in_history_responses)
+                screened = withheld.of_session(adk.session_id)
                 history, in_history = fresh_history(
-                    screened.history(run.request.contents or [], run.history_events),
-                    run.outbox.utterance_transcript(),
-                    speaking=run.outbox.activity.speaking,
-                    fragments=run.outbox.transcript_fragments,
-                    stored=run.outbox.utterance_transcript_stored(),
-                    cut=run.outbox.cut_by_typed_turns(),
-                    unanswered=run.outbox.typed_turns_unanswered(),
+                    screened.history(adk.request.contents or [], adk.history_events),
+                    outbox.utterance_transcript(),
+                    speaking=outbox.activity.speaking,
+                    fragments=outbox.transcript_fragments,
+                    stored=outbox.utterance_transcript_stored(),
+                    cut=outbox.cut_by_typed_turns(),
+                    unanswered=outbox.typed_turns_unanswered(),
                 )
-                replay = run.outbox.take_audio(
+                replay = outbox.take_audio(
                     utterance_in_history=in_history,
                     waiting_in_history=user_texts(history),
                 )
             if history:
                 outcome.sending_history()
-            await send_restoration(watch, run.outbox, replay, history=(connection, history))
+            await send_restoration(watch, outbox, replay, history=(connection, history))
             if replay.dropped_audio_ms:
                 logger.warning(
                     "%.0f ms of voiced user audio sent before the drop left the replay"
@@ -160,16 +169,18 @@ async def serve(
                     replay.dropped_silence_ms,
                 )
             outcome.replayed(len(replay.messages))
-            report_reconnect(run, watch.number, state_restored=bool(handle), replay=replay)
-            if run.queue_guard is not None:
-                run.queue_guard.resume()
+            report_reconnect(
+                run.reconnects, adk, watch.number, state_restored=bool(handle), replay=replay
+            )
+            if rules.queue_guard is not None:
+                rules.queue_guard.resume()
             send_task = asyncio.create_task(
-                surface.send_step(run.flow, connection, run.ctx, run.request),
+                surface.send_step(adk.flow, connection, adk.ctx, adk.request),
                 name=f"adk_live_resume send #{watch.number}",
             )
             send_task.add_done_callback(watch.on_send_done)
             async with contextlib.aclosing(
-                surface.receive_step(run.flow, connection, run.ctx, run.request, run.event_id)
+                surface.receive_step(adk.flow, connection, adk.ctx, adk.request, adk.event_id)
             ) as events:
                 async for event in events:
                     if event is None:
@@ -186,8 +197,8 @@ async def serve(
                         queue.send_content(event.content)
                     transfer = event.actions.transfer_to_agent if event.actions else None
                     if transfer:
-                        run.background.leave()  # (as at the run's end)
-                        await surface.stop_background(run.flow, run.ctx)
+                        rules.background.leave()  # (as at the run's end)
+                        await surface.stop_background(adk.flow, adk.ctx)
                         await asyncio.sleep(surface.transfer_delay)
                         outcome.decided(End.TRANSFER, transfer_to=transfer)
                         break
@@ -210,7 +221,7 @@ async def serve(
         finally:
             try:
                 if ended:  # not while cancelled or closed
-                    await let_next_open(run.connector, watch, outcome, run.queue_guard)
+                    await let_next_open(run.connector, watch, outcome, rules.queue_guard)
             finally:
                 moving_on = ended and outcome.end not in (
                     End.CLIENT_CLOSED,
@@ -219,7 +230,7 @@ async def serve(
                 await stop_sender(
                     watch,
                     send_task,
-                    run.queue_guard,
+                    rules.queue_guard,
                     close_timeout=run.policy.close_timeout,
                     moving_on=moving_on,
                 )
@@ -350,14 +361,15 @@ async def send_restoration(
         raise
 
 
-def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, replay: Replay) -> None:
+def report_reconnect(
+    reconnects: Reconnects, adk: AdkBinding, number: int, *, state_restored: bool, replay: Replay
+) -> None:
     """Report the reconnect that made connection ``number``, just restored, if it was one."""
-    reconnects = run.reconnects
     if reconnects.reason is None:
         return
     loop = asyncio.get_running_loop()
     gap = 0.0 if reconnects.lost_at is None else (loop.time() - reconnects.lost_at) * 1000
-    session = getattr(run.ctx, "session", None)
+    session = getattr(adk.ctx, "session", None)
     observe.report(
         observe.ReconnectInfo(
             reason=reconnects.reason
@@ -367,8 +379,8 @@ def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, repla
             gap_ms=gap,
             state_restored=state_restored,
             cause=reconnects.cause,
-            agent_name=run.agent_name,
-            invocation_id=str(getattr(run.ctx, "invocation_id", "")),
+            agent_name=adk.agent_name,
+            invocation_id=str(getattr(adk.ctx, "invocation_id", "")),
             session_id=str(getattr(session, "id", "")),
             connection_number=number,
             replayed_messages=len(replay.messages) + (1 if replay.context else 0),
@@ -377,8 +389,7 @@ def report_reconnect(run: ServedRun, number: int, *, state_restored: bool, repla
             stall=reconnects.cause.removeprefix("stall: ") if reconnects.reason == "stall" else "",
         )
     )
-    reconnects.reason = None
-    reconnects.lost_at = None
+    reconnects.reported()
 
 
 def interrupted_event(ctx: Any, author: str) -> Any:

@@ -7,8 +7,10 @@ the rule when a silence may be due. When the rule sees a stall, ``on_stall`` is 
 once; the connection's watch then ends the connection as stalled
 (:meth:`~adk_live_resume.connection_state.ConnectionState.stalled`) and the loop recovers.
 
-"The model works" is an input (:meth:`StallWatch.model_working`), fed from
-``serverContent.interactionStatus`` here and from any other signal by one call.
+"The model works" is an input: the connection's reading of it (``model_working``, the
+watch's :attr:`ModelWork.working <adk_live_resume.model_work.ModelWork.working>`: output
+streams, or the last ``interactionStatus`` with a ``turnComplete`` was ``IN_PROGRESS``), and
+an ``interactionStatus`` google-genai parses on any message (:meth:`StallWatch.model_working`).
 
 Guarantees: never calls ``on_stall`` more than once, nor after :meth:`StallWatch.stop`;
 leaves no timer behind once stopped; a function response starts the wait for an answer only
@@ -61,11 +63,13 @@ class StallWatch:
         *,
         on_stall: Callable[[Stall], None],
         user_speaking: Callable[[], bool],
+        model_working: Callable[[], bool] = lambda: False,
         non_blocking: frozenset[str] = frozenset(),
     ) -> None:
         self.rule = StallRule(stall_timeout, degenerate_turns)
         self._on_stall = on_stall
         self._user_speaking = user_speaking
+        self._model_working = model_working
         self._non_blocking = non_blocking
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
@@ -200,7 +204,7 @@ class StallWatch:
     def _excuses(self) -> Excuses:
         return Excuses(
             tool_running=bool(self._open_calls),
-            model_working=self._working,
+            model_working=self._working or self._model_working(),
             user_speaking=self._user_speaking(),
         )
 

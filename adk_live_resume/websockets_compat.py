@@ -47,7 +47,7 @@ def watch_frames(
     *,
     on_close: Callable[[int, str], None] | None,
     on_go_away: Callable[[object], None] | None,
-    on_message: Callable[[], None] | None = None,
+    on_message: Callable[[Frame | None], None] | None = None,
     on_unknown: Callable[[Frame], None] | None = None,
     known: Set[str] = frozenset(),
 ) -> bool:
@@ -64,8 +64,9 @@ def watch_frames(
       A message split over several frames is always queued (the SDK reports it as before).
       Whole messages of unknown kinds that arrived before the watch began and are not read
       yet are taken out of websockets' queue of frames the same way;
-    * ``on_message()``: for every other whole data message as it arrives (so a reader can
-      tell what arrived from what it read).
+    * ``on_message(frame)``: for every other whole data message as it arrives (so a reader can
+      tell what arrived from what it read), with its classification (``None``: not
+      classified, or a message split over several frames).
 
     google-genai reports a close only once ``recv`` raises, and websockets raises there only
     once the TCP connection is gone: after our close frame reached the server and its FIN came
@@ -106,7 +107,7 @@ def watch_frames(
         process_event(event)
         try:
             if on_message is not None and opcode in message_opcodes and whole:
-                on_message()
+                on_message(frame)
             if frame is not None:
                 if on_go_away is not None and frame.kind == "go_away":
                     on_go_away(frame.time_left)

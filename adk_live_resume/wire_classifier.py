@@ -19,6 +19,11 @@ with ``usageMetadata``), the first that applies:
   live run; 1.56 passes it to ADK as an empty message. ``unknown_keys`` names its keys;
 * ``"unparsed"``: not a JSON object (left for the SDK to report, as before).
 
+A ``"content"`` frame also carries its ``serverContent.interactionStatus`` (``IN_PROGRESS``,
+``IDLE``...: whether the model still works on the request, see
+:mod:`adk_live_resume.model_work`) when it has one: google-genai releases before 2.x drop
+the field while parsing, so the loop reads it here, from the frame.
+
 Guarantees:
 
 * Total: any payload (bytes, bytearray, str, empty, invalid UTF-8) gives a :class:`Frame`;
@@ -28,6 +33,9 @@ Guarantees:
   :data:`FULL_PARSE_MAX` (model audio is kilobytes) is parsed only as far as its first key
   when that key is known content; the whole payload is parsed only when it is short or when
   its first key is anything else.
+* ``interaction_status`` is the string the frame's ``serverContent`` carries under
+  ``interactionStatus`` (or ``interaction_status``), else ``None``; a long frame is searched
+  for the key without being parsed (the key in quotes cannot occur inside a JSON string).
 * :class:`SkippedMessages` counts every skipped message and names each unknown key once.
 
 Pure: no I/O.
@@ -54,6 +62,10 @@ ERROR_KEYS = frozenset({"code", "error"})
 #: The snake_case spelling of goAway some recordings and older fakes carry.
 _GO_AWAY_SNAKE = "go_away"
 
+SERVER_CONTENT = "serverContent"
+_STATUS_KEYS = ("interactionStatus", "interaction_status")
+_STATUS = re.compile(rb'"interaction(?:Status|_status)"\s*:\s*"([A-Za-z_]{1,64})"')
+
 _FIRST_KEY = re.compile(rb'\A\s*\{\s*"([^"\\]{1,200})"\s*:')
 
 
@@ -68,6 +80,8 @@ class Frame:
     time_left: object = None
     #: The top-level keys the SDK does not know (only for ``"unknown"``).
     unknown_keys: tuple[str, ...] = ()
+    #: ``serverContent.interactionStatus`` as sent (only for ``"content"``), else ``None``.
+    interaction_status: str | None = None
 
 
 def _kind_of_keys(keys: tuple[str, ...], known: Set[str]) -> FrameKind:
@@ -91,7 +105,8 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
         match = _FIRST_KEY.match(raw[:256])
         first = match.group(1).decode("utf-8", "replace") if match is not None else None
         if first is not None and first in known and first not in (GO_AWAY, RESUMPTION_UPDATE):
-            return Frame("content", (first,))
+            status = _STATUS.search(raw) if first == SERVER_CONTENT else None
+            return Frame("content", (first,), interaction_status=_decoded(status))
     try:
         message = json.loads(raw)
     except ValueError:  # also UnicodeDecodeError
@@ -105,7 +120,24 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
         if not isinstance(go_away, dict):  # not one the loop can act on; left to the SDK
             return Frame("content", keys)
         return Frame("go_away", keys, go_away.get("timeLeft", go_away.get("time_left")))
+    if kind == "content":
+        return Frame(kind, keys, interaction_status=_status_of(message.get(SERVER_CONTENT)))
     return Frame(kind, keys, unknown_keys=keys if kind == "unknown" else ())
+
+
+def _decoded(match: re.Match[bytes] | None) -> str | None:
+    return match.group(1).decode("ascii") if match is not None else None
+
+
+def _status_of(content: object) -> str | None:
+    """``interactionStatus`` of a parsed ``serverContent`` (``None``: absent, or not a string)."""
+    if not isinstance(content, dict):
+        return None
+    for key in _STATUS_KEYS:
+        status = content.get(key)
+        if isinstance(status, str) and status:
+            return status
+    return None
 
 
 @dataclass

@@ -244,7 +244,7 @@ async def test_watch_frames_drops_a_message_of_an_unknown_kind_before_anyone_rea
     skipped: list[tuple[str, ...]] = []
     arrived = 0
 
-    def on_message() -> None:
+    def on_message(frame: object) -> None:
         nonlocal arrived
         arrived += 1
 

@@ -14,6 +14,7 @@ from adk_live_resume.testing import Fault
 from adk_live_resume.testing.families import (
     GEMINI_2_LIVE,
     GEMINI_3_1_LIVE,
+    GEMINI_3_8_EXTENDED_THINKING,
     GEMINI_3_8_LIVE,
     GEMINI_3_8_SESSION_CAP,
     NATIVE_AUDIO_2_5,
@@ -42,6 +43,8 @@ NATIVE_AUDIO = "gemini-2.5-flash-native-audio-preview-09-2025"
         ("gemini-3.0-live", GEMINI_3_1_LIVE),
         ("gemini-3.8-live", GEMINI_3_8_LIVE),
         ("gemini-3.12-live-preview", GEMINI_3_8_LIVE),
+        ("gemini-3.8-live-extended-thinking", GEMINI_3_8_EXTENDED_THINKING),
+        ("gemini-3.1-flash-live-extended-thinking", GEMINI_3_1_LIVE),
         ("gemini-3.5-live-translate", GEMINI_2_LIVE),  # ADK's exception to the 3.x rule
         ("gemini-3.8-pro", GEMINI_2_LIVE),  # not a Live model name: no 3.x Live dialect
     ],
@@ -58,6 +61,8 @@ def test_function_behaviour_per_family() -> None:
         "non_blocking"
     )
     assert not GEMINI_3_1_LIVE.non_blocking("NON_BLOCKING"), "3.1 calls synchronously only"
+    for declared in (None, "BLOCKING", "NON_BLOCKING"):
+        assert GEMINI_3_8_EXTENDED_THINKING.non_blocking(declared), "async only"
     assert GEMINI_3_8_LIVE.session_cap == GEMINI_3_8_SESSION_CAP == 3480.0
     assert not GEMINI_3_1_LIVE.client_content_mid_session
     assert GEMINI_2_LIVE.turn_complete_after_tool_call
@@ -240,3 +245,40 @@ async def test_held_pongs_let_the_clients_keepalive_close_the_socket(
     assert closed.value.sent.reason == "keepalive ping timeout"
     record = (await server.wait_for_connections(2, finished=True))[1]
     assert record.ended_by == "client" and record.close_code == 1011
+
+
+async def test_extended_thinking_speaks_works_then_answers_with_its_status(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(work_delay=0.2)
+    async with live_session(server, "gemini-3.8-live-extended-thinking") as live:
+        await live.send_realtime_input(text="hi")
+        # (google-genai 2.x's receive() goes on past a turnComplete whose status is not IDLE;
+        # 1.x's stops at every turnComplete)
+        seen = await turn(live)
+        while sum(bool(m.server_content and m.server_content.turn_complete) for m in seen) < 2:
+            seen += await turn(live)
+    ends_at = [i for i, m in enumerate(seen) if m.server_content and m.server_content.turn_complete]
+    first, answer = seen[: ends_at[0] + 1], seen[ends_at[0] + 1 :]
+    assert text_of(first) == "working on: hi" and text_of(answer) == "echo: hi"
+    record = server.connections[0]
+    ends = [m["serverContent"] for m in record.server_messages if "turnComplete" in str(m)]
+    assert [e.get("interactionStatus") for e in ends] == ["IN_PROGRESS", "IDLE"]
+    # the handle issued while it works restores the session without the request
+    working, done = record.handle_issues
+    assert (working.point, working.turns) == ("working", 0)
+    assert (done.point, done.turns) == ("turn_complete", 2)
+    assert record.answers == ["echo: hi"]
+
+
+async def test_plain_gemini_3_8_reports_idle_with_every_turn_end(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory()
+    async with live_session(server, "gemini-3.8-live") as live:
+        await live.send_realtime_input(text="hi")
+        seen = await turn(live)
+    assert text_of(seen) == "echo: hi"
+    sent = server.connections[0].server_messages
+    ends = [m["serverContent"] for m in sent if "turnComplete" in str(m)]
+    assert [e.get("interactionStatus") for e in ends] == ["IDLE"]

@@ -121,3 +121,16 @@ def test_the_reconnect_rate_cap_ends_a_run_that_keeps_dropping() -> None:
         reconnects.count(2.0, error)
     assert raised.value.__cause__ is error and "1011 test" in str(raised.value)
     reconnects.count(61.0, None)  # the window moved on
+
+
+def test_an_outage_keeps_its_first_sign_and_a_report_clears_it() -> None:
+    reconnects = Reconnects(ResumePolicy())
+    reconnects.lost(5.0)
+    reconnects.lost(7.0)  # the same outage, seen again: its start does not move
+    assert reconnects.lost_at == 5.0
+    reconnects.moving("goAway")
+    assert (reconnects.reason, reconnects.cause) == ("go_away", "goAway")
+    reconnects.reported()
+    assert (reconnects.reason, reconnects.lost_at) == (None, None)
+    reconnects.lost(9.0)  # the next outage starts anew
+    assert reconnects.lost_at == 9.0

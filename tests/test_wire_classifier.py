@@ -120,3 +120,44 @@ def test_a_message_with_a_known_key_is_never_unknown(message: dict[str, object],
         assert frame.kind != "unknown"
     elif not ({"code", "error", "go_away"} & set(message)):
         assert frame.kind == "unknown" and set(frame.unknown_keys) == set(message)
+
+
+def test_content_carries_its_interaction_status() -> None:
+    status = {"serverContent": {"turnComplete": True, "interactionStatus": "IN_PROGRESS"}}
+    assert _frame(status).interaction_status == "IN_PROGRESS"
+    snake = {"serverContent": {"turn_complete": True, "interaction_status": "IDLE"}}
+    assert _frame(snake).interaction_status == "IDLE"
+    assert _frame({"serverContent": {"turnComplete": True}}).interaction_status is None
+    assert _frame({"serverContent": {"interactionStatus": 3}}).interaction_status is None
+    assert _frame({"toolCall": {"functionCalls": []}}).interaction_status is None
+
+
+def test_a_long_frame_is_searched_for_its_interaction_status_without_being_parsed() -> None:
+    audio = "A" * (FULL_PARSE_MAX * 4)
+    parts = [{"inlineData": {"mimeType": "audio/pcm", "data": audio}}]
+    long_status = {"serverContent": {"modelTurn": {"parts": parts}, "interactionStatus": "IDLE"}}
+    frame = _frame(long_status)
+    assert frame.kind == "content" and frame.keys == ("serverContent",)
+    assert frame.interaction_status == "IDLE"
+    # the key inside a string (escaped quotes) is not the field
+    text = '"interactionStatus": "IDLE" ' * (FULL_PARSE_MAX // 10)
+    quoted = {"serverContent": {"modelTurn": {"parts": [{"text": text}]}}}
+    assert _frame(quoted).interaction_status is None
+
+
+@given(
+    st.sampled_from(["IDLE", "IN_PROGRESS", "REQUIRES_ACTION", "INTERACTION_STATUS_UNSPECIFIED"]),
+    st.integers(min_value=0, max_value=3 * FULL_PARSE_MAX),
+    st.booleans(),
+)
+def test_the_status_reads_the_same_in_a_short_and_a_long_frame(
+    status: str, padding: int, first: bool
+) -> None:
+    content: dict[str, object] = {"modelTurn": {"parts": [{"text": "x" * padding}]}}
+    content = (
+        {"interactionStatus": status, **content}
+        if first
+        else {**content, "interactionStatus": status}
+    )
+    frame = _frame({"serverContent": content, "usageMetadata": {"totalTokenCount": 3}})
+    assert frame.kind == "content" and frame.interaction_status == status

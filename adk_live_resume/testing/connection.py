@@ -226,8 +226,7 @@ class LiveConnection:
 
     async def run(self) -> None:
         """Serve the connection until it closes; never raises for connection errors."""
-        self.record.path = self._wire.request_path()
-        self.record.accepted_at = self._wire.now()
+        self.record.accepted(self._wire.request_path(), self._wire.now())
         self._clocks.start_lifetime(lambda: self._setup_answered)
         held = [f.seconds for f in self._faults.of_kind("hold_pongs")]
         pong_delay = held[-1] if held else self._settings.pong_delay
@@ -266,12 +265,10 @@ class LiveConnection:
         if setup is None:
             self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
             return
-        self.record.setup = setup
+        self.record.set_up(setup)
         choices = read_setup(setup)
         if choices.resumption:
-            self.record.resumption_enabled = True
-            self.record.resume_handle = choices.resume_handle
-            self.record.transparent = choices.transparent
+            self.record.resumption_asked(choices.resume_handle, transparent=choices.transparent)
         session = self._restore(choices)
         if session is None:
             return
@@ -284,7 +281,7 @@ class LiveConnection:
             self._settings,
             self._shared,
         )
-        self.record.session_id = session.id
+        self.record.joined(session.id)
         self._shared.open_sessions[session.id] += 1
         self._counted_open = session.id
         delay = sum(f.seconds for f in self._faults.of_kind("setup_delay"))
@@ -328,7 +325,7 @@ class LiveConnection:
                 except _ConnectionEnded:
                     continue
             self._ledger.mark_handled()
-            self.record.handled_messages = index
+            self.record.handled(index)
             try:
                 await self._faults.send_messages(self._is_due_after_messages, self._wire.send)
             except _ConnectionEnded:
@@ -386,7 +383,7 @@ class LiveConnection:
             return None
         session = SessionState.restored(snapshot, audio=choices.audio_out)
         self._ledger.restore(snapshot.consumed)
-        self.record.resumed = True
+        self.record.restored()
         logger.info(
             "fake live server: connection %d resumed %s (%d turns)",
             self.record.index,

@@ -96,7 +96,7 @@ class ConnectionClocks:
         settings = self._settings
         if warn:
             await self._wire.send(wire.go_away(wire.format_time_left(round(time_left, 3))))
-            self._wire.record.go_away_sent = True
+            self._wire.record.go_away_went()
         await asyncio.sleep(time_left)
         self._wire.terminate(
             "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason

@@ -128,8 +128,10 @@ class ConnectionWire:
         if self.ending:
             return
         abort = abort or code in _UNSENDABLE_CODES
-        self.record.ended_by = ended_by
-        self.record.ended_at = self._loop.time()
+        if abort:
+            self.record.ended(ended_by, self._loop.time(), code=1006, reason="")
+        else:
+            self.record.ended(ended_by, self._loop.time(), code=code, reason=reason)
         logger.info(
             "fake live server: connection %d ended by %s (%s)",
             self.record.index,
@@ -141,12 +143,8 @@ class ConnectionWire:
             if task is not current and not task.done():
                 task.cancel()
         if abort:
-            self.record.close_code = 1006
-            self.record.close_reason = ""
             self._abort()
         else:
-            self.record.close_code = code
-            self.record.close_reason = reason
             self._closer = self._loop.create_task(self._close(code, reason))
 
     def _abort(self) -> None:
@@ -165,11 +163,13 @@ class ConnectionWire:
         """The handler is returning: record a close by the client (if nobody ended the
         connection), cancel and await every task, and mark the record final."""
         if not self.ending:
-            self.record.ended_by = "client"
-            self.record.ended_at = self._loop.time()
             code = self._ws.close_code
-            self.record.close_code = 1006 if code is None else code
-            self.record.close_reason = self._ws.close_reason or ""
+            self.record.ended(
+                "client",
+                self._loop.time(),
+                code=1006 if code is None else code,
+                reason=self._ws.close_reason or "",
+            )
             logger.info(
                 "fake live server: connection %d closed by the client (%s)",
                 self.record.index,
@@ -185,7 +185,7 @@ class ConnectionWire:
 
     def mark_finished(self) -> None:
         """The record is final from now on."""
-        self.record.finished = True
+        self.record.finish()
 
     # ---- sending ---------------------------------------------------------------------------
 
@@ -204,6 +204,4 @@ class ConnectionWire:
                 except ConnectionClosed:
                     self.record.server_messages.pop()
                     raise _ConnectionEnded from None
-                if self.record.first_sent_at is None:
-                    self.record.first_sent_at = handed_at
-                self.record.last_sent_at = handed_at
+                self.record.sent_at(handed_at)

@@ -23,7 +23,24 @@ The families, from recordings of real sessions and field reports
   ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
   calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
   :data:`GEMINI_3_8_SESSION_CAP` (58 min) with 1011 "Deadline expired" whatever its context
-  window compression, and resuming it afterwards is refused with 1007.
+  window compression, and resuming it afterwards is refused with 1007. Every ``turnComplete``
+  carries ``interactionStatus`` (``IDLE`` when the task is done): google-genai 2.x documents
+  the field as "always sent alongside ``turn_complete``" (``LiveServerContent.
+  interaction_status``), and the Live API thinking guide names it for the 3.8 family
+  (``gemini-live-protocol.md``, "Field facts that contradict or extend the above").
+* **Gemini 3.8 Live with extended thinking** (a 3.8-or-later name containing
+  ``extended-thinking``, e.g. ``gemini-3.8-live-extended-thinking``, GA 2026-09-15): as 3.8,
+  and (the Live API thinking guide, same section) the model may speak several times per
+  request: a short utterance first, each utterance ending with ``turnComplete`` while
+  ``interactionStatus`` stays ``IN_PROGRESS`` during the background work, then the answer,
+  whose ``turnComplete`` carries ``IDLE``; function calling is async only (every call is
+  non-blocking, whatever its declaration). How long the work takes is the server's
+  ``work_delay`` (:class:`~adk_live_resume.testing.settings.ServerSettings`). What handles
+  hold meanwhile is the fake's choice (no source says): work in progress is kept out of them,
+  as an unfinished utterance is and as a generation in flight is never continued after a
+  resume (``gemini-live-protocol.md``, "Limits the service documents"): the handle issued
+  with an ``IN_PROGRESS`` ``turnComplete`` restores the session as it was before the request
+  (see :mod:`~adk_live_resume.testing.generation`).
 """
 
 from __future__ import annotations
@@ -36,6 +53,7 @@ from .dialect import is_gemini_3_live
 __all__ = [
     "GEMINI_2_LIVE",
     "GEMINI_3_1_LIVE",
+    "GEMINI_3_8_EXTENDED_THINKING",
     "GEMINI_3_8_LIVE",
     "GEMINI_3_8_SESSION_CAP",
     "NATIVE_AUDIO_2_5",
@@ -66,11 +84,19 @@ class Family:
     may_think: bool = False
     #: Service seconds after which the session ends whatever its compression (None: never).
     session_cap: float | None = None
+    #: Every ``turnComplete`` carries ``interactionStatus``.
+    interaction_status: bool = False
+    #: The model speaks first, works in the background (``IN_PROGRESS``), then answers.
+    speaks_while_working: bool = False
+    #: Every call is non-blocking, whatever its declaration (function calling async only).
+    calls_async_only: bool = False
 
     def non_blocking(self, behavior: object) -> bool:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
         case, or None) are non-blocking in this family."""
         declared = str(behavior or "").upper()
+        if self.calls_async_only:
+            return True
         if not self.honours_non_blocking:
             return False
         if declared == "NON_BLOCKING":
@@ -93,6 +119,16 @@ GEMINI_3_8_LIVE = Family(
     turn_complete_after_tool_call=False,
     non_blocking_by_default=True,
     session_cap=GEMINI_3_8_SESSION_CAP,
+    interaction_status=True,
+)
+GEMINI_3_8_EXTENDED_THINKING = Family(
+    "gemini-3.8-live-extended-thinking",
+    turn_complete_after_tool_call=False,
+    non_blocking_by_default=True,
+    session_cap=GEMINI_3_8_SESSION_CAP,
+    interaction_status=True,
+    speaks_while_working=True,
+    calls_async_only=True,
 )
 
 
@@ -101,7 +137,9 @@ def family_for(model: str) -> Family:
     if is_gemini_3_live(model):
         match = _GEMINI_3_MINOR.match(model)
         minor = int(match.group(1)) if match else 0
-        return GEMINI_3_8_LIVE if minor >= 8 else GEMINI_3_1_LIVE
+        if minor < 8:
+            return GEMINI_3_1_LIVE
+        return GEMINI_3_8_EXTENDED_THINKING if "extended-thinking" in model else GEMINI_3_8_LIVE
     if "native-audio" in model:
         return NATIVE_AUDIO_2_5
     return GEMINI_2_LIVE

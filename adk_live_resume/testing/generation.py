@@ -18,6 +18,14 @@
   recordings of real sessions") had both asked for; on the Vertex AI dialect the
   transcription ends with ``finished: true`` before ``generationComplete``;
 * the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule);
+* a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
+  ends an answer; an extended-thinking model answering a user turn first says
+  :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
+  ``turnComplete`` carrying ``interactionStatus: IN_PROGRESS`` and the handle that restores
+  the session without the request (:meth:`HandleIssuer.before_request
+  <adk_live_resume.testing.handle_issuing.HandleIssuer.before_request>`), works for the
+  server's ``work_delay`` (no handle is resumable meanwhile), then answers as usual (sources:
+  :mod:`~adk_live_resume.testing.families`);
 * a ``stall`` fault (:meth:`Fault.stall <adk_live_resume.testing.Fault.stall>`, its sources
   there) answers user turns in its shape instead: nothing at all (the generation waits until
   it is cut off or the connection ends, so no handle is issued meanwhile: the session is not
@@ -35,7 +43,7 @@ from typing import Any
 from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_wire import ConnectionWire
-from .handle_issuing import HandleIssuer
+from .handle_issuing import HandleIssuer, Issued
 from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks, thought_part
 from .protocol import JsonDict, pick
 from .records import ToolCallRecord
@@ -44,11 +52,13 @@ from .settings import ServerSettings, SharedState
 from .setup_choices import SetupChoices
 from .speech import silence_pcm, speech_pcm
 
-__all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "Generation"]
+__all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "WORKING", "Generation"]
 
 OUTPUT_SAMPLE_RATE = 24000
 #: Samples of answer audio per UTF-8 byte of answer text (short clips keep answers cheap).
 OUTPUT_SAMPLES_PER_BYTE = 10
+#: What an extended-thinking model says first, before the turn's text, while it works.
+WORKING = "working on: "
 
 
 class Generation:
@@ -111,11 +121,11 @@ class Generation:
             self._task = None
         cancelled = list(self._pending)
         self._pending.clear()
-        self._record.interrupted += 1
+        self._record.generation_interrupted()
         for call_id in cancelled:
             known = self._shared.tool_calls.get(call_id)
             if known is not None:
-                known.cancelled = True
+                known.cancel()
         if cancelled:
             self._record.cancelled_tool_ids.extend(cancelled)
             await self._wire.send(wire.tool_call_cancellation(cancelled))
@@ -127,14 +137,16 @@ class Generation:
         *,
         tool_results: Sequence[tuple[str, Any]] = (),
         answers_user: bool = True,
+        work_handle: Issued | None = None,
     ) -> None:
         """Start answering ``user_text`` (the latest turn of the session when
         ``answers_user``), or telling ``tool_results``; the caller interrupted any answer in
-        progress."""
+        progress. ``work_handle``: the handle an extended-thinking model issues while it
+        works on this turn (see the module)."""
         turns = self._session.turns
         previous = turns[:-1] if answers_user else turns
         self._task = self._wire.spawn(
-            self._generate(user_text, previous, tuple(tool_results), answers_user)
+            self._generate(user_text, previous, tuple(tool_results), answers_user, work_handle)
         )
 
     def resolve(self, call_id: str, result: Any) -> bool:
@@ -261,6 +273,7 @@ class Generation:
         previous: tuple[Turn, ...],
         tool_results: tuple[tuple[str, Any], ...] = (),
         answers_user: bool = True,
+        work_handle: Issued | None = None,
     ) -> None:
         try:
             shape = self._stall_shape() if answers_user and not tool_results else None
@@ -280,6 +293,8 @@ class Generation:
                 reply = self._model.after_tools(results)
             else:
                 reply = plan
+                if answers_user and self._choices.family.speaks_while_working:
+                    await self._speak_then_work(user_text, work_handle)
             if self._settings.thought_summaries and self._choices.family.may_think:
                 await self._wire.send(
                     wire.server_content(model_turn={"parts": [thought_part(reply)]})
@@ -300,7 +315,7 @@ class Generation:
             prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
             final: list[JsonDict] = [
                 {
-                    **wire.server_content(turn_complete=True),
+                    **self._turn_complete("IDLE"),
                     "usageMetadata": wire.usage(prompt, len(reply.text.split())),
                 }
             ]
@@ -316,6 +331,30 @@ class Generation:
                 self._handles.issued(handle[1])
         finally:
             self._finishing = False
+
+    def _turn_complete(self, status: str) -> JsonDict:
+        """``turnComplete``, with ``interactionStatus`` where the family reports it."""
+        if not self._choices.family.interaction_status:
+            return wire.server_content(turn_complete=True)
+        return wire.server_content(turn_complete=True, interaction_status=status)
+
+    async def _speak_then_work(self, user_text: str, work_handle: Issued | None) -> None:
+        """An extended-thinking model's first utterance, ended while the work goes on, then
+        the work (see the module)."""
+        for number, chunk in enumerate(split_chunks(WORKING + user_text)):
+            if number:
+                await asyncio.sleep(self._settings.chunk_delay)
+            await self._send_chunk(chunk)
+        if self._wire.vertex and self._choices.audio_out and self._choices.output_transcription:
+            await self._wire.send(wire.server_content(output_transcription={"finished": True}))
+        await self._wire.send(wire.server_content(generation_complete=True))
+        ending = [self._turn_complete("IN_PROGRESS")]
+        if work_handle is not None:
+            ending.append(work_handle[0])
+        await self._wire.send(*ending)
+        if work_handle is not None:
+            self._handles.issued(work_handle[1])
+        await asyncio.sleep(self._settings.work_delay)
 
     async def _send_chunk(self, chunk: str) -> None:
         if not self._choices.audio_out:

@@ -145,9 +145,12 @@ class HandleIssuer:
     def _idle_point(self) -> IssuePoint:
         return "idle_silent" if self._held_since() is None else "idle_speaking"
 
-    def _new(self, point: IssuePoint, handled: int = 0) -> Issued:
-        """Snapshot the session now; return its update message and its issue record."""
+    def _new(self, point: IssuePoint, handled: int = 0, *, before: int | None = None) -> Issued:
+        """Snapshot the session now; return its update message and its issue record
+        (``before``: only the client messages before that one count as consumed)."""
         index = self._ledger.last_consumed(self._held_since(), handled)
+        if before is not None:
+            index = min(index, before - 1)
         consumed = self._ledger.consumed_through(index)
         now = self._wire.now()
         connection = self._wire.record.index
@@ -180,6 +183,18 @@ class HandleIssuer:
             self._late = update
             return None
         return update
+
+    def before_request(self, first_message: int) -> Issued | None:
+        """The handle an extended-thinking model issues while it works on a request whose
+        first client message is ``first_message``: the session as it is now, before that
+        request becomes a turn (call it first), with no message from ``first_message`` on
+        consumed. Sent with the ``IN_PROGRESS`` ``turnComplete``, then passed to
+        :meth:`issued`: work in progress is kept out of handles, as an unfinished utterance
+        is (see :mod:`~adk_live_resume.testing.families`). None when the setup asked for no
+        handles."""
+        if not self._enabled:
+            return None
+        return self._new("working", before=first_message)
 
     async def send_late(self) -> None:
         """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""

@@ -59,7 +59,7 @@ __all__ = [
     "fingerprint",
 ]
 
-IssuePoint = Literal["turn_complete", "idle_silent", "idle_speaking"]
+IssuePoint = Literal["turn_complete", "idle_silent", "idle_speaking", "working"]
 
 
 @dataclass(frozen=True)

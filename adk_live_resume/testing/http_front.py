@@ -166,7 +166,7 @@ class FrontConnection(ServerConnection):
         call = RestCall(http_method=method, path=target.partition("?")[0], route=route, body=None)
         self._rest.calls.append(call)
         if route is None:
-            call.status, call.error = (
+            call.failed(
                 404,
                 (
                     f"the fake serves POST .../models/MODEL:generateContent and "
@@ -174,18 +174,18 @@ class FrontConnection(ServerConnection):
                 ),
             )
         elif method != "POST":
-            call.status, call.error = 404, f"{route.method} takes POST, not {method}"
+            call.failed(404, f"{route.method} takes POST, not {method}")
         else:
             try:
                 body = json.loads(raw or b"{}")
             except ValueError as error:
                 body = None
-                call.status, call.error = 400, f"the request body is not JSON: {error}"
+                call.failed(400, f"the request body is not JSON: {error}")
             else:
                 if not isinstance(body, dict):
-                    call.status, call.error = 400, "the request body must be a JSON object"
+                    call.failed(400, "the request body must be a JSON object")
                 else:
-                    call.body = body
+                    call.read(body)
         if call.status:
             await self._reply_error(call.status, call.error)
             return
@@ -193,7 +193,7 @@ class FrontConnection(ServerConnection):
             bodies = answer_rest(call)
         except Exception as error:  # a bug in the fake: say so to the client, never hang up
             logger.exception("fake REST answer failed")
-            call.status, call.error = 500, f"the fake server failed: {error!r}"
+            call.failed(500, f"the fake server failed: {error!r}")
             await self._reply_error(call.status, call.error)
             return
         assert route is not None

@@ -65,6 +65,10 @@ class ToolCallRecord:
     responses: list[Any] = field(default_factory=list)
     cancelled: bool = False
 
+    def cancel(self) -> None:
+        """A ``toolCallCancellation`` named this call."""
+        self.cancelled = True
+
 
 @dataclass(frozen=True)
 class HeardTurn:
@@ -202,6 +206,72 @@ class ConnectionRecord:
     first_sent_at: float | None = None
     last_sent_at: float | None = None
     ended_at: float | None = None
+
+    # -- filled in by the connection's parts, each through one of these ---------------------
+
+    def accepted(self, path: str, at: float) -> None:
+        """The handler started for a request to ``path`` at ``at`` (``loop.time()``)."""
+        self.path = path
+        self.accepted_at = at
+
+    def set_up(self, setup: dict[str, Any]) -> None:
+        """The client's ``setup`` message arrived."""
+        self.setup = setup
+
+    def resumption_asked(self, handle: str | None, *, transparent: bool) -> None:
+        """The setup carried ``sessionResumption``, asking to resume ``handle`` (if any)."""
+        self.resumption_enabled = True
+        self.resume_handle = handle
+        self.transparent = transparent
+
+    def restored(self) -> None:
+        """The handle asked for was accepted and its snapshot restored."""
+        self.resumed = True
+
+    def joined(self, session_id: str) -> None:
+        """The connection serves session ``session_id`` (new, or kept across resumption)."""
+        self.session_id = session_id
+
+    def handled(self, count: int) -> None:
+        """The server has finished handling ``count`` client messages."""
+        self.handled_messages = count
+
+    def go_away_went(self) -> None:
+        """A ``goAway`` was sent."""
+        self.go_away_sent = True
+
+    def sent_at(self, at: float) -> None:
+        """A server message was handed to the socket at ``at`` (``loop.time()``)."""
+        if self.first_sent_at is None:
+            self.first_sent_at = at
+        self.last_sent_at = at
+
+    def history_sent(self, *, duplicate: bool) -> None:
+        """A ``client_content`` message was taken as history (``duplicate``: its turns were
+        already in memory)."""
+        self.history_sends += 1
+        if duplicate:
+            self.duplicate_history_sends += 1
+
+    def audio_ignored(self, total_ms: int) -> None:
+        """``total_ms`` of audio, in all, arrived outside any activity so far."""
+        self.ignored_audio_ms = total_ms
+
+    def generation_interrupted(self) -> None:
+        """A generation was cut off by ``serverContent.interrupted``."""
+        self.interrupted += 1
+
+    def ended(self, by: EndedBy, at: float, *, code: int, reason: str) -> None:
+        """The connection was ended by ``by`` at ``at`` (``loop.time()``) with close ``code``
+        and ``reason`` (1006 and ``""`` for a TCP drop without a close frame)."""
+        self.ended_by = by
+        self.ended_at = at
+        self.close_code = code
+        self.close_reason = reason
+
+    def finish(self) -> None:
+        """The handler returned: the record is final from now on."""
+        self.finished = True
 
     def server_keys(self) -> list[str]:
         """The top-level key of every server message, in order (handy for sequence asserts)."""

@@ -73,6 +73,14 @@ class RestCall:
     function_calls: list[str] = field(default_factory=list)
     error: str = ""
 
+    def failed(self, status: int, error: str) -> None:
+        """The call is answered with HTTP ``status`` and ``error``."""
+        self.status, self.error = status, error
+
+    def read(self, body: JsonDict) -> None:
+        """The request's JSON ``body`` was read."""
+        self.body = body
+
     @property
     def user_text(self) -> str:
         """The text of the newest user turn of the request ("" if none)."""

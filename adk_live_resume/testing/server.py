@@ -105,9 +105,12 @@ class FakeLiveServer:
         pong_delay: service seconds before a websocket ping is answered (the service has been
             seen taking 8-30 s). None (default): at once.
         port: the TCP port to listen on; 0 (default) picks a free ephemeral port.
+        work_delay: real seconds an extended-thinking model works in the background between
+            its first utterance and its answer (``interactionStatus`` ``IN_PROGRESS``).
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
-    the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live or 3.8 Live.
+    the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
+    with extended thinking.
         refuse_resume_while_open: a resume of a session whose earlier socket is still open is
             closed with 1011, as the service does (default off: a client that drops TCP and
             resumes at once would race the server's notice of the drop).
@@ -133,6 +136,7 @@ class FakeLiveServer:
         pong_delay: float | None = None,
         port: int = 0,
         refuse_resume_while_open: bool = False,
+        work_delay: float = 0.5,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -154,6 +158,7 @@ class FakeLiveServer:
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
+            work_delay=work_delay,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []
@@ -386,7 +391,7 @@ class FakeLiveServer:
         Affected are connections whose handle was accepted (``resuming_only``, the default) or
         every connection. Invalid handles are still refused first.
         """
-        self._shared.flap = (
+        self._shared.flapping(
             None
             if code is None
             else Flap(code, reason, after_setup=after_setup, resuming_only=resuming_only)

@@ -37,6 +37,8 @@ class ServerSettings:
     ``chunk_delay`` is in real seconds. ``thought_summaries``: a family whose models may think
     (native audio) opens every answer with a ``thought: true`` text part. ``pong_delay``:
     websocket pings are answered that many service seconds late (None: at once).
+    ``work_delay`` is real seconds of background work an extended-thinking model does between
+    its first utterance and its answer.
     """
 
     time_scale: float = 1.0
@@ -55,6 +57,7 @@ class ServerSettings:
     thought_summaries: bool = False
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
+    work_delay: float = 0.5
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -63,6 +66,8 @@ class ServerSettings:
             raise ValueError("connection_lifetime must be > 0")
         if self.go_away_lead < 0 or self.handle_ttl < 0 or self.chunk_delay < 0:
             raise ValueError("go_away_lead, handle_ttl and chunk_delay must be >= 0")
+        if self.work_delay < 0:
+            raise ValueError("work_delay must be >= 0")
         if self.pong_delay is not None and self.pong_delay < 0:
             raise ValueError("pong_delay must be >= 0 (or None to answer pings at once)")
         if self.session_limit is not None and self.session_limit <= 0:
@@ -89,6 +94,10 @@ class SharedState:
     open_sessions: collections.Counter[str] = field(default_factory=collections.Counter)
     _tool_counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _tool_messages: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def flapping(self, flap: Flap | None) -> None:
+        """New connections fail as ``flap`` says from now on (``None``: they no longer do)."""
+        self.flap = flap
 
     def next_tool_message(self) -> int:
         """The number of the next ``toolCall`` message (server-wide, from 1)."""

@@ -23,6 +23,8 @@
 * function responses answer pending calls (the model goes on), or open NON_BLOCKING ones;
   responses for calls of an earlier connection are recorded as stale, others as unknown;
 * every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
+* a user turn to an extended-thinking model (:mod:`~adk_live_resume.testing.families`) takes
+  the handle the model issues while it works before the turn is remembered;
 * a second ``setup`` on a connection closes it with 1007.
 """
 
@@ -186,9 +188,9 @@ class TurnTaking:
         if not is_history:
             await self._user_turn(self._typed(turns[0].text, index))
             return
-        self._record.history_sends += 1
-        if turns_overlap(self._session.turns, turns):
-            self._record.duplicate_history_sends += 1
+        duplicate = turns_overlap(self._session.turns, turns)
+        self._record.history_sent(duplicate=duplicate)
+        if duplicate:
             logger.info(
                 "fake live server: connection %d: history delivered again", self._record.index
             )
@@ -273,7 +275,7 @@ class TurnTaking:
         events = self._tracker.audio(
             pcm, message=self._ledger.received, sample_rate=self._audio_rate
         )
-        self._record.ignored_audio_ms = self._tracker.ignored_audio_ms
+        self._record.audio_ignored(self._tracker.ignored_audio_ms)
         await self._speech(events)
         if (
             idle
@@ -354,6 +356,10 @@ class TurnTaking:
     async def _user_turn(self, turn: HeardTurn) -> None:
         await self._model.interrupt()
         self._unanswered_user = False
+        working = self._choices.family.speaks_while_working
+        # (taken before the turn is remembered: the handle an extended-thinking model issues
+        # while it works restores the session without the request)
+        before = self._handles.before_request(turn.first_message) if working else None
         self._session.remember(Turn("user", turn.text))
         self._heard(turn)
-        self._model.start(turn.text)
+        self._model.start(turn.text, work_handle=before)

@@ -1,0 +1,155 @@
+"""Is the model still working on the request, by what the server says of it?
+
+Models that work in the background (Gemini 3.8 Live with extended thinking) may speak
+several times for one request: each utterance ends with ``turnComplete`` while
+``serverContent.interactionStatus`` stays ``IN_PROGRESS``; ``IDLE`` comes with the
+``turnComplete`` of the utterance that ends the task (the Live API thinking guide, in
+``gemini-live-protocol.md``, "Field facts that contradict or extend the above";
+google-genai 2.x documents the field as "always sent alongside ``turn_complete``").
+So on such a model a ``turnComplete`` alone does not finish the model's turn.
+:class:`ModelWork` reads each ``turnComplete`` with the status it came with and says whether
+the model's turn is finished; the rules that wait for it (the safe point of a move, the
+unanswered-turn rule, what a handle covers, whether an utterance was answered) count a
+``turnComplete`` only when it does.
+
+Statuses: ``IDLE`` (and ``INTERACTION_STATUS_UNSPECIFIED``) finish the turn;
+``IN_PROGRESS`` and ``REQUIRES_ACTION`` (the model waits for the client, a tool response)
+do not. google-genai 2.34 reads them the same way: its ``AsyncSession.receive`` ends an
+interaction at a message whose status is ``IDLE`` and goes on past a ``turnComplete`` with
+any other status but ``INTERACTION_STATUS_UNSPECIFIED`` (``live._is_interaction_complete``).
+A ``turnComplete`` without a status finishes the turn: a model that never sends one behaves
+as before, and a server that stops sending it cannot leave a turn open for ever.
+A status of a kind not listed here does not finish the turn either (the safe side: a move
+then waits for its deadline rather than cut the work).
+
+Three readings, for three kinds of reader:
+
+* :attr:`ModelWork.in_progress`: the model's turn is not finished (the last status did not
+  finish it): the safe point and the answer rules wait;
+* :attr:`ModelWork.working`: the model owes output of its own accord, "the model is
+  working": its output streams (text, audio, a transcription; not a tool call, after which
+  it waits for the client), or its last status is ``IN_PROGRESS``. What a stall detector
+  reads; a turn the model has not begun to answer is :mod:`adk_live_resume.answers`' to tell;
+* :attr:`ModelWork.waiting_for_client`: the last status is ``REQUIRES_ACTION``.
+
+google-genai 2.x parses the status (``LiveServerContent.interaction_status``); 1.x drops the
+field while parsing, so it is read from the raw frame as it arrives
+(:mod:`adk_live_resume.wire_classifier`) and :class:`FrameStatuses` gives it back when the
+message it came in is read: one websocket message is one server message, read in order.
+
+Guarantees:
+
+* :meth:`ModelWork.turn_complete` returns True exactly when the ``turnComplete`` carried no
+  status or a finishing one; :attr:`ModelWork.in_progress` is then false, and stays so
+  until a ``turnComplete`` with another status.
+* :attr:`ModelWork.working` is true from model output until the next finishing
+  ``turnComplete``, an ``interrupted`` or a tool call, and while the last status is
+  ``IN_PROGRESS``; never otherwise.
+* One :class:`ModelWork` serves one connection: a new connection starts with no status (a
+  resumed session does not continue a generation in flight; its request is asked again).
+* :meth:`FrameStatuses.read` returns the status of the frame read now (counted from
+  :meth:`FrameStatuses.start`), never that of a frame after it; an earlier one not read
+  yet (none, where reading keeps up) is given with it.
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+__all__ = ["FINISHED_STATUSES", "FrameStatuses", "ModelWork", "status_name"]
+
+#: ``interactionStatus`` values that finish the model's turn.
+FINISHED_STATUSES = frozenset({"IDLE", "INTERACTION_STATUS_UNSPECIFIED"})
+
+
+def status_name(status: object) -> str | None:
+    """The status as its wire name (``"IN_PROGRESS"``), from a string or an enum member
+    (google-genai's ``InteractionStatus``); ``None`` when absent or empty."""
+    if status is None:
+        return None
+    name = getattr(status, "value", status)
+    text = str(name).strip().upper()
+    return text or None
+
+
+@dataclass
+class ModelWork:
+    """Whether the model works on the request of one connection (see the module)."""
+
+    #: The last ``interactionStatus`` read with a ``turnComplete`` (``None``: none, or one
+    #: that finished the turn).
+    status: str | None = None
+    #: Model output seen and no finishing ``turnComplete``, ``interrupted`` or tool call since.
+    _output: bool = False
+
+    @property
+    def in_progress(self) -> bool:
+        """The model's turn is not finished: the last status did not finish it."""
+        return self.status is not None
+
+    @property
+    def working(self) -> bool:
+        """The model is working: its output streams, or it said the task goes on
+        (``IN_PROGRESS``)."""
+        return self._output or self.status == "IN_PROGRESS"
+
+    @property
+    def waiting_for_client(self) -> bool:
+        """The model said it waits for the client (``REQUIRES_ACTION``)."""
+        return self.status == "REQUIRES_ACTION"
+
+    def output(self) -> None:
+        """Model output arrived (text, audio, a thought, a transcription piece)."""
+        self._output = True
+
+    def tool_call(self) -> None:
+        """The model asked for tools: it waits for their responses."""
+        self._output = False
+
+    def turn_complete(self, status: object = None) -> bool:
+        """A ``turnComplete`` arrived with ``status`` (its ``interactionStatus``, as sent or
+        parsed; ``None``: none came); return whether the model's turn is finished."""
+        name = status_name(status)
+        self.status = None if name is None or name in FINISHED_STATUSES else name
+        if self.status is None:
+            self._output = False
+        return self.status is None
+
+    def interrupted(self) -> None:
+        """The server cut the generation off: its output ended (the status stays until the
+        server says otherwise)."""
+        self._output = False
+
+
+@dataclass
+class FrameStatuses:
+    """``interactionStatus`` values read from raw frames as they arrive, given back when the
+    message each came in is read (see the module)."""
+
+    _arrived: int | None = None
+    _read: int = 0
+    _waiting: collections.deque[tuple[int, str]] = field(default_factory=collections.deque)
+
+    def start(self) -> None:
+        """Frames are counted from now on: the next frame to arrive is the next to be read."""
+        self._arrived = self._read
+
+    def arrived(self, status: str | None) -> None:
+        """A frame arrived carrying ``status`` (``None``: none)."""
+        if self._arrived is None:
+            return
+        self._arrived += 1
+        if status is not None:
+            self._waiting.append((self._arrived, status))
+
+    def read(self) -> str | None:
+        """A message was read: the status its frame carried (``None``: none, or frames are
+        not counted)."""
+        self._read += 1
+        status = None
+        while self._waiting and self._waiting[0][0] <= self._read:
+            status = self._waiting.popleft()[1]
+        return status

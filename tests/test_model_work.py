@@ -1,0 +1,121 @@
+"""Whether the model is working (pure): ``interactionStatus`` read with each ``turnComplete``,
+and the statuses read from raw frames given back in reading order."""
+
+from __future__ import annotations
+
+import enum
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adk_live_resume.model_work import FrameStatuses, ModelWork, status_name
+
+
+class _Status(enum.Enum):  # google-genai's InteractionStatus has this shape
+    IN_PROGRESS = "IN_PROGRESS"
+    IDLE = "IDLE"
+
+
+def test_an_utterance_ended_while_the_work_goes_on_does_not_finish_the_turn() -> None:
+    work = ModelWork()
+    assert not work.working
+    work.output()
+    assert work.working
+    assert not work.turn_complete("IN_PROGRESS")
+    assert work.working and work.in_progress
+    work.output()  # the answer, after the work
+    assert work.turn_complete("IDLE")
+    assert not work.working and not work.in_progress
+
+
+def test_without_a_status_a_turn_complete_finishes_the_turn_as_before() -> None:
+    work = ModelWork()
+    work.output()
+    assert work.turn_complete(None) and not work.working
+    work.turn_complete("IN_PROGRESS")
+    assert work.turn_complete() and not work.in_progress, "a server that stops sending it"
+
+
+def test_statuses_by_kind() -> None:
+    for finishing in ("IDLE", "INTERACTION_STATUS_UNSPECIFIED", "idle", _Status.IDLE, ""):
+        assert ModelWork().turn_complete(finishing), finishing
+    for going_on in ("IN_PROGRESS", "REQUIRES_ACTION", _Status.IN_PROGRESS, "SOME_NEW_STATUS"):
+        assert not ModelWork().turn_complete(going_on), going_on
+    assert status_name(_Status.IN_PROGRESS) == "IN_PROGRESS" and status_name(None) is None
+
+
+def test_an_interruption_ends_the_output_not_the_status() -> None:
+    work = ModelWork()
+    work.output()
+    work.interrupted()
+    assert not work.working
+    work.turn_complete("IN_PROGRESS")
+    work.interrupted()
+    assert work.working and work.in_progress
+
+
+def test_a_model_waiting_for_the_client_is_not_working_and_its_turn_is_not_finished() -> None:
+    work = ModelWork()
+    work.output()
+    work.tool_call()
+    assert not work.working, "after a tool call the model waits for its response"
+    assert not work.turn_complete("REQUIRES_ACTION")
+    assert work.in_progress and work.waiting_for_client and not work.working
+    assert not work.turn_complete("SOME_NEW_STATUS")
+    assert work.in_progress and not work.working and not work.waiting_for_client
+
+
+_EVENTS = st.lists(
+    st.one_of(
+        st.sampled_from([("output", None), ("interrupted", None), ("tool_call", None)]),
+        st.tuples(
+            st.just("turn_complete"),
+            st.sampled_from([None, "IDLE", "IN_PROGRESS", "REQUIRES_ACTION", "X"]),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@given(_EVENTS)
+def test_the_readings_follow_the_last_status_and_the_output_since_the_turn_ended(
+    events: list[tuple[str, str | None]],
+) -> None:
+    work = ModelWork()
+    output, last = False, None
+    for kind, status in events:
+        if kind == "output":
+            work.output()
+            output = True
+        elif kind in ("interrupted", "tool_call"):
+            getattr(work, kind)()
+            output = False
+        else:
+            finished = work.turn_complete(status)
+            last = None if status in (None, "IDLE") else status
+            assert finished == (last is None)
+            output = output and last is not None
+        assert work.in_progress == (last is not None)
+        assert work.working == (output or last == "IN_PROGRESS")
+        assert work.waiting_for_client == (last == "REQUIRES_ACTION")
+
+
+def test_frame_statuses_come_back_with_the_message_they_came_in() -> None:
+    statuses = FrameStatuses()
+    assert statuses.read() is None  # not counting yet: nothing is given back
+    statuses.arrived("IN_PROGRESS")
+    assert statuses.read() is None
+    statuses.start()
+    for status in (None, "IN_PROGRESS", None, "IDLE"):
+        statuses.arrived(status)
+    assert [statuses.read() for _ in range(4)] == [None, "IN_PROGRESS", None, "IDLE"]
+    assert statuses.read() is None
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["IDLE", "IN_PROGRESS"])), max_size=20))
+def test_frame_statuses_never_run_ahead_of_reading(arrivals: list[str | None]) -> None:
+    statuses = FrameStatuses()
+    statuses.start()
+    for status in arrivals:
+        statuses.arrived(status)
+    assert [statuses.read() for _ in arrivals] == arrivals
