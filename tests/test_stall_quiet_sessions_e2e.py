@@ -151,3 +151,21 @@ async def test_a_go_away_move_while_a_turn_waits_is_no_stall(make_agent: AgentFa
                 await asyncio.sleep(1.5)
                 assert await live.close() is None
     assert seen and {r.reason for r in seen} == {"go_away"}
+
+
+async def test_an_extended_thinking_model_working_longer_than_the_timeout_is_no_stall(
+    make_agent: AgentFactory,
+) -> None:
+    from adk_live_resume.testing.generation import WORKING
+
+    with Reconnects() as seen:
+        async with FakeLiveServer(work_delay=3.0) as server:  # three timeouts of work
+            agent = make_agent(server, model="gemini-3.8-live-extended-thinking", policy=STALL)
+            async with await LiveDriver.start(agent) as live:
+                answer = await live.say(
+                    "think", timeout=20, skip=lambda text: text.startswith(WORKING)
+                )
+                assert answer == "echo: think"
+                assert await live.close() is None
+            assert len(server.connections) == 1
+    assert seen == []
