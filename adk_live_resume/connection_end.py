@@ -9,7 +9,8 @@ or else lost.
 Guarantees: an error :func:`~adk_live_resume.errors.classify` does not know (a bug, not a
 lost connection) always ends as ``DROPPED`` with no ``drop``, so the loop re-raises it instead
 of reconnecting; a receive step that ended on its own without an error is a drop with
-close code 1000 (:data:`ENDED`).
+close code 1000 (:data:`ENDED`); the drop of a connection that had received a ``goAway``
+says so (:attr:`~adk_live_resume.errors.Drop.after_go_away`), for the retry decision.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Protocol
 
 from .connection_state import MOVED, State
 from .errors import Drop, classify
+from .retry_decision import seen_after_go_away
 from .tap import ConnectionRetired
 
 #: A receive step that ended without an error: the server closed normally.
@@ -91,6 +93,10 @@ class EndSigns(Protocol):
     @property
     def send_error(self) -> BaseException | None: ...
 
+    @property
+    def move_by(self) -> float | None:
+        """Set (not ``None``) once the connection received a ``goAway``."""
+
 
 def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None) -> None:
     """Fill ``outcome`` from how the connection ended (``error`` is what receive raised)."""
@@ -114,7 +120,7 @@ def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None)
         if drop is None:
             outcome.end, outcome.drop = End.DROPPED, None
             return
-        outcome.drop = drop
+        outcome.drop = seen_after_go_away(drop, watch.move_by is not None)
     if watch.state in MOVED:
         outcome.end = End.MOVED
         return

@@ -98,7 +98,8 @@ class Drop:
     5xx, a timeout, a network error) or ``"rejected"`` (a connect that will fail the same way:
     HTTP 401/403/404, a TLS certificate refused). For a refused websocket handshake,
     ``status`` is the HTTP status and ``retry_after`` the seconds its ``Retry-After`` header
-    asked to wait (``None`` without one). Never holds a resumption handle.
+    asked to wait (``None`` without one). ``after_go_away``: the connection had received a
+    ``goAway`` before it was lost. Never holds a resumption handle.
     """
 
     kind: DropKind
@@ -106,6 +107,7 @@ class Drop:
     reason: str
     status: int | None = None
     retry_after: float | None = None
+    after_go_away: bool = False
 
     def describe(self) -> str:
         if self.code is not None:

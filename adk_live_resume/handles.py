@@ -4,7 +4,8 @@ Rules (from the Gemini Live API documentation and the bugs this project fixes):
 
 * Only an update with ``resumable=True`` and a non-empty ``new_handle`` replaces the handle.
   An update without a handle (the server sends ``{}`` or ``resumable=false`` while the model
-  generates or a tool call is pending) never erases the last good one.
+  generates or a tool call is pending) never erases the last good one; an empty ``{}``
+  (recorded every 0.5-1 s, with or without resumption asked) changes nothing at all.
 * The session is at a *safe point* for a planned reconnect when the newest update said
   ``resumable=True``: the state behind the handle then includes everything the model did.
 * Handles are credentials: :func:`redact` is the only form in which one may be logged.
@@ -55,7 +56,13 @@ class ResumptionState:
         last_consumed_index: int | None,
         now: float,
     ) -> bool:
-        """Apply one ``sessionResumptionUpdate``; return whether the handle changed."""
+        """Apply one ``sessionResumptionUpdate``; return whether the handle changed.
+
+        An empty update (no handle, ``resumable`` absent: the service sends ``{}`` every
+        0.5-1 s in a recorded run) says nothing: no handle, no coverage, and the session's
+        resumable point stays as the last update that said something left it."""
+        if resumable is None and not new_handle:
+            return False
         self.resumable_now = bool(resumable)
         if not (resumable and new_handle):
             return False

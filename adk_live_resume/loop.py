@@ -74,6 +74,7 @@ from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
+from .retry_decision import seen_after_go_away
 from .retry_plan import Reconnects
 from .run_rules import RunRules
 from .serve_connection import AdkBinding, interrupted_event, serve
@@ -337,14 +338,17 @@ class LiveRun:
         (:meth:`Reconnects.at_once`); :meth:`Reconnects.after_drop` gives the loop the same
         decision later (it discards the connection if the run ends meanwhile)."""
         drop = classify(error)
-        if drop is not None and drop.kind == "closed" and self._retries_at_once(watch, drop):
-            self._open_next(watch, latest=None)
+        if drop is not None and drop.kind == "closed":
+            drop = seen_after_go_away(drop, watch.move_by is not None)
+            if self._retries_at_once(watch, drop):
+                self._open_next(watch, latest=None)
 
     def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None:
         """The server's close frame arrived: if the loop will reconnect at once once
         google-genai reports the close (:meth:`open_after_drop`), open the next socket now.
         It saves a round trip: the SDK reports the close only after the close handshake."""
-        if self._retries_at_once(watch, Drop("closed", code, reason)):
+        drop = Drop("closed", code, reason, after_go_away=watch.move_by is not None)
+        if self._retries_at_once(watch, drop):
             self.dial_early(latest=None)
 
     def _retries_at_once(self, watch: ConnectionWatch, drop: Drop) -> bool:

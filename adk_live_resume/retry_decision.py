@@ -13,6 +13,13 @@ Guarantees:
 * **Caps first.** A drop the policy never retries (``kind == "rejected"``, a close code outside
   ``retryable_close_codes``), attempt ``max_attempts + 1``, an outage of ``outage_timeout``
   seconds or a full reconnect rate always give up; no hook can retry past them.
+* **A missed goAway deadline is a drop like any other.** A close with
+  :data:`GO_AWAY_DEADLINE_CODE` (1008) on a connection that had received a ``goAway``
+  (:attr:`Drop.after_go_away <adk_live_resume.errors.Drop.after_go_away>`) is retryable
+  whatever ``retryable_close_codes`` says: the service closes that way a connection whose
+  client did not leave by the goAway's deadline (a recorded run, martin-paladino/glosa
+  ``samples/fixtures/lt_en.jsonl``). A 1008 on a connection without a goAway stays not
+  retryable (a wrong model, key or handle).
 * **Now is a decision, not a draw.** :data:`NOW` is returned exactly when no wait is asked
   for: the policy's bound for this attempt is 0 (:meth:`ResumePolicy.wait_bound`: the first
   attempt without ``first_attempt_jitter``, or ``initial_wait == 0``), the drop carries no
@@ -35,6 +42,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Callable
@@ -88,11 +96,30 @@ def give_up(cause: GiveUpCause, why: str, error: BaseException | None = None) ->
     return RetryDecision("give_up", cause=cause, why=why, error=error)
 
 
+#: The close code the service ends a connection with when its client missed the goAway's
+#: deadline: "Connection aborted because the client failed to close the connection after
+#: receiving a GoAway signal ..." (a recorded run, ``gemini-live-protocol.md``, "Field facts").
+GO_AWAY_DEADLINE_CODE = 1008
+
+
 def retryable(drop: Drop, policy: ResumePolicy) -> bool:
     """Whether the policy ever retries after ``drop`` (caps aside)."""
     if drop.kind == "rejected":
         return False
-    return drop.kind != "closed" or policy.is_retryable_code(drop.code)
+    if drop.kind != "closed" or missed_go_away_deadline(drop):
+        return True
+    return policy.is_retryable_code(drop.code)
+
+
+def missed_go_away_deadline(drop: Drop) -> bool:
+    """``drop`` is the service's close of a connection whose client missed the deadline of the
+    ``goAway`` it had received (:data:`GO_AWAY_DEADLINE_CODE` after a goAway)."""
+    return drop.kind == "closed" and drop.after_go_away and drop.code == GO_AWAY_DEADLINE_CODE
+
+
+def seen_after_go_away(drop: Drop, go_away: bool) -> Drop:
+    """``drop`` as lost by a connection that had received a ``goAway`` (``go_away``) or not."""
+    return dataclasses.replace(drop, after_go_away=True) if go_away else drop
 
 
 def decide(

@@ -85,12 +85,13 @@ class Reconnects:
     def decide(self, drop: Drop, now: float, *, fresh_start: bool = False) -> RetryDecision:
         """The decision about the next attempt after ``drop`` (see
         :func:`~adk_live_resume.retry_decision.decide`), made once per attempt and drop: asked
-        again for the same attempt and a drop with the same kind, code, status and
-        ``Retry-After``, it returns the first answer (the retry hooks are not asked again).
+        again for the same attempt and a drop with the same kind, code, status, ``Retry-After``
+        and goAway before it, it returns the first answer (the retry hooks are not asked again).
         The answer is forgotten once acted on (:meth:`after_drop`), at every reconnect
         (:meth:`count`) and when a connection proves healthy."""
         attempt = self.outage.attempts + 1 if self.outage else 1
-        key = (attempt, drop.kind, drop.code, drop.status, drop.retry_after, fresh_start)
+        key: tuple[object, ...] = (attempt, drop.kind, drop.code, drop.status, drop.retry_after)
+        key += (drop.after_go_away, fresh_start)
         if self._decided is not None and self._decided[0] == key:
             return self._decided[1]
         decision = retry_decision.decide(

@@ -4,7 +4,7 @@ Runs a short live conversation through a real ``Runner.run_live`` against the em
 Gemini Live server (TLS websockets on 127.0.0.1, no network, no API key), kills the socket
 mid-conversation without a close frame, and shows the same conversation going on. Exits 0 when
 it did. For your own app, keep the ``install()`` line and build the agent with a model name
-(``model="gemini-live-2.5-flash-preview"``) instead of ``server.gemini()``.
+(``model="gemini-3.8-live"``) instead of ``server.gemini()``.
 
     python examples/monkeypatch_at_startup.py
 """

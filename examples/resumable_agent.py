@@ -30,7 +30,7 @@ async def main() -> int:
     async with FakeLiveServer() as server:
         agent = ResumableLlmAgent(
             name="voice_agent",
-            model=server.gemini(),  # in your app: "gemini-live-2.5-flash-preview"
+            model=server.gemini(),  # in your app: "gemini-3.8-live"
             instruction="You are a helpful assistant.",
             resume_policy=ResumePolicy(max_attempts=5),  # optional; defaults are fine
         )

@@ -52,7 +52,7 @@ async def main() -> int:
 
         agent = LlmAgent(
             name="assistant",
-            model=server.gemini(),  # in your app: "gemini-live-2.5-flash-preview"
+            model=server.gemini(),  # in your app: "gemini-3.8-live"
             instruction="Use get_weather for weather questions.",
             tools=[get_weather],
         )

@@ -14,6 +14,7 @@ Needs nothing but the standard library of Python 3.11+, so it works on a fresh c
     python3 scripts/dev.py lint            # ruff + mypy
     python3 scripts/dev.py docs            # the documentation site, built strict into site/
     python3 scripts/dev.py conformance     # tests/service/: the fake; the real service with a key
+    python3 scripts/dev.py conformance --report report.md   # ... and a Markdown report
     python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
     python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
 
@@ -36,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -304,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         "too when GOOGLE_API_KEY (or Vertex credentials) is set (other options go to pytest)",
     )
     conformance.add_argument("--adk", help="google-adk version to use (default: newest)")
+    conformance.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write a Markdown report to FILE (versions, targets, failures; handles and "
+        "keys redacted) to paste into an issue",
+    )
     docs = sub.add_parser(
         "docs",
         help="build the documentation site (mkdocs.yml) strict into site/: a broken link, or a "
@@ -339,7 +347,16 @@ def main(argv: list[str] | None = None) -> int:
         return _run([str(python), "-m", "pytest", *parallel, *marked[:2], *files, *marked[2:]], env)
     if args.job == "conformance":
         python = ensure_env(DEV_EXTRAS, args.adk)
-        return _run([str(python), "-m", "pytest", "-m", "service", "-rsx", "tests/service", *rest])
+        suite = [str(python), "-m", "pytest", "-m", "service", "-rsx", "tests/service", *rest]
+        if not args.report:
+            return _run(suite)
+        results = Path(tempfile.mkdtemp(prefix="conformance-")) / "results.xml"
+        code = _run([*suite, f"--junitxml={results}"])
+        report = str(ROOT / "scripts" / "conformance_report.py")
+        try:
+            return _run([str(python), report, str(results), args.report]) or code
+        finally:
+            shutil.rmtree(results.parent, ignore_errors=True)
     if args.job == "docs":
         python = ensure_env(DEV_EXTRAS, args.adk)
         return build_docs(python, rest)

@@ -723,13 +723,18 @@ async def run_once(
     try:
         with _patch_state(patched, policy):
             if settings.fake:
-                from adk_live_resume.testing import FakeLiveServer
+                from adk_live_resume.testing import FakeLiveServer, WireShapes
 
                 server = FakeLiveServer(
                     time_scale=settings.time_scale,
                     connection_lifetime=settings.connection_lifetime,
                     go_away_lead=settings.go_away_lead,
                     chunk_delay=settings.chunk_delay,
+                    # the bug report's timeline: its 1011 close, and no empty resumption
+                    # updates (the fake's recorded default; stock ADK 2.x loses its handle
+                    # to them, which is another story than the bug report's)
+                    deadline_close_code=1011,
+                    wire_shapes=WireShapes(empty_updates=None),
                 )
                 async with server:
                     watch = ServerWatch(server, progress, label)

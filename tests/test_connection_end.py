@@ -16,6 +16,7 @@ from adk_live_resume.tap import ConnectionRetired
 class Signs:
     send_error: BaseException | None = None
     state: State = State.OPEN
+    move_by: float | None = None
 
 
 def _closed(code: int) -> ConnectionClosedError:
@@ -49,6 +50,14 @@ def test_a_close_is_a_drop_with_its_code_and_one_we_asked_for_a_move() -> None:
     assert dropped.drop is not None and dropped.drop.code == 1011
     moved = _ended(Signs(state=State.CLOSING), _closed(1000))
     assert moved.end is End.MOVED and moved.drop is not None and moved.drop.code == 1000
+
+
+def test_a_drop_after_a_go_away_says_so_for_the_retry_decision() -> None:
+    late = _ended(Signs(move_by=12.5), _closed(1008))
+    assert late.end is End.DROPPED and late.drop is not None
+    assert late.drop.code == 1008 and late.drop.after_go_away
+    plain = _ended(Signs(), _closed(1008))
+    assert plain.drop is not None and not plain.drop.after_go_away
 
 
 def test_an_unknown_error_is_raised_not_reconnected_after() -> None:

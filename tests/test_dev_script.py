@@ -122,6 +122,62 @@ def test_conformance_runs_the_service_suite(monkeypatch: pytest.MonkeyPatch) -> 
     ]
 
 
+def test_conformance_report_runs_the_suite_with_junit_then_writes_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dev = _load()
+    commands: list[list[str]] = []
+    monkeypatch.setattr(dev, "ensure_env", lambda extras, adk: Path(sys.executable))
+    monkeypatch.setattr(dev, "_run", lambda cmd: commands.append(cmd) or 0)
+    assert dev.main(["conformance", "--report", "out.md"]) == 0
+    suite, report = commands
+    assert suite[:7] == [sys.executable, "-m", "pytest", "-m", "service", "-rsx", "tests/service"]
+    assert suite[-1].startswith("--junitxml=") and suite[-1].endswith("results.xml")
+    assert report == [
+        sys.executable,
+        str(ROOT / "scripts" / "conformance_report.py"),
+        suite[-1].removeprefix("--junitxml="),
+        "out.md",
+    ]
+
+
+def _report_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "conformance_report", ROOT / "scripts" / "conformance_report.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.service.t" name="test_handles_are_uuids[fake]"/>
+<testcase classname="tests.service.t" name="test_x[fake-vertex-TEXT-True]">
+<failure message="AssertionError: newHandle='0123456789abcdef0123' was not a UUID">
+the handle 3f2b8c1e-1d2c-4b5a-9e8f-0123456789ab, x-goog-api-key: AIzaSyREALKEY9</failure></testcase>
+<testcase classname="tests.service.t" name="test_handles_are_uuids[real]">
+<skipped message="no GOOGLE_API_KEY (or Vertex credentials) set: the real service is not
+tried"/></testcase></testsuite></testsuites>"""
+
+
+def test_the_conformance_report_counts_per_target_and_redacts_failures() -> None:
+    report = _report_module()
+    cases = report.read_cases(JUNIT)
+    assert [(c.target, c.outcome) for c in cases] == [
+        ("fake", "passed"),
+        ("fake-vertex", "failed"),
+        ("real", "skipped"),
+    ]
+    text = report.render(cases, versions={"google-genai": "2.34.0"}, when="now")
+    assert "| fake | 1 | 0 | 0 | 0 |" in text and "| fake-vertex | 0 | 1 | 0 | 0 |" in text
+    assert "The real service was not tried: no GOOGLE_API_KEY" in text
+    assert "### `test_x[fake-vertex-TEXT-True]` (failed)" in text
+    assert "0123456789abcdef0123" not in text and "1d2c-4b5a" not in text
+    assert "AIzaSyREALKEY9" not in text and "3f2b8c1e-…" in text
+
+
 def test_docs_builds_the_site_strict_into_site(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = _load()
     commands: list[list[str]] = []

@@ -64,7 +64,8 @@ def test_function_behaviour_per_family() -> None:
     for declared in (None, "BLOCKING", "NON_BLOCKING"):
         assert GEMINI_3_8_EXTENDED_THINKING.non_blocking(declared), "async only"
     assert GEMINI_3_8_LIVE.session_cap == GEMINI_3_8_SESSION_CAP == 3480.0
-    assert not GEMINI_3_1_LIVE.client_content_mid_session
+    # 3.1 takes mid-session content as recorded (the refusal is WireShapes' switch)
+    assert GEMINI_3_1_LIVE.client_content_mid_session
     assert GEMINI_2_LIVE.turn_complete_after_tool_call
     assert not NATIVE_AUDIO_2_5.turn_complete_after_tool_call
 

@@ -17,6 +17,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from adk_live_resume.testing import (
+    GO_AWAY_DEADLINE_REASON,
     FakeLiveServer,
     Fault,
     decode_speech,
@@ -505,10 +506,47 @@ async def test_go_away_then_deadline_close_under_time_scale(fake_live_server_fac
     assert go_away is not None and go_away[1] == "0.600s"
     assert 0.25 <= go_away[0] <= 0.95, go_away  # at 40 service seconds = 0.4 s real
     assert go_away[0] + 0.5 <= closed_after <= 2.5, closed_after  # at 100 = 1.0 s real
-    assert caught.value.code == 1011
-    assert "Deadline expired before operation could complete." in str(caught.value)
+    # the recorded close of a client late for its goAway's deadline (glosa recording)
+    assert caught.value.code == 1008
+    assert GO_AWAY_DEADLINE_REASON in str(caught.value)
     record = (await server.wait_for_connections(1, finished=True))[0]
-    assert record.go_away_sent and record.ended_by == "deadline" and record.close_code == 1011
+    assert record.go_away_sent and record.ended_by == "deadline" and record.close_code == 1008
+
+
+def test_the_recorded_1008_needs_a_go_away_sent_on_the_connection() -> None:
+    from adk_live_resume.testing.settings import DEFAULT_DEADLINE_REASON, ServerSettings
+
+    default = ServerSettings()
+    assert default.deadline_close(go_away_sent=True) == (1008, GO_AWAY_DEADLINE_REASON)
+    assert default.deadline_close(go_away_sent=False) == (1011, DEFAULT_DEADLINE_REASON)
+    old = ServerSettings(deadline_close_code=1011)
+    assert old.deadline_close(go_away_sent=True) == (1011, DEFAULT_DEADLINE_REASON)
+    told = ServerSettings(deadline_reason="late")
+    assert told.deadline_close(go_away_sent=False) == (1008, "late")
+
+
+@pytest.mark.parametrize(
+    ("settings", "code", "reason"),
+    [
+        ({}, 1008, GO_AWAY_DEADLINE_REASON),
+        ({"deadline_close_code": 1011}, 1011, "Deadline expired before operation could complete."),
+        ({"deadline_close_code": 1011, "deadline_reason": "late"}, 1011, "late"),
+    ],
+)
+async def test_the_deadline_close_is_the_recorded_1008_or_1011_behind_the_switch(
+    fake_live_server_factory: Any, settings: dict[str, Any], code: int, reason: str
+) -> None:
+    server = await fake_live_server_factory(**settings)
+    async with session(server) as live:
+        assert server.go_away_now(0.05) == [1]
+        with pytest.raises(errors.APIError) as caught:
+            async with asyncio.timeout(10):
+                while True:
+                    async for _message in live.receive():
+                        pass
+    assert caught.value.code == code and reason in str(caught.value)
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    assert (record.ended_by, record.close_code, record.close_reason) == ("deadline", code, reason)
 
 
 async def test_changed_settings_apply_to_the_connections_opened_after(

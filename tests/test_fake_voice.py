@@ -17,6 +17,7 @@ from google.genai import errors, types
 from adk_live_resume.testing import (
     FakeLiveServer,
     HandleSchedule,
+    WireShapes,
     silence_pcm,
     speech_pcm,
 )
@@ -382,8 +383,14 @@ async def test_gemini_3_text_as_realtime_input_and_tool_calls_hold_the_turn(
         assert sum(bool(m.server_content and m.server_content.turn_complete) for m in messages) == 1
 
 
-async def test_gemini_3_accepts_initial_history_only(fake_live_server_factory: Any) -> None:
-    server = await fake_live_server_factory(chunk_delay=0.001)
+async def test_gemini_3_1_refuses_mid_session_content_behind_the_switch(
+    fake_live_server_factory: Any,
+) -> None:
+    # (3.1 takes mid-session content by default now, as recorded: see WireShapes; the
+    # refusal reported until May 2026 is the switch this test checks)
+    server = await fake_live_server_factory(
+        chunk_delay=0.001, wire_shapes=WireShapes(refuse_3_1_mid_session_content=True)
+    )
     history = [
         types.Content(role="user", parts=[types.Part(text="a")]),
         types.Content(role="model", parts=[types.Part(text="echo: a")]),
@@ -404,10 +411,25 @@ async def test_gemini_3_accepts_initial_history_only(fake_live_server_factory: A
         await say(live, "hi")
         with pytest.raises(errors.APIError):
             await turn(live)
-    lenient = await fake_live_server_factory(chunk_delay=0.001, lenient_client_content=True)
+    lenient = await fake_live_server_factory(
+        chunk_delay=0.001,
+        lenient_client_content=True,
+        wire_shapes=WireShapes(refuse_3_1_mid_session_content=True),
+    )
     async with gemini3(lenient) as live:
         assert await chat(live, "hi") == "echo: hi"
     assert len(lenient.rejected_client_content()) == 1
+
+
+async def test_gemini_3_1_takes_mid_session_content_as_recorded(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(chunk_delay=0.001)
+    async with gemini3(server) as live:  # no historyConfig, as in the 3.1 recording
+        assert await chat(live, "hi") == "echo: hi"
+        assert await chat(live, "again") == "echo: again"
+    record = (await server.wait_for_connections(1, finished=True))[0]
+    assert record.rejected_client_content == [] and record.ended_by == "client"
 
 
 # ---- session length --------------------------------------------------------------------------

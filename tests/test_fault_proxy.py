@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,10 +255,14 @@ def test_a_bad_upstream_is_refused_with_the_form() -> None:
         FaultProxy("generativelanguage.googleapis.com")
 
 
-async def test_the_proxy_command_relays_and_takes_commands_on_stdin() -> None:
-    """``python -m adk_live_resume.testing proxy``: its printed address and bundle work, and
-    ``goaway`` on stdin reaches the open connection."""
+async def test_the_proxy_command_relays_and_takes_commands_on_stdin(tmp_path: Path) -> None:
+    """``python -m adk_live_resume.testing proxy``: its printed address and bundle work,
+    ``goaway`` on stdin reaches the open connection, and ``--record`` writes the session."""
     import sys
+
+    from adk_live_resume.testing.recording import read_recording
+
+    recording = tmp_path / "session.jsonl"
 
     async with FakeLiveServer() as server:
         process = await asyncio.create_subprocess_exec(
@@ -269,6 +274,8 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin() -> None:
             server.base_url,
             "--upstream-cert",
             server.cert_path,
+            "--record",
+            str(recording),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
@@ -294,6 +301,9 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin() -> None:
             assert any(m.go_away is not None for m in seen)
             process.stdin.close()
             assert await asyncio.wait_for(process.wait(), 30) == 0
+            lines = read_recording(recording)
+            assert [line.kind for line in lines][:3] == ["open", "client", "server"]
+            assert any(line.kind == "server" and "goAway" in line.message for line in lines)
         finally:
             if process.returncode is None:
                 process.kill()

@@ -16,8 +16,9 @@ from adk_live_resume.connection_end import End, Outcome
 from adk_live_resume.errors import Drop, ReconnectFailedError, SessionNotResumableError
 from adk_live_resume.handles import ResumptionState
 from adk_live_resume.policy import ResumePolicy
-from adk_live_resume.retry_decision import NOW, RetryHook, decide
+from adk_live_resume.retry_decision import NOW, RetryHook, decide, retryable, seen_after_go_away
 from adk_live_resume.retry_plan import Reconnects
+from adk_live_resume.testing import GO_AWAY_DEADLINE_REASON
 
 CLOSED_1011 = Drop("closed", 1011, "internal error")
 REFUSED_429 = Drop(
@@ -85,6 +86,46 @@ def test_what_the_policy_never_retries_gives_up_unless_a_fresh_session_follows()
     rejected = Drop("rejected", None, "HTTP 403 during the websocket handshake", status=403)
     assert decide(rejected, 1, policy=policy).cause == "not_retryable"
     assert decide(Drop("closed", 1008, ""), 1, policy=policy, fresh_start=True) is NOW
+
+
+def test_a_1008_after_a_go_away_is_retried_like_any_drop_and_elsewhere_is_not() -> None:
+    """The service closes a client late for its goAway's deadline with 1008 (a recorded run):
+    on a connection that had a goAway that is a move the client missed, not a bad request."""
+    policy = ResumePolicy()
+    late = Drop("closed", 1008, GO_AWAY_DEADLINE_REASON, after_go_away=True)
+    assert retryable(late, policy) and decide(late, 1, policy=policy) is NOW
+    assert decide(late, 3, policy=policy, testing=True).action == "wait"
+    # the caps still hold for it, and no other code is freed by a goAway
+    assert decide(late, policy.max_attempts + 1, policy=policy).cause == "attempts"
+    invalid = Drop("closed", 1007, "Request contains an invalid argument.", after_go_away=True)
+    assert decide(invalid, 1, policy=policy).cause == "not_retryable"
+    assert not retryable(Drop("closed", 1008, GO_AWAY_DEADLINE_REASON), policy)
+    assert seen_after_go_away(Drop("closed", 1008, ""), False) == Drop("closed", 1008, "")
+    assert seen_after_go_away(Drop("closed", 1008, ""), True).after_go_away
+
+
+def test_the_loop_resumes_after_a_1008_after_a_go_away_and_keeps_the_fatal_message_elsewhere() -> (
+    None
+):
+    handles = ResumptionState.starting_with("handle-abcdefghijklmnopqrstuvwxyz")
+    late = Drop("closed", 1008, GO_AWAY_DEADLINE_REASON, after_go_away=True)
+    wait = Reconnects(ResumePolicy()).after_drop(
+        _outcome(late),
+        0.0,
+        handles=handles,
+        session_limited=lambda: False,
+        start_fresh=lambda: None,
+    )
+    assert wait == 0.0
+    with pytest.raises(SessionNotResumableError, match="this close is not retryable") as caught:
+        Reconnects(ResumePolicy()).after_drop(
+            _outcome(Drop("closed", 1008, "policy violation")),
+            0.0,
+            handles=handles,
+            session_limited=lambda: False,
+            start_fresh=lambda: None,
+        )
+    assert caught.value.code == 1008 and "For 1008 check the model name" in str(caught.value)
 
 
 def test_a_full_reconnect_rate_gives_up() -> None:
@@ -191,6 +232,7 @@ drops = st.one_of(
         st.just("closed"),
         st.sampled_from([1000, 1001, 1006, 1007, 1008, 1011, 1013, 4000]),
         st.text(max_size=5),
+        after_go_away=st.booleans(),
     ),
     st.builds(
         Drop,
@@ -242,7 +284,11 @@ def test_now_exactly_when_nothing_asks_for_a_wait(
         testing=testing,
     )
     caps_allow = (
-        (drop.kind == "connect_failed" or policy.is_retryable_code(drop.code))
+        (
+            drop.kind == "connect_failed"
+            or policy.is_retryable_code(drop.code)
+            or (drop.after_go_away and drop.code == 1008)
+        )
         and attempt <= policy.max_attempts
         and elapsed < policy.outage_timeout
         and room

@@ -51,9 +51,10 @@ if TYPE_CHECKING:
     from .proxy import FaultProxy, ProxiedConnection
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
-    from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON
+    from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
     from .speech import silence_pcm, speech_pcm, tone_pcm
     from .vad import VadConfig, decode_speech
+    from .wire_shapes import WireShapes
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports.attach(
         __name__,
@@ -84,11 +85,13 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "FakeLiveServer": ".server",
             "AUDIO_SESSION_LIMIT": ".settings",
             "DEFAULT_DEADLINE_REASON": ".settings",
+            "GO_AWAY_DEADLINE_REASON": ".settings",
             "decode_speech": ".vad",
             "silence_pcm": ".speech",
             "speech_pcm": ".speech",
             "tone_pcm": ".speech",
             "VadConfig": ".vad",
+            "WireShapes": ".wire_shapes",
         },
     )
 
@@ -96,6 +99,7 @@ __all__ = [
     "AUDIO_SESSION_LIMIT",
     "DEFAULT_DEADLINE_REASON",
     "FAKE_API_KEY",
+    "GO_AWAY_DEADLINE_REASON",
     "ConnectionRecord",
     "FakeLiveServer",
     "Fault",
@@ -113,6 +117,7 @@ __all__ = [
     "ScriptedModel",
     "ToolCallRecord",
     "VadConfig",
+    "WireShapes",
     "answer_text",
     "decode_speech",
     "environment",

@@ -4,7 +4,7 @@
 prints its environment as ``export`` lines (:mod:`~adk_live_resume.testing.serve`). Without a
 command, the tour: it starts a fake server whose 600 s connections last 3 real seconds
 (``time_scale=0.005``), talks to it with the bare google-genai SDK, and prints what happened:
-a text turn, the resumption handle, the ``goAway``, the deadline close (code 1011), and a
+a text turn, the resumption handle, the ``goAway``, the deadline close (code 1008), and a
 resumed session that still remembers the conversation. Exits 0 when everything happened as
 documented, 1 otherwise.
 """
@@ -77,7 +77,7 @@ async def _demo() -> bool:
                             _say(f"  <- goAway timeLeft={message.go_away.time_left}")
             except errors.APIError as exc:
                 _say(f"  xx receive raised {type(exc).__name__} code={exc.code}: {exc}")
-                ok = ok and exc.code == 1011
+                ok = ok and exc.code == 1008
 
         _say(f"reconnecting with handle {short_handle(handle)}")
         async with client.aio.live.connect(model="gemini-live-fake", config=config(handle)) as s:

@@ -266,7 +266,9 @@ class LiveConnection:
             self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
             return
         self.record.set_up(setup)
-        choices = read_setup(setup)
+        choices = read_setup(
+            setup, refuse_3_1_content=self._settings.wire_shapes.refuse_3_1_mid_session_content
+        )
         if choices.resumption:
             self.record.resumption_asked(choices.resume_handle, transparent=choices.transparent)
         session = self._restore(choices)

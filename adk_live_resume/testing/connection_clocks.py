@@ -3,7 +3,10 @@
 All in service seconds, converted to real seconds by ``time_scale``:
 
 * lifetime (:class:`ConnectionClocks`): ``goAway`` at ``connection_lifetime - go_away_lead``
-  after the TCP accept, the deadline close (``deadline_close_code``) at
+  after the TCP accept, the deadline close (``deadline_close_code``: by default 1008 with the
+  recorded reason :data:`~adk_live_resume.testing.settings.GO_AWAY_DEADLINE_REASON`, source:
+  the glosa recording in ``gemini-live-protocol.md``, "Field facts"; 1011 "Deadline expired"
+  behind the switch, and on a connection that was sent no goAway) at
   ``connection_lifetime``; :meth:`ConnectionClocks.go_away_now` does the same at once;
 * session length (:class:`SessionClocks`): a session that carried audio (AUDIO responses or
   audio input) and whose current setup has no ``contextWindowCompression`` is closed with
@@ -12,6 +15,8 @@ All in service seconds, converted to real seconds by ``time_scale``:
 * the model family's session age cap closes the session with 1011 whatever the compression
   (resumes refused afterwards);
 * idle handles every ``HandleSchedule.idle_interval`` while the connection is resumable;
+* an empty ``sessionResumptionUpdate {}`` every 0.5-1 real seconds from the setup's answer
+  on, whatever the setup asked (recorded: :mod:`~adk_live_resume.testing.wire_shapes`);
 * pings are answered ``pong_delay`` (or ``Fault.hold_pongs``) late
   (:mod:`~adk_live_resume.testing.keepalive`).
 
@@ -21,6 +26,7 @@ Every timer runs in a task of the connection's wire, so it ends with the connect
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
@@ -28,8 +34,9 @@ from . import protocol as wire
 from .connection_wire import ConnectionWire
 from .handles import SessionInfo
 from .session_state import SessionState
-from .settings import ServerSettings, SharedState
+from .settings import DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
 from .setup_choices import SetupChoices
+from .wire_shapes import EMPTY_UPDATE
 
 __all__ = ["ConnectionClocks", "SessionClocks", "lifetime_timing", "session_ended"]
 
@@ -98,9 +105,8 @@ class ConnectionClocks:
             await self._wire.send(wire.go_away(wire.format_time_left(round(time_left, 3))))
             self._wire.record.go_away_went()
         await asyncio.sleep(time_left)
-        self._wire.terminate(
-            "deadline", code=settings.deadline_close_code, reason=settings.deadline_reason
-        )
+        code, reason = settings.deadline_close(go_away_sent=self._wire.record.go_away_sent)
+        self._wire.terminate("deadline", code=code, reason=reason)
 
     def hold_pongs(self, service_seconds: float) -> None:
         """Answer every ping ``service_seconds`` late from now on."""
@@ -134,6 +140,9 @@ class SessionClocks:
         """The setup was answered: start the idle handles (``issue_handle`` whenever
         ``resumable``), the session limit and the family's age cap, as the settings say."""
         settings = self._settings
+        waits = settings.wire_shapes.empty_update_waits(self._wire.record.index)
+        if waits is not None:
+            self._wire.spawn(self._empty_updates(waits))
         interval = settings.handle_schedule.idle_interval
         if interval is not None and self._choices.resumption:
             self._wire.spawn(self._idle_handles(settings.real(interval), resumable, issue_handle))
@@ -142,6 +151,14 @@ class SessionClocks:
         cap = self._choices.family.session_cap
         if cap is not None:
             self._wire.spawn(self._session_cap(settings.real(cap)))
+
+    async def _empty_updates(self, waits: random.Random) -> None:
+        """An empty ``sessionResumptionUpdate {}`` every 0.5-1 s, as recorded (see
+        :mod:`~adk_live_resume.testing.wire_shapes`), with or without resumption asked."""
+        shapes = self._settings.wire_shapes
+        while True:
+            await asyncio.sleep(shapes.next_empty_update(waits))
+            await self._wire.send({**EMPTY_UPDATE, "sessionResumptionUpdate": {}})
 
     @staticmethod
     async def _idle_handles(
@@ -184,4 +201,4 @@ class SessionClocks:
         """At ``cap`` real seconds of session age, end the session whatever its compression."""
         await asyncio.sleep(self._until(cap))
         self._shared.ended_sessions.add(self._session.id)
-        self._wire.terminate("session_limit", code=1011, reason=self._settings.deadline_reason)
+        self._wire.terminate("session_limit", code=1011, reason=DEFAULT_DEADLINE_REASON)

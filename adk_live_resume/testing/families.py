@@ -16,9 +16,11 @@ The families, from recordings of real sessions and field reports
   opens each answer with a text part marked ``thought: true`` (the server's
   ``thought_summaries`` option: whether a model thinks is not in its name).
 * **Gemini 3.1 Live** (ADK's Gemini 3.x Live rule, minor version below 8, e.g.
-  ``gemini-3.1-flash-live-preview``): ``clientContent`` only as the initial history; every
-  function call is synchronous (a NON_BLOCKING declaration is ignored); no ``turnComplete``
-  until the answer.
+  ``gemini-3.1-flash-live-preview``): ``clientContent`` all session long (its model page,
+  LiveKit PR 7289 and a 3.1 recording; the older refusal with 1007 is the server's
+  ``WireShapes.refuse_3_1_mid_session_content`` switch, see
+  :mod:`~adk_live_resume.testing.wire_shapes`); every function call is synchronous (a
+  NON_BLOCKING declaration is ignored); no ``turnComplete`` until the answer.
 * **Gemini 3.8 Live** (ADK's rule, minor version 8 or more, e.g. ``gemini-3.8-live``):
   ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
   calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
@@ -111,7 +113,6 @@ NATIVE_AUDIO_2_5 = Family("native-audio-2.5", turn_complete_after_tool_call=Fals
 GEMINI_3_1_LIVE = Family(
     "gemini-3.1-live",
     turn_complete_after_tool_call=False,
-    client_content_mid_session=False,
     honours_non_blocking=False,
 )
 GEMINI_3_8_LIVE = Family(

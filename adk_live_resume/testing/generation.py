@@ -18,6 +18,9 @@
   recordings of real sessions") had both asked for; on the Vertex AI dialect the
   transcription ends with ``finished: true`` before ``generationComplete``;
 * the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule);
+* the recorded wire shapes (:mod:`~adk_live_resume.testing.wire_shapes`): ``fc_<digits>``
+  call ids, an empty ``serverContent {}`` before and after a ``toolCall`` on the Gemini 3.x
+  Live families, ``usageMetadata`` with ``turnComplete`` unless switched off;
 * a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
   ends an answer; an extended-thinking model answering a user turn first says
   :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
@@ -159,6 +162,10 @@ class Generation:
             pending[1].set_result(result)
         return True
 
+    def calls_pending(self) -> bool:
+        """A blocking call waits for its response."""
+        return bool(self._pending)
+
     def cancel_pending(self) -> None:
         """The connection ended: no pending call will be answered."""
         for _, future in self._pending.values():
@@ -207,7 +214,7 @@ class Generation:
             calls: list[JsonDict] = []
             futures: list[tuple[str, asyncio.Future[Any]]] = []
             for call in step:
-                call_id = self._shared.new_tool_call_id()
+                call_id = self._shared.new_tool_call_id(self._settings.wire_shapes)
                 future: asyncio.Future[Any] = self._wire.future()
                 non_blocking = call.name in self._choices.non_blocking
                 if non_blocking:  # the model goes on; the call stays open in the session
@@ -222,7 +229,12 @@ class Generation:
                 self._shared.tool_calls[call_id] = record
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
                 futures.append((call.name, future))
-            await self._wire.send(wire.tool_call(calls))
+            shapes, gemini3 = self._settings.wire_shapes, self._choices.gemini3
+            await self._wire.send(
+                *shapes.around_tool_call(gemini3),
+                wire.tool_call(calls),
+                *shapes.around_tool_call(gemini3),
+            )
             if self._faults.fire(lambda f: f.mid_tool_call):
                 return None
             if self._choices.family.turn_complete_after_tool_call:  # else the turn goes on
@@ -313,12 +325,9 @@ class Generation:
             self._finishing = True
             self._session.remember(Turn("model", reply.text))
             prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
-            final: list[JsonDict] = [
-                {
-                    **self._turn_complete("IDLE"),
-                    "usageMetadata": wire.usage(prompt, len(reply.text.split())),
-                }
-            ]
+            final: list[JsonDict] = [self._turn_complete("IDLE")]
+            if self._settings.wire_shapes.usage_metadata:
+                final[0]["usageMetadata"] = wire.usage(prompt, len(reply.text.split()))
             handle = self._handles.at_turn_complete()
             if handle is not None:
                 final.append(handle[0])

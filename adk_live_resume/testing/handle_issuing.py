@@ -158,7 +158,7 @@ class HandleIssuer:
         snapshot = self._session.snapshot(
             now=now, connection=connection, last_consumed_index=sent_index, consumed=consumed
         )
-        handle = self._shared.handles.issue(snapshot)
+        handle = self._shared.handles.issue(snapshot, self._settings.wire_shapes.new_handle)
         issue = HandleIssue(handle, connection, point, sent_index, len(snapshot.turns), now)
         message = wire.resumption_update(
             new_handle=handle, resumable=True, last_consumed_index=sent_index
@@ -203,10 +203,11 @@ class HandleIssuer:
             await self._wire.send(update)
             self.issued(issue)
 
-    async def issue(self, *, handled: int = 0) -> HandleIssue:
+    async def issue(self, *, handled: int = 0, point: IssuePoint | None = None) -> HandleIssue:
         """Issue an idle handle now (the caller checked :meth:`resumable`); ``handled``: a
-        message whose content is in the state already while it is being handled."""
-        message, issue = self._new(self._idle_point(), handled)
+        message whose content is in the state already while it is being handled; ``point``:
+        where (default: idle, silent or speaking)."""
+        message, issue = self._new(point or self._idle_point(), handled)
         await self._wire.send(message)
         self.issued(issue)
         return issue

@@ -31,7 +31,8 @@ What (:class:`Snapshot`): a handle restores the session as it was when issued:
 
 Guarantees of :class:`HandleStore`:
 
-* every handle is fresh and unguessable (``secrets.token_urlsafe(24)``, 32 characters);
+* every handle is fresh and unguessable (a random UUID, as recorded from the service, or
+  ``secrets.token_urlsafe(24)``: see :mod:`~adk_live_resume.testing.wire_shapes`);
 * a handle restores exactly its snapshot, however often it is used, until it expires ``ttl``
   real seconds after it was issued (the server passes ``handle_ttl`` already scaled);
 * an unknown or expired handle is refused.
@@ -42,6 +43,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,7 +61,9 @@ __all__ = [
     "fingerprint",
 ]
 
-IssuePoint = Literal["turn_complete", "idle_silent", "idle_speaking", "working"]
+IssuePoint = Literal[
+    "turn_complete", "idle_silent", "idle_speaking", "working", "after_tool_response"
+]
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,10 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+def _token() -> str:
+    return secrets.token_urlsafe(24)
+
+
 class HandleStore:
     """Maps handles to snapshots. Times are event-loop times in real seconds."""
 
@@ -179,9 +187,11 @@ class HandleStore:
         self.ttl = ttl
         self._snapshots: dict[str, Snapshot] = {}
 
-    def issue(self, snapshot: Snapshot) -> str:
-        """Store ``snapshot`` and return its new handle."""
-        handle = secrets.token_urlsafe(24)
+    def issue(self, snapshot: Snapshot, new_handle: Callable[[], str] | None = None) -> str:
+        """Store ``snapshot`` and return its new handle (made by ``new_handle``)."""
+        handle = (new_handle or _token)()
+        while handle in self._snapshots:
+            handle = (new_handle or _token)()
         self._snapshots[handle] = snapshot
         return handle
 

@@ -31,6 +31,9 @@ What it guarantees:
   shapes of :mod:`.stall_filter`; for the connection, or for the live session).
 * Handles and API keys are logged only as short prefixes; the request's query is never
   logged.
+* With ``record=PATH`` every frame relayed, both ways (injected ones included), every
+  opening and every end is written to ``PATH`` as JSON lines, handles, keys and inline audio,
+  image and video bytes redacted (:mod:`.recording`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from .certs import TlsMaterial, create_tls_material
 from .faults import STALL_SHAPES, StallShape
 from .inject_spec import InjectSchedule
 from .protocol import format_time_left, pick, pick_dict
+from .recording import Recorder
 from .settings import DEFAULT_DEADLINE_REASON
 from .stall_filter import StallFilter
 
@@ -303,6 +307,8 @@ class _Relay:
         if self.record.ended_by is None:
             self.record.ended_by = ended_by
             self.record.close_code = code
+            if self.proxy.recorder is not None:
+                self.proxy.recorder.ended(self.record.index, ended_by, code)
             logger.info(
                 "proxy connection %d ended by %s (code %s)", self.record.index, ended_by, code
             )
@@ -413,6 +419,8 @@ class _Relay:
             if isinstance(item, dict):  # an injected message: same frame type as upstream's
                 data = json.dumps(item)
                 item = data.encode() if self._binary_down else data
+            if self.proxy.recorder is not None:
+                self.proxy.recorder.frame(self.record.index, from_client=up, frame=item)
             try:
                 await target.send(item)
             except ConnectionClosed:
@@ -435,6 +443,8 @@ class FaultProxy:
         api_key: the key to present upstream in place of the client's (so that
             :meth:`gemini` and :meth:`genai_client`, which carry the fake's key, reach the
             real service); None: the client's own key goes through.
+        record: a file to write every relayed frame to, both ways, as JSON lines with
+            handles, keys and audio redacted (:mod:`.recording`); None: no recording.
     """
 
     def __init__(
@@ -445,6 +455,7 @@ class FaultProxy:
         schedule: InjectSchedule | None = None,
         open_timeout: float = 20.0,
         api_key: str | None = None,
+        record: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(upstream, str):
             base = upstream
@@ -478,6 +489,9 @@ class FaultProxy:
         self._server: Server | None = None
         self._tls: TlsMaterial | None = None
         self._started = time.monotonic()
+        self._record_path = record
+        #: Writes the recording while the proxy runs (``record=``), else None.
+        self.recorder: Recorder | None = None
 
     # ---- addresses, like FakeLiveServer's ----------------------------------------------------
 
@@ -608,6 +622,8 @@ class FaultProxy:
 
     async def __aenter__(self) -> FaultProxy:
         self._tls = create_tls_material()
+        if self._record_path is not None:
+            self.recorder = Recorder(self._record_path)
         self._server = await serve(
             self._handle,
             "127.0.0.1",
@@ -640,6 +656,8 @@ class FaultProxy:
                 await upstream.close()
         if self._tls is not None:
             self._tls.cleanup()
+        if self.recorder is not None:
+            self.recorder.close()
 
     async def _open_upstream(
         self, connection: ServerConnection, request: Request
@@ -674,6 +692,8 @@ class FaultProxy:
         record = ProxiedConnection(index=next(self._counter))
         record.path = _loggable_path(client.request.path if client.request else "")
         self.connections.append(record)
+        if self.recorder is not None:
+            self.recorder.opened(record.index, record.path)
         relay = _Relay(self, client, upstream, record)
         self._relays[record.index] = relay
         relay.arm(self.schedule)

@@ -12,7 +12,8 @@ on stdin and injects it (``help`` lists them) until stdin ends or Ctrl-C::
     status            the connections so far
 
 Commands act on every open connection. ``--inject SPEC`` adds a schedule
-(:mod:`.inject_spec`).
+(:mod:`.inject_spec`); ``--record FILE`` writes every frame both ways to FILE
+(:mod:`.recording`: handles, keys and audio redacted).
 """
 
 from __future__ import annotations
@@ -141,6 +142,11 @@ def add_proxy_command(commands: Any) -> None:
     parser.add_argument(
         "--vertex", action="store_true", help="print the Vertex AI variables (default: Gemini API)"
     )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write every frame both ways to FILE as JSON lines (handles, keys, audio redacted)",
+    )
     parser.set_defaults(run=run_proxy)
 
 
@@ -148,7 +154,12 @@ def run_proxy(options: argparse.Namespace) -> int:
     """Run the proxy until stdin ends or Ctrl-C; 2 on a bad ``--inject`` or ``--upstream``."""
     try:
         schedule = parse_inject_spec(options.inject) if options.inject else None
-        proxy = FaultProxy(options.upstream, upstream_cert=options.upstream_cert, schedule=schedule)
+        proxy = FaultProxy(
+            options.upstream,
+            upstream_cert=options.upstream_cert,
+            schedule=schedule,
+            record=options.record,
+        )
     except (InjectSpecError, ValueError) as error:
         print(f"proxy: {error}", file=sys.stderr)
         return 2

@@ -52,7 +52,8 @@ from .handles import HandleIssue, HandleSchedule, HandleStore
 from .http_front import RestService
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
 from .rest import RestCall
-from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
+from .settings import AUDIO_SESSION_LIMIT, ServerSettings, SharedState
+from .wire_shapes import WireShapes
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -83,7 +84,13 @@ class FakeLiveServer:
             ``timeLeft`` is the remaining time in *real* seconds (``"60s"``, ``"0.600s"``).
         handle_ttl: service seconds a resumption handle stays valid after it is issued.
         refuse_close_code: close code for an unknown, expired or refused handle.
-        deadline_close_code / deadline_reason: the close frame at the deadline.
+        deadline_close_code / deadline_reason: the close frame at a connection's deadline, when
+            the client did not leave after its ``goAway``. Default 1008 with the recorded
+            reason (:data:`~adk_live_resume.testing.GO_AWAY_DEADLINE_REASON`; a recorded run,
+            martin-paladino/glosa ``samples/fixtures/lt_en.jsonl``); 1011 (the other close
+            seen there) gets "Deadline expired before operation could complete.", and so does
+            a connection that was sent no goAway (its setup was answered too late for one). A
+            ``deadline_reason`` given is sent as is.
         chunk_delay: real seconds between the chunks of every answer.
         host: ``"127.0.0.1"`` (default) or ``"localhost"``; nothing else is allowed.
         handle_schedule: when handles are issued at resumable points
@@ -114,6 +121,11 @@ class FakeLiveServer:
         refuse_resume_while_open: a resume of a session whose earlier socket is still open is
             closed with 1011, as the service does (default off: a client that drops TCP and
             resumes at once would race the server's notice of the drop).
+        wire_shapes: the recorded shapes of the service's messages (UUID handles, ``fc_``
+            call ids, empty frames, a handle after a tool response, optional usage, 3.1
+            content mid-session), each a switch
+            (:class:`~adk_live_resume.testing.WireShapes`; default: all as recorded;
+            ``WireShapes.before_recordings()``: the fake's older shapes).
     """
 
     def __init__(
@@ -124,8 +136,8 @@ class FakeLiveServer:
         go_away_lead: float = 60.0,
         handle_ttl: float = 7200.0,
         refuse_close_code: int = 1008,
-        deadline_close_code: int = 1011,
-        deadline_reason: str = DEFAULT_DEADLINE_REASON,
+        deadline_close_code: int = 1008,
+        deadline_reason: str | None = None,
         chunk_delay: float = 0.02,
         host: str = "127.0.0.1",
         handle_schedule: HandleSchedule | None = None,
@@ -136,6 +148,7 @@ class FakeLiveServer:
         pong_delay: float | None = None,
         port: int = 0,
         refuse_resume_while_open: bool = False,
+        wire_shapes: WireShapes | None = None,
         work_delay: float = 0.5,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
@@ -158,6 +171,7 @@ class FakeLiveServer:
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
+            wire_shapes=wire_shapes or WireShapes(),
             work_delay=work_delay,
         )
         self.host = host

@@ -4,23 +4,33 @@ from __future__ import annotations
 
 import collections
 import itertools
-import secrets
 from dataclasses import dataclass, field
 
 from .faults import Flap
 from .handles import HandleSchedule, HandleStore
 from .records import ToolCallRecord
+from .wire_shapes import WireShapes
 
 __all__ = [
     "AUDIO_SESSION_LIMIT",
     "DEFAULT_DEADLINE_REASON",
+    "GO_AWAY_DEADLINE_REASON",
     "INVALID_ARGUMENT_REASON",
     "ServerSettings",
     "SharedState",
 ]
 
 DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
-"""The reason of the 1011 close at a connection's deadline (the real service's words)."""
+"""The reason of a 1011 close at a deadline (the real service's words): the session age cap,
+and a connection's deadline with ``deadline_close_code=1011``."""
+GO_AWAY_DEADLINE_REASON = (
+    "Connection aborted because the client failed to close the connection after receiving a"
+    " GoAway signal once the session durat"
+)
+"""The reason of the 1008 close at a missed goAway deadline, verbatim (cut by the 123-byte
+limit of a close frame's reason) from a recorded run: martin-paladino/glosa
+``samples/fixtures/lt_en.jsonl`` (``gemini-live-protocol.md``, "Field facts that contradict or
+extend the above")."""
 INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
 #: The reason of the 1011 close on a resume while the session's old socket is open.
 INTERNAL_ERROR_REASON = "Internal error encountered."
@@ -47,8 +57,8 @@ class ServerSettings:
     handle_ttl: float = 7200.0
     refuse_close_code: int = 1008
     refuse_reason: str = "Invalid resumption handle"
-    deadline_close_code: int = 1011
-    deadline_reason: str = DEFAULT_DEADLINE_REASON
+    deadline_close_code: int = 1008
+    deadline_reason: str | None = None
     chunk_delay: float = 0.02
     handle_schedule: HandleSchedule = field(default_factory=HandleSchedule)
     session_limit: float | None = AUDIO_SESSION_LIMIT
@@ -57,6 +67,8 @@ class ServerSettings:
     thought_summaries: bool = False
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
+    #: The recorded shapes of the service's messages the fake sends (each a switch).
+    wire_shapes: WireShapes = field(default_factory=WireShapes)
     work_delay: float = 0.5
 
     def __post_init__(self) -> None:
@@ -72,6 +84,20 @@ class ServerSettings:
             raise ValueError("pong_delay must be >= 0 (or None to answer pings at once)")
         if self.session_limit is not None and self.session_limit <= 0:
             raise ValueError("session_limit must be > 0 (or None for no limit)")
+
+    def deadline_close(self, *, go_away_sent: bool) -> tuple[int, str]:
+        """The code and reason of the close at a connection's deadline: ``deadline_close_code``
+        with ``deadline_reason``, or the service's words for the code (1008:
+        :data:`GO_AWAY_DEADLINE_REASON`, otherwise :data:`DEFAULT_DEADLINE_REASON`). The
+        recorded 1008 says the client failed to leave "after receiving a GoAway signal": a
+        connection that was sent no goAway (its setup came too late for one) is closed with
+        1011 "Deadline expired" instead, the close seen at the connection cap."""
+        code = self.deadline_close_code
+        if code == 1008 and not go_away_sent and self.deadline_reason is None:
+            return 1011, DEFAULT_DEADLINE_REASON
+        if self.deadline_reason is not None:
+            return code, self.deadline_reason
+        return code, GO_AWAY_DEADLINE_REASON if code == 1008 else DEFAULT_DEADLINE_REASON
 
     def real(self, service_seconds: float) -> float:
         """Convert service seconds to real (event loop) seconds."""
@@ -103,8 +129,10 @@ class SharedState:
         """The number of the next ``toolCall`` message (server-wide, from 1)."""
         return next(self._tool_messages)
 
-    def new_tool_call_id(self) -> str:
-        """A function call id unique on this server (and unlikely anywhere else)."""
-        call_id = f"fc-{next(self._tool_counter)}-{secrets.token_hex(4)}"
+    def new_tool_call_id(self, shapes: WireShapes | None = None) -> str:
+        """A function call id unique on this server (and unlikely anywhere else), in the
+        shape ``shapes`` chooses (default: the recorded ``fc_<digits>``)."""
+        shapes = shapes or WireShapes()
+        call_id = shapes.new_call_id(next(self._tool_counter), self.issued_tool_ids)
         self.issued_tool_ids.add(call_id)
         return call_id

@@ -11,11 +11,12 @@ detection and session resumption.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .dialect import history_in_client_content, is_gemini_3_live, model_name
-from .families import GEMINI_2_LIVE, Family, family_for
+from .families import GEMINI_2_LIVE, GEMINI_3_1_LIVE, Family, family_for
 from .protocol import JsonDict, has, pick, pick_dict, pick_list
 from .vad import VadConfig
 
@@ -56,12 +57,17 @@ class SetupChoices:
         return self.modality == "AUDIO"
 
 
-def read_setup(setup: JsonDict) -> SetupChoices:
-    """The choices of the ``setup`` message's body (what is inside ``{"setup": ...}``)."""
+def read_setup(setup: JsonDict, *, refuse_3_1_content: bool = False) -> SetupChoices:
+    """The choices of the ``setup`` message's body (what is inside ``{"setup": ...}``).
+
+    ``refuse_3_1_content``: the Gemini 3.1 Live family refuses mid-session ``clientContent``
+    as it was reported to until May 2026 (see :mod:`~adk_live_resume.testing.wire_shapes`)."""
     config = pick_dict(setup, "generationConfig") or {}
     modalities = pick_list(config, "responseModalities") or pick_list(setup, "responseModalities")
     model = model_name(setup)
     family = family_for(model)
+    if refuse_3_1_content and family == GEMINI_3_1_LIVE:
+        family = dataclasses.replace(family, client_content_mid_session=False)
     functions: list[str] = []
     non_blocking: list[str] = []
     for tool in pick_list(setup, "tools"):

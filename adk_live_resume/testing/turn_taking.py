@@ -21,7 +21,9 @@
   initialHistoryInClientContent``) ending with a user turn is answered at the next realtime
   input (ADK sends ``"."``);
 * function responses answer pending calls (the model goes on), or open NON_BLOCKING ones;
-  responses for calls of an earlier connection are recorded as stale, others as unknown;
+  responses for calls of an earlier connection are recorded as stale, others as unknown; on
+  the Gemini 3.x Live families a handle follows the response of the last pending call,
+  before the answer (recorded on 3.1: :mod:`~adk_live_resume.testing.wire_shapes`);
 * every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
 * a user turn to an extended-thinking model (:mod:`~adk_live_resume.testing.families`) takes
   the handle the model issues while it works before the turn is remembered;
@@ -107,8 +109,15 @@ class TurnTaking:
             await self._realtime_input(pick_dict(message, "realtimeInput") or {})
             self._realtime_seen = True
         elif has(message, "toolResponse"):
-            self._tool_response(pick_dict(message, "toolResponse") or {})
+            answered = self._tool_response(pick_dict(message, "toolResponse") or {})
             self._realtime_seen = True
+            shapes, choices = self._settings.wire_shapes, self._choices
+            last = answered and not self._model.calls_pending()
+            if last and shapes.handle_after_response(choices.gemini3, choices.resumption):
+                # recorded on 3.1 (see wire_shapes): before the answer it starts
+                await self._handles.issue(
+                    handled=self._ledger.received, point="after_tool_response"
+                )
         elif has(message, "setup"):  # one setup per connection, as the service says
             self._wire.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         else:
@@ -318,7 +327,9 @@ class TurnTaking:
         if self._tracker.held_since is not None:
             await self._speech(self._tracker.cut(message=self._ledger.received))
 
-    def _tool_response(self, body: JsonDict) -> None:
+    def _tool_response(self, body: JsonDict) -> bool:
+        """Take the function responses; True if one answered a call pending here."""
+        answered = False
         for response in pick_list(body, "functionResponses"):
             if not isinstance(response, dict):
                 continue
@@ -331,6 +342,7 @@ class TurnTaking:
             pending = isinstance(call_id, str) and self._model.resolve(call_id, result)
             background = self._session.close_call(call_id) if isinstance(call_id, str) else None
             if pending:
+                answered = True
                 self._record.accepted_tool_response_ids.append(str(call_id))
             elif background is not None:
                 self._record.accepted_tool_response_ids.append(str(call_id))
@@ -344,6 +356,7 @@ class TurnTaking:
                     self._record.index,
                     call_id,
                 )
+        return answered
 
     def _typed(self, text: str, index: int) -> HeardTurn:
         """A typed turn: carried by client message ``index`` alone."""

@@ -205,7 +205,9 @@ async def test_vertex_last_consumed_index_counts_from_the_setup_as_a_string(
     ("family", "accepted"),
     [
         ("TEXT", True),
-        ("GEMINI_3_1", False),
+        # 3.1 takes it now (its model page, LiveKit PR 7289, a 3.1 recording); the 1007
+        # refusal was reported in March-May 2026 (gemini-live-protocol.md, "Field facts")
+        ("GEMINI_3_1", True),
         ("GEMINI_3_8", True),
     ],
 )
