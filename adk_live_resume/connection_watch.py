@@ -52,6 +52,8 @@ from .late_results import as_content
 from .model_work import FrameStatuses, ModelWork
 from .policy import ResumePolicy
 from .run_rules import RunRules
+from .stall_rule import Stall
+from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
 from .wire_classifier import Frame
 
@@ -111,7 +113,11 @@ class WatchedRun(Protocol):
 class ConnectionWatch:
     """Per-connection state fed by the :class:`SessionTap` and the send task."""
 
-    def __init__(self, run: WatchedRun, number: int) -> None:
+    def __init__(
+        self, run: WatchedRun, number: int, *, non_blocking: frozenset[str] = frozenset()
+    ) -> None:
+        """``non_blocking``: the functions the request declares NON_BLOCKING (for the stall
+        watch: their results may go unanswered)."""
         self.run = run
         self.number = number
         self.session: Any = None  # the real google-genai AsyncSession
@@ -138,12 +144,23 @@ class ConnectionWatch:
         self._watcher: asyncio.Task[None] | None = None
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
         self._input_shown: tuple[str, str] | None = None
+        #: The stall seen on this connection, which ended it (``None``: none).
+        self.stall: Stall | None = None
+        self.stall_watch = StallWatch(
+            run.policy.stall_timeout,
+            run.policy.degenerate_turns,
+            on_stall=self._stalled,
+            user_speaking=lambda: run.rules.outbox.activity.speaking,
+            model_working=lambda: self.work.working,
+            non_blocking=non_blocking,
+        )
 
     def attach(self, session: Any, tap: SessionTap) -> None:
         """The connection is established: ``session`` is its google-genai session, ``tap``
         the tap under ADK's connection that reports to this watch."""
         self.session = session
         self.tap = tap
+        self.stall_watch.start()
 
     @contextlib.contextmanager
     def sending_history(self) -> Iterator[None]:
@@ -233,6 +250,7 @@ class ConnectionWatch:
             self.on_tool_calls_cancelled(tuple(str(i) for i in cancellation.ids))
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
+        self.stall_watch.server_message(message)
 
     def _message_arrived(self, frame: Frame | None) -> None:
         self.lifecycle.frame_arrived()
@@ -392,6 +410,7 @@ class ConnectionWatch:
         if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.rules.outbox.count_unrecorded()
+            self.stall_watch.history_sent(method, kwargs)
             return method, kwargs
         run = self.run
         rules = run.rules
@@ -434,6 +453,7 @@ class ConnectionWatch:
                     return None
                 kwargs = kept
         message = rules.outbox.record(method, kwargs)
+        self.stall_watch.client_send(message, method, kwargs)
         self._sent(replay)
         if message.audio_ms > 0:
             run.audio_started()
@@ -545,6 +565,13 @@ class ConnectionWatch:
             watch(), name=f"adk_live_resume socket watch #{self.number}"
         )
 
+    def _stalled(self, stall: Stall) -> None:
+        """The session stalled on this connection: end it; the loop recovers."""
+        actions = self.lifecycle.stalled(now=self._now())
+        if actions:
+            self.stall = stall
+            self._carry_out(actions)
+
     def move(self, why: str) -> None:
         """Move the session to a new connection on purpose: open it ahead while this one is
         still open, or close this socket so the loop resumes."""
@@ -594,6 +621,7 @@ class ConnectionWatch:
         ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
         an error or a cancellation, the transport is aborted at once.
         """
+        self.stall_watch.stop()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()

@@ -395,7 +395,9 @@ def report_reconnect(
     session = getattr(adk.ctx, "session", None)
     observe.report(
         observe.ReconnectInfo(
-            reason=reconnects.reason if state_restored else "restart",
+            reason=reconnects.reason
+            if state_restored or reconnects.reason == "stall"
+            else "restart",
             attempt=reconnects.attempt,
             gap_ms=gap,
             state_restored=state_restored,
@@ -407,6 +409,7 @@ def report_reconnect(
             replayed_messages=len(replay.messages) + (1 if replay.context else 0),
             dropped_audio_ms=replay.dropped_audio_ms,
             dropped_silence_ms=replay.dropped_silence_ms,
+            stall=reconnects.cause.removeprefix("stall: ") if reconnects.reason == "stall" else "",
         )
     )
     reconnects.reported()

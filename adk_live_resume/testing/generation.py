@@ -30,7 +30,13 @@
   the session without the request (:meth:`HandleIssuer.before_request
   <adk_live_resume.testing.handle_issuing.HandleIssuer.before_request>`), works for the
   server's ``work_delay`` (no handle is resumable meanwhile), then answers as usual (sources:
-  :mod:`~adk_live_resume.testing.families`).
+  :mod:`~adk_live_resume.testing.families`);
+* a ``stall`` fault (:meth:`Fault.stall <adk_live_resume.testing.Fault.stall>`, its sources
+  there) answers user turns in its shape instead: nothing at all (the generation waits until
+  it is cut off or the connection ends, so no handle is issued meanwhile: the session is not
+  at a resumable point), ``turnComplete`` alone, ``turnComplete`` with ``turnCompleteReason:
+  RESPONSE_REJECTED``, or near-silent audio then ``turnComplete``; no handle goes with a
+  stalled turn, and it is recorded in ``record.stalled_turns``, never as answered.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from .records import ToolCallRecord
 from .session_state import SessionState
 from .settings import ServerSettings, SharedState
 from .setup_choices import SetupChoices
-from .speech import speech_pcm
+from .speech import silence_pcm, speech_pcm
 
 __all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "WORKING", "Generation"]
 
@@ -270,6 +276,40 @@ class Generation:
         values = result.values() if isinstance(result, dict) else [result]
         return all(value in (None, "", [], {}) for value in values)
 
+    def _stall_shape(self) -> str | None:
+        """The shape of the stall answering user turns here now (``None``: no stall)."""
+        stalled = self._shared.stalled_sessions.get(self._session.id)
+        if stalled is not None:
+            return stalled
+        faults = self._faults.of_kind("stall")
+        if not faults:
+            return None
+        fault = faults[-1]
+        if fault.whole_session:
+            self._shared.stalled_sessions[self._session.id] = fault.shape
+        return fault.shape
+
+    async def _stall(self, shape: str, user_text: str) -> None:
+        """Answer ``user_text`` in the stall's ``shape`` (see the module docstring)."""
+        self._record.stalled_turns.append(user_text)
+        if shape == "silent":
+            await self._wire.future()  # cut off by the next input, or by the connection's end
+            return
+        if shape == "quiet_audio":
+            pcm = silence_pcm(0.2, sample_rate=OUTPUT_SAMPLE_RATE, noise=20)
+            await self._wire.send(
+                wire.server_content(
+                    model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}
+                )
+            )
+            await self._wire.send(wire.server_content(generation_complete=True))
+        if shape == "rejected":
+            await self._wire.send(
+                wire.server_content(turn_complete=True, turn_complete_reason="RESPONSE_REJECTED")
+            )
+        else:
+            await self._wire.send(wire.server_content(turn_complete=True))
+
     async def _generate(
         self,
         user_text: str,
@@ -279,6 +319,10 @@ class Generation:
         work_handle: Issued | None = None,
     ) -> None:
         try:
+            shape = self._stall_shape() if answers_user and not tool_results else None
+            if shape is not None:
+                await self._stall(shape, user_text)
+                return
             await self._handles.not_resumable()
             plan = (
                 self._model.after_tools(tool_results)

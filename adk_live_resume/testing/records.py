@@ -140,6 +140,8 @@ class ConnectionRecord:
         user_turns: texts of the user turns the model received (answered or not).
         answers: texts of the answers completed with ``turnComplete``.
         answered_user_turns: the user turn each of ``answers`` answered, in the same order.
+        stalled_turns: the user turns a ``stall`` fault left unanswered on this connection
+            (:meth:`Fault.stall <adk_live_resume.testing.Fault.stall>`), in order.
         tool_calls: function calls issued on this connection.
         tool_responses: raw function responses received on this connection.
         accepted_tool_response_ids: the ids of the responses the session took as the answer
@@ -189,6 +191,7 @@ class ConnectionRecord:
     user_turns: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
     answered_user_turns: list[str] = field(default_factory=list)
+    stalled_turns: list[str] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     tool_responses: list[dict[str, Any]] = field(default_factory=list)
     accepted_tool_response_ids: list[str] = field(default_factory=list)

@@ -119,6 +119,8 @@ class SharedState:
     tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     answered_user_turns: list[str] = field(default_factory=list)
     ended_sessions: set[str] = field(default_factory=set)
+    #: Live sessions a ``stall`` fault with ``session=True`` stalled, and its shape.
+    stalled_sessions: dict[str, str] = field(default_factory=dict)
     #: Connections whose socket is still open, per session id.
     open_sessions: collections.Counter[str] = field(default_factory=collections.Counter)
     #: Fingerprints of the client messages received, per session id, on all its connections.
