@@ -49,7 +49,11 @@ Guarantees:
   task in between). So once the delay is measured, a loop whose turns are longer than ``W``
   moves at least one window's worth every turn (it moved one every two or three turns), and
   more when the runs' own work spreads them over the turn: as many as ``W``-long stretches of
-  time allow, not loop turns. With a fast loop ``ahead`` is about 0 and the pacer lets
+  time allow, not loop turns. One exception: a turn that begins with runs held in the turn
+  before moves those (a window's worth, or all of them if fewer) and lets the queue behind
+  them through only as the last of them goes, so the turn after it moves a window's worth
+  again (a run let through while another is held would be scheduled before that run's retry,
+  and the order of asking would break). With a fast loop ``ahead`` is about 0 and the pacer lets
   attempts through at their time, as before. The runs let through go on before the next are
   let through, so the order of asking holds.
 * **Deadlines are kept**: an attempt with a ``latest`` start time (a goAway move, which
