@@ -29,7 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GO_AWAY_CLOSE_CODES", "SPEC_FORM", "InjectSchedule", "InjectSpecError", "parse_inject_spec"]
+__all__ = [
+    "GO_AWAY_CLOSE_CODES",
+    "SPEC_FORM",
+    "InjectSchedule",
+    "InjectSpecError",
+    "parse_inject_spec",
+]
 
 SPEC_FORM = (
     "KEY=VALUE[,KEY=VALUE...] with keys goaway-every, goaway-time-left, drop-every, "

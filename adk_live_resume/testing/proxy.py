@@ -25,11 +25,12 @@ What it guarantees:
   after everything queued before it, the close :attr:`FaultProxy.deadline_close_code`: 1008
   with :data:`GO_AWAY_DEADLINE_REASON` by default, as a recorded real run closes a client
   that stayed past its goAway (``gemini-live-protocol.md``, "Field facts that contradict or
-  extend the above"); 1011 "Deadline expired ..." with ``deadline_close_code=1011``), :meth:`close` with a code,
-  :meth:`abort` (no close frame), latency each way, :meth:`hold_pongs` (pings from the
-  client stay unanswered until :meth:`release_pongs`), :meth:`refuse_resumes` (a setup that
-  carries a handle is closed with 1008 and never reaches the upstream), :meth:`hold_handles`
-  (``sessionResumptionUpdate`` messages with a handle are kept from the client).
+  extend the above"); 1011 "Deadline expired ..." with ``deadline_close_code=1011``),
+  :meth:`close` with a code, :meth:`abort` (no close frame), latency each way,
+  :meth:`hold_pongs` (pings from the client stay unanswered until :meth:`release_pongs`),
+  :meth:`refuse_resumes` (a setup that carries a handle is closed with 1008 and never
+  reaches the upstream), :meth:`hold_handles` (``sessionResumptionUpdate`` messages with a
+  handle are kept from the client).
 * Handles and API keys are logged only as short prefixes; the request's query is never
   logged.
 * With ``record=PATH`` every frame relayed, both ways (injected ones included), every
@@ -191,7 +192,9 @@ class _Relay:
         self._down.put_nowait((self.loop.time(), payload))
         code = self.proxy.deadline_close_code
         reason = GO_AWAY_DEADLINE_REASON if code == 1008 else DEFAULT_DEADLINE_REASON
-        self._timers.append(self.loop.call_later(time_left, self.close_now, code, reason, "go_away"))
+        self._timers.append(
+            self.loop.call_later(time_left, self.close_now, code, reason, "go_away")
+        )
 
     def close_now(self, code: int, reason: str = "", ended_by: str = "close") -> None:
         if self.record.ended_by is not None:

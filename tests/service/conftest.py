@@ -6,8 +6,9 @@ The ``target`` fixture is the fake (in this process, real TLS on 127.0.0.1) and,
 otherwise that parameter is skipped with a one-line reason. Never in CI: with ``CI`` set the
 real service is skipped even with a key. Models are chosen per family and can be overridden
 with ``ADK_LIVE_RESUME_CONFORMANCE_<FAMILY>_MODEL`` (families: TEXT, NATIVE_AUDIO, GEMINI_3_1,
-GEMINI_3_8, GEMINI_3_8_EXTENDED_THINKING). Tests that wait for the service's own clocks (the 10-minute connection, the
-15-minute audio session) run on the real service only with ``ADK_LIVE_RESUME_CONFORMANCE_SLOW=1``.
+GEMINI_3_8, GEMINI_3_8_EXTENDED_THINKING). Tests that wait for the service's own clocks (the
+10-minute connection, the 15-minute audio session) run on the real service only with
+``ADK_LIVE_RESUME_CONFORMANCE_SLOW=1``.
 """
 
 from __future__ import annotations
