@@ -42,6 +42,9 @@ Guarantees:
 * A socket still being opened is handed over as is: the SDK's connect waits for it and raises
   what opening it raised (the connect error the SDK would have raised itself), and a
   cancelled connect (``connect_timeout``) cancels it.
+* While no proxy was configured when the run started, the hook passes ``proxy=None`` to every
+  connect of the run (:mod:`.connect_params`: websockets would otherwise look a proxy up in
+  the environment on each one); a configured proxy is left to websockets, as before.
 * Nothing is dialed without an address learnt from the SDK in this run, and at most one
   socket is open ahead per run. Every task started here is awaited or cancelled by
   :meth:`EarlyDialer.discard`.
@@ -58,7 +61,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from . import genai_compat
+from . import connect_params, genai_compat
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -94,6 +97,9 @@ class EarlyDialer:
         #: Sockets opened ahead, and how many of them the SDK used.
         self.dialed = 0
         self.used = 0
+        #: No proxy configured when the run started: its connects skip websockets' lookup
+        #: (:mod:`.connect_params`).
+        self.no_proxy = connect_params.direct()
 
     def learn(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Address:
         """Remember the address google-genai connects to, and return it (the hook calls
@@ -266,6 +272,7 @@ def _ws_connect(*args: Any, **kwargs: Any) -> Any:
     dialer = _dialer.get()
     if dialer is None:
         return original(*args, **kwargs)
+    kwargs = connect_params.connect_kwargs(original, kwargs, no_proxy=dialer.no_proxy)
     dialed = dialer.take(dialer.learn(args, kwargs))
     return dialed if dialed is not None else original(*args, **kwargs)
 

@@ -30,11 +30,28 @@ Guarantees:
   made).
 * **A herd is spread**: an attempt counts from the moment its run goes on after the wait
   (``take_turn`` returns), not from the moment the pacer let it through (a busy event loop
-  may run it much later): any interval of ``W`` seconds holds at most
-  ``max(burst, min(share * H, rate * W))`` attempt starts (deadline-bound ones aside), ``H``
-  being the herd's size, in the order they asked; so a herd of ``H`` attempts takes at least
-  ``W * (ceil(H / limit) - 1)`` seconds (at least about ``W / share`` for a large herd) and
-  never more than that plus the event loop's own delays. ``limit`` only grows within a herd.
+  may run it much later), and it goes on only if the window has room at that moment (else
+  it is held: it keeps its place and tries again when the window has room): any interval of ``W``
+  seconds holds at most ``max(burst, min(share * H, rate * W))`` attempt starts
+  (deadline-bound ones aside), ``H`` being the herd's size, in the order they asked; so a herd
+  of ``H`` attempts takes at least ``W * (ceil(H / limit) - 1)`` seconds (at least about
+  ``W / share`` for a large herd). ``limit`` only grows within a herd.
+* **The limit is time, not loop turns**: a run let through goes on one event loop turn
+  later, and in a busy process (full garbage collections, hundreds of handshakes) a turn may
+  last longer than ``W``. The pacer measures that delay (:attr:`PacerSchedule.ahead`: the last
+  let-through attempt's wait from its go-ahead to its run going on, at most
+  :data:`MOST_AHEAD`) and lets attempts through that much ahead of their time: as many as the
+  window will have room for by then, plus one window's worth for every whole ``W`` the delay
+  spans, since the runs of one turn go on one after the other and each checks the window as
+  it goes on (a run held there tries again in the next loop turn, or when the window has
+  room if that is further off than a turn). It lets them through while the runs before them
+  go on, not from a timer one turn later, and a run awaits its go-ahead itself (no helper
+  task in between). So once the delay is measured, a loop whose turns are longer than ``W``
+  moves at least one window's worth every turn (it moved one every two or three turns), and
+  more when the runs' own work spreads them over the turn: as many as ``W``-long stretches of
+  time allow, not loop turns. With a fast loop ``ahead`` is about 0 and the pacer lets
+  attempts through at their time, as before. The runs let through go on before the next are
+  let through, so the order of asking holds.
 * **Deadlines are kept**: an attempt with a ``latest`` start time (a goAway move, which
   must reconnect by ``timeLeft - go_away_margin``) is let through at that time even if it is
   not its turn; it still counts, so the attempts after it wait for it.
@@ -58,7 +75,6 @@ import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .policy import ResumePolicy, is_testing
 
@@ -68,6 +84,8 @@ logger = logging.getLogger("adk_live_resume.pacing")
 
 #: Seconds: the sliding window the pacer counts attempts in (the issue's "per 100 ms").
 WINDOW = 0.1
+#: Seconds: the most the pacer lets attempts through ahead of their time (a slow loop turn).
+MOST_AHEAD = 1.0
 
 
 @dataclass(eq=False)
@@ -84,6 +102,10 @@ class Ticket:
     #: Its run went on (:meth:`PacerSchedule.go`): the attempt is counted at that time.
     gone: bool = False
     cancelled: bool = False
+    #: Its place in the order of asking.
+    order: int = 0
+    #: Let through, its run found the window full when it went on: it tries again.
+    held: bool = False
 
 
 @dataclass
@@ -110,6 +132,12 @@ class PacerSchedule:
     started: int = 0
     #: Attempts that had to wait (a herd, as opposed to lone drops).
     paced: int = 0
+    #: Runs let through that found the window full when they went on (and tried again).
+    held: int = 0
+    #: Seconds: how long the last ticket let through took to go on (one event loop turn),
+    #: at most :data:`MOST_AHEAD`; tickets are let through that much ahead of their time.
+    ahead: float = 0.0
+    _asked: int = 0
 
     def arrive(
         self, now: float, rate: float, burst: int, share: float, *, latest: float | None = None
@@ -121,7 +149,8 @@ class PacerSchedule:
                 "a pacer needs rate >= 0, burst >= 1 and 0 <= share <= 1,"
                 f" not {rate}, {burst} and {share}"
             )
-        ticket = Ticket(rate, burst, share, latest)
+        self._asked += 1
+        ticket = Ticket(rate, burst, share, latest, order=self._asked)
         if rate == 0 or is_testing():
             ticket.started = now
             ticket.gone = True
@@ -130,22 +159,42 @@ class PacerSchedule:
         if not self._waiting and not self._recent and not self._pending:
             self.herd = 0  # calm: a new herd (or a lone drop) begins
         self.herd += 1
-        if not self._waiting and self._room(ticket) > 0:
+        if not self._waiting and not self._pending and self._room(ticket, 0.0) > 0:
             self._start(ticket, self._now)
-            self.go(ticket, self._now)
+            self._count(ticket)
             return ticket
         self._waiting.append(ticket)
         self._deadlines += latest is not None
         self.paced += 1
         return ticket
 
-    def go(self, ticket: Ticket, now: float) -> None:
-        """The run of a ticket let through goes on at ``now``: count its attempt then."""
+    def go(self, ticket: Ticket, now: float) -> bool:
+        """The run of a ticket let through goes on at ``now``: count its attempt then and
+        return ``True``; or, if the window is full at ``now`` (it was let through ahead of
+        its time) and its deadline has not come, hold it (it keeps its place, let through;
+        its run tries again at :meth:`room_at`) and return ``False``."""
         if ticket.gone or ticket.cancelled or ticket.started is None:
-            return
+            return ticket.gone
+        self._advance(now)
+        if not ticket.held:  # the delay from the go-ahead to the run: one loop turn
+            self.ahead = min(MOST_AHEAD, self._now - ticket.started)
+        due = ticket.latest is not None and ticket.latest <= self._now
+        if not due and len(self._recent) >= self.limit(ticket):
+            self.held += not ticket.held
+            ticket.held = True
+            return False
+        self._count(ticket)
+        return True
+
+    def room_at(self, ticket: Ticket) -> float:
+        """When the window next has room for a held ticket's run (now, if it has)."""
+        full = len(self._recent) - self.limit(ticket)
+        return self._now if full < 0 else self._recent[full] + WINDOW
+
+    def _count(self, ticket: Ticket) -> None:
+        """A ticket let through goes on now: it leaves the pending places for the window."""
         ticket.gone = True
         self._pending -= 1
-        self._advance(now)
         self._recent.append(self._now)
 
     def cancel(self, ticket: Ticket) -> None:
@@ -166,13 +215,16 @@ class PacerSchedule:
         self._advance(now)
         started: list[Ticket] = []
         now = self._now
+        # the runs let through before go on (or come back) before the next are let through:
+        # the order of asking holds even for runs sent back
+        in_order = not self._pending
         if self._deadlines:
             for ticket in [t for t in self._waiting if t.latest is not None and t.latest <= now]:
                 self._waiting.remove(ticket)
                 self._deadlines -= 1
                 self._start(ticket, now)
                 started.append(ticket)
-        while self._waiting and self._room(self._waiting[0]) > 0:
+        while in_order and self._waiting and self._room(self._waiting[0], self.ahead) > 0:
             ticket = self._waiting.popleft()
             self._deadlines -= ticket.latest is not None
             self._start(ticket, now)
@@ -184,13 +236,16 @@ class PacerSchedule:
         or only tickets let through and not gone yet hold the window: ask after :meth:`go`)."""
         if not self._waiting:
             return None
-        # the head may go once all but limit - 1 of the places taken have left the window
-        leaving = len(self._recent) + self._pending - self.limit(self._waiting[0])
+        # the head may be let through once all but limit - 1 of the places taken will have
+        # left the window ``ahead`` seconds later, when its run is expected to go on
+        leaving = len(self._recent) + self._pending - self._places(self._waiting[0], self.ahead)
         turn: float | None
-        if leaving < 0:
+        if self._pending:
+            turn = None  # ask again when the runs let through have gone on
+        elif leaving < 0:
             turn = self._now
         elif leaving < len(self._recent):
-            turn = self._recent[leaving] + WINDOW
+            turn = max(self._now, self._recent[leaving] + WINDOW - self.ahead)
         else:
             turn = None
         if not self._deadlines:
@@ -207,8 +262,20 @@ class PacerSchedule:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def _room(self, ticket: Ticket) -> int:
-        return self.limit(ticket) - len(self._recent) - self._pending
+    def _places(self, ticket: Ticket, ahead: float) -> int:
+        """How many may be let through for ``ticket``'s turn, to go ``ahead`` seconds from
+        now: the window's limit, and one more window's worth for every whole ``W`` the loop
+        turn spans (the turn's runs go on one after the other, each checking the window)."""
+        return self.limit(ticket) * (1 + math.floor(ahead / WINDOW))
+
+    def _room(self, ticket: Ticket, ahead: float) -> int:
+        """Tickets that may be let through now for ``ticket``'s turn, to go ``ahead`` seconds
+        from now (0: at once, the window's limit as it stands)."""
+        horizon = self._now + ahead
+        leaving = 0
+        while leaving < len(self._recent) and self._recent[leaving] + WINDOW <= horizon:
+            leaving += 1
+        return self._places(ticket, ahead) - (len(self._recent) - leaving) - self._pending
 
     def _advance(self, now: float) -> None:
         """Move the clock to ``now`` (never back): attempts older than the window stop
@@ -241,28 +308,48 @@ class ReconnectPacer:
         Cancelling the future gives the place in the queue up. Once it is done, call
         :meth:`went` when the run goes on, or :meth:`give_up` if it does not.
         """
-        future: asyncio.Future[Ticket] = self.loop.create_future()
         ticket = self.schedule.arrive(self.loop.time(), rate, burst, share, latest=latest)
         if ticket.started is not None:
+            future: asyncio.Future[Ticket] = self.loop.create_future()
             future.set_result(ticket)
             return future
+        return self._wait(ticket)
+
+    def went(self, ticket: Ticket) -> float | None:
+        """The run of ``ticket`` goes on now: its attempt counts from now (``None``); or the
+        window is full now: the seconds its run waits before it tries again (0: one loop
+        turn, when the loop's turns are longer than the wait).
+
+        The tickets whose turn comes within one loop turn are let through now, while this
+        run goes on, so that theirs go on in the next turn (see the module)."""
+        now = self.loop.time()
+        if not self.schedule.go(ticket, now):
+            wait = self.schedule.room_at(ticket) - now
+            return 0.0 if wait <= self.schedule.ahead else wait
+        when = self.schedule.next_turn()
+        if when is not None and when <= now:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._wake(now)
+        else:
+            self._arm()
+        return None
+
+    def _wait(self, ticket: Ticket) -> asyncio.Future[Ticket]:
+        future: asyncio.Future[Ticket] = self.loop.create_future()
         self._futures[ticket] = future
-        future.add_done_callback(lambda _: self._forget(ticket))
+        future.add_done_callback(lambda done: self._forget(ticket, done))
         self._arm()
         return future
-
-    def went(self, ticket: Ticket) -> None:
-        """The run of ``ticket`` goes on now: its attempt counts from now."""
-        self.schedule.go(ticket, self.loop.time())
-        self._arm()
 
     def give_up(self, ticket: Ticket) -> None:
         """The run of ``ticket`` ended before it went: its place is free."""
         self.schedule.cancel(ticket)
         self._arm()
 
-    def _forget(self, ticket: Ticket) -> None:
-        self._futures.pop(ticket, None)
+    def _forget(self, ticket: Ticket, future: asyncio.Future[Ticket]) -> None:
+        if self._futures.get(ticket) is future:
+            del self._futures[ticket]
         if ticket.started is None:  # cancelled while it waited
             self.schedule.cancel(ticket)
             self._arm()
@@ -324,22 +411,38 @@ async def take_turn(
     if turn.done():
         return True
     logger.debug("waiting for this process's reconnect pacer (%d waiting)", pacer.schedule.waiting)
-    closed = asyncio.Event()
-    remove = on_close(closed.set) if on_close is not None else None
-    closing = asyncio.ensure_future(closed.wait())
+    # The run awaits its turn's future itself (no helper task, no asyncio.wait): it goes on in
+    # the loop turn after its go-ahead, which is the delay the pacer measures and leads by.
+    closed = False
+
+    def close() -> None:
+        nonlocal closed
+        closed = True
+        turn.cancel()  # a future let through already is done: cancelling it does nothing
+
+    remove = on_close(close) if on_close is not None else None
     going = False
     try:
-        either: set[asyncio.Future[Any]] = {turn, closing}
-        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        going = turn.done() and not closed.is_set()
+        try:
+            ticket = await turn
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if closed and (task is None or not task.cancelling()):
+                return False  # the run was closed (not this task cancelled): place given up
+            raise
+        while not closed:
+            wait = pacer.went(ticket)
+            if wait is None:
+                going = True
+                break
+            await asyncio.sleep(wait)  # the window was full when it went on: try again
     finally:
         if going:
-            pacer.went(turn.result())
-        elif turn.done():
+            pass
+        elif turn.done() and not turn.cancelled():
             pacer.give_up(turn.result())  # let through, but the run ended
         else:
             turn.cancel()  # gives the place in the queue up
-        closing.cancel()
         if remove is not None:
             remove()
     return going

@@ -252,10 +252,23 @@ async def run_round(
         "loop_lag_worst": lag.worst,
         "gc_full_seconds": lag.gc_seconds,
         "gc_full_collections": lag.gc_full,
+        "pacer": _pacer_counts(),
         "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         "errors": errors[:20],
         "error_count": len(errors),
         **recovery,
+    }
+
+
+def _pacer_counts() -> dict[str, Any]:
+    """The pacer's own counts for the round (how many waited, were held at the window, its lead)."""
+    from adk_live_resume.pacing import pacer_for
+
+    schedule = pacer_for(asyncio.get_running_loop()).schedule
+    return {
+        "paced": schedule.paced,
+        "held": getattr(schedule, "held", 0),
+        "ahead": getattr(schedule, "ahead", 0.0),
     }
 
 

@@ -24,6 +24,7 @@ attempts, all resumed within 3 s, no turn lost.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -100,6 +101,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "loop_lag_worst_s": result["loop_lag_worst"],
         "gc_full_s": result["gc_full_seconds"],
         "errors": result["errors"],
+        "pacer": result.get("pacer", {}),
     }
 
 
@@ -225,7 +227,8 @@ def main() -> None:
                 f"[bench] {size} sessions, pacing {'on' if pacing else 'off'}: "
                 f"{brief['resumed']} resumed, {brief['turns_lost']} turns lost, all within "
                 f"{brief['all_resumed_s']:.2f} s, max {100 * brief['max_window_share']:.1f}% "
-                f"of attempts in 100 ms ({time.monotonic() - began:.0f} s)",
+                f"of attempts in 100 ms, pacer {brief['pacer']}, load "
+                f"{os.getloadavg()[0]:.1f} ({time.monotonic() - began:.0f} s)",
                 flush=True,
             )
     summaries = [summarize(r) for r in rounds]
