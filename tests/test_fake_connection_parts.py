@@ -235,6 +235,67 @@ def test_a_message_the_snapshot_consumed_is_named_once_per_consumed_copy() -> No
     assert ledger.handled == 3
 
 
+def test_a_repeat_after_the_replay_is_not_named_a_resend() -> None:
+    """The user types the same words again once the replay is over: new input, not named."""
+    ledger = ConsumedLedger()
+    hi, bye = fingerprint(_text("hi")), fingerprint(_text("bye"))
+    assert hi is not None and bye is not None
+    ledger.restore(collections.Counter({hi: 2, bye: 1}))
+    assert ledger.receive(_text("hi")) == "text"  # the replay resent a consumed copy
+    assert ledger.receive(_text("again")) is None  # the snapshot lacks it: the replay is over
+    assert ledger.receive(_text("hi")) is None  # said again: the user's repeat
+    assert ledger.receive(_text("bye")) is None
+
+
+def test_a_message_without_identity_ends_the_replay() -> None:
+    ledger = ConsumedLedger()
+    hi = fingerprint(_text("hi"))
+    assert hi is not None
+    ledger.restore(collections.Counter({hi: 1}))
+    assert ledger.receive({"realtimeInput": {"activityStart": {}}}) is None
+    assert ledger.receive(_text("hi")) is None
+
+
+def test_a_fresh_session_names_nothing() -> None:
+    ledger = ConsumedLedger()
+    assert ledger.receive(_text("hi")) is None
+
+
+def test_a_replayed_repeat_the_snapshot_lacks_is_not_named() -> None:
+    """The snapshot consumed "hi" once, and the session received it again after the
+    snapshot's point: the replay's "hi" is that second copy, and the replay is over."""
+    ledger = ConsumedLedger()
+    hi = fingerprint(_text("hi"))
+    assert hi is not None
+    session_received = collections.Counter({hi: 2})
+    ledger.restore(collections.Counter({hi: 1}), received=session_received)
+    ledger.track(session_received)
+    assert ledger.receive(_text("hi")) is None
+    assert ledger.receive(_text("hi")) is None
+    assert session_received[hi] == 4  # the session's count goes on
+
+
+@given(_MESSAGES, _MESSAGES, _MESSAGES)
+def test_named_messages_are_the_consumed_copies_before_the_first_message_not_consumed(
+    messages: list[JsonDict | None], earlier: list[JsonDict | None], later: list[JsonDict | None]
+) -> None:
+    """``earlier``: what the snapshot consumed; ``later``: what the session received after
+    its point (copies the snapshot lacks)."""
+    restored = collections.Counter(m for x in earlier if x and (m := fingerprint(x)))
+    lacked = collections.Counter(m for x in later if x and (m := fingerprint(x)))
+    ledger = ConsumedLedger()
+    ledger.restore(restored, received=restored + lacked)
+    named = [n for n, m in enumerate(messages) if ledger.receive(m) is not None]
+    left, expected = collections.Counter(restored), []
+    for n, message in enumerate(messages):
+        mark = fingerprint(message) if message is not None else None
+        if mark is None or left[mark] <= 0 or lacked[mark] > 0:
+            break
+        left[mark] -= 1
+        expected.append(n)
+    assert named == expected
+
+
 def test_last_consumed_stops_before_held_audio() -> None:
     ledger = ConsumedLedger()
     for _ in range(5):

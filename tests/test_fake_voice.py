@@ -477,3 +477,27 @@ async def test_compression_or_text_keeps_the_session_going(fake_live_server_fact
         assert await chat(text, "me too") == "echo: me too"
     records = await server.wait_for_connections(2, finished=True)
     assert [c.ended_by for c in records] == ["client", "client"]
+
+
+def test_answer_text_reads_an_audio_only_answer_from_its_audio() -> None:
+    """Output transcription off: the driver reads the fake's answer back from the audio
+    (final parts, else partial ones), and text or a transcription wins when there is one."""
+    from types import SimpleNamespace
+
+    from adk_live_resume.testing import answer_text
+
+    def event(*, partial: bool, pcm: bytes = b"", text: str | None = None) -> Any:
+        blob = types.Blob(data=pcm, mime_type="audio/pcm;rate=24000") if pcm else None
+        part = types.Part(text=text, inline_data=blob)
+        content = types.Content(role="model", parts=[part])
+        return SimpleNamespace(
+            author="assistant", content=content, partial=partial, output_transcription=None
+        )
+
+    pieces = [speech_pcm(c, sample_rate=24000, seconds=0.05) for c in ("echo", ": one")]
+    partials = [event(partial=True, pcm=p) for p in pieces]
+    assert answer_text(partials) == "echo: one"
+    final = event(partial=False, pcm=b"".join(pieces))
+    assert answer_text([*partials, final]) == "echo: one"  # (not twice)
+    assert answer_text([*partials, event(partial=False, text="typed")]) == "typed"
+    assert answer_text([event(partial=True)]) == ""

@@ -12,19 +12,23 @@ Then a microphone task streams audio the whole time (silence between utterances)
 conversation runs: spoken utterances, typed turns, parallel tool calls, barge-ins (speaking
 over an answer), typed turns sent inside a window between connections (the instant the next
 connection is being opened after a goAway, or while a dropped one reconnects, or while ADK's
-sender still screens the turn), blocked turns, and an agent transfer. Invariants, for every
-seed:
+sender still screens the turn), blocked turns, an agent transfer, and repeats: typed words
+the user already typed, and a tool asked for again with the same arguments (each a new turn,
+answered again, its tools run again). Some seeds have the model answer in audio with output
+transcription off (a voice app that shows no text); their answers are read from the audio.
+Invariants, for every seed:
 
-* every utterance and typed turn is answered exactly once, with the right answer (a turn
-  the user talked over is answered at most once), and at the end the model remembers every
-  user turn exactly once, in order (but the answered turns ADK's own history rule leaves out
+* every utterance and typed turn is answered exactly once (a repeat once more), with the
+  right answer (a turn the user talked over is answered at most once), and at the end the
+  model remembers every user turn exactly once, in order (but the answered turns ADK's own
+  history rule leaves out
   of a fresh session whose history ends with a background job's late result, a documented
   limitation);
 * no content the callback blocks ever reaches the server;
-* every tool ran exactly once for its item, each answer carries its own call's result, and
-  no response went to a session that never issued its call id; each background job ran
-  once, its result was told at most once and reached the model (as a tool response, or in
-  the history a fresh session began with);
+* every tool ran exactly once for each time its item was asked for, each answer carries its
+  own call's result, and no response went to a session that never issued its call id; each
+  background job ran once, its result was told at most once and reached the model (as a tool
+  response, or in the history a fresh session began with);
 * no history was delivered twice, and on Vertex nothing the index said was consumed was sent
   again;
 * no socket stays open without a setup longer than ``early_dial.MAX_AGE``;
@@ -156,6 +160,13 @@ class VoicePlan:
     jobs: dict[str, float] = field(default_factory=dict)
     #: google-genai's ``send_realtime_input`` is wrapped (tracing, as an app may do).
     wrapped_send: bool = False
+    #: Kinds of the steps said again, word for word, after their first time ("text": the
+    #: same typed words; "tools": the same tool asked for with the same arguments). Each
+    #: repeat is a new turn: answered again, its tools run again.
+    again: list[str] = field(default_factory=list)
+    #: The model answers in audio, with output transcription off (a voice app that shows no
+    #: text): the answers are read from the audio itself.
+    audio_out: bool = False
 
     def describe(self) -> str:
         faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
@@ -168,6 +179,13 @@ class VoicePlan:
             f" slow_screening={sorted(t for t, d in self.screening.items() if d > 0.5)}"
             f" session_latency={self.session_latency:.2f} jobs={self.jobs}"
             f" wrapped_send={self.wrapped_send}"
+        ) + self._describe_extras()
+
+    def _describe_extras(self) -> str:
+        """The draws added later, named only when set (so the plans without them read as
+        they always did)."""
+        return (f" again={self.again}" if self.again else "") + (
+            " audio_out=True" if self.audio_out else ""
         )
 
     @property
@@ -229,7 +247,26 @@ def make_plan(seed: int) -> VoicePlan:
     plan.session_latency = rng.choice([0.0, 0.0, 0.1, 0.4, 1.2])
     plan.entry = rng.choice(["install", "subclass"])
     plan.wrapped_send = rng.random() < 0.3
+    _add_repeats(plan, random.Random(f"voice chaos repeats {seed}"))
+    # Audio answers without transcription: not with barge-ins, background jobs or a transfer,
+    # whose checks read the text of single events (a stream of its own too).
+    audio = random.Random(f"voice chaos audio {seed}").random() < 0.3
+    plan.audio_out = audio and not {"barge", "background", "transfer"} & {k for k, _ in plan.steps}
     return plan
+
+
+def _add_repeats(plan: VoicePlan, rng: random.Random) -> None:
+    """Say some steps again after the conversation, word for word (a stream of their own, so
+    the steps before them stay as they were): typed words the user already typed, and a tool
+    asked for again with the same arguments. Before a transfer only (the child's memory is
+    ADK's history, where the parent's turns are "For context" turns)."""
+    if plan.transfers:
+        return
+    for kind in ("text", "tools"):
+        earlier = [text for k, text in plan.steps if k == kind]
+        if earlier and rng.random() < 0.35:
+            plan.again.append(kind)
+            plan.steps.append((kind, rng.choice(earlier)))
 
 
 class Microphone:
@@ -424,26 +461,32 @@ async def run_plan(plan: VoicePlan) -> None:
 
 
 async def _open_window(
-    plan: VoicePlan, server: FakeLiveServer, screening: Screening, live: LiveDriver, text: str
+    plan: VoicePlan,
+    server: FakeLiveServer,
+    screening: Screening,
+    live: LiveDriver,
+    text: str,
+    draws: random.Random,
 ) -> int:
-    """Send ``text`` inside the window the plan names; return the event mark of the send."""
+    """Send ``text`` inside the window the plan names; return the event mark of the send.
+    The goAway's time left and the close codes come from ``draws`` (seeded by the plan)."""
     how = plan.windows[text]
     if how == "go_away":
         # The instant the next connection is being opened ahead, or while the
         # move waits for its safe point.
         seen = len(server.connections)
-        server.go_away_now(random.uniform(0.3, 1.5))
+        server.go_away_now(draws.uniform(0.3, 1.5))
         with contextlib.suppress(TimeoutError):
             await server.wait_for(lambda: len(server.connections) > seen, 3, what="next")
         return live.send_text(text)
     if how == "drop":
         # While the dropped connection reconnects.
-        await server.close_open(random.choice(RETRYABLE))
+        await server.close_open(draws.choice(RETRYABLE))
         return live.send_text(text)
     # While ADK's sender screens the turn (for longer than close_timeout), the socket drops.
     mark = live.send_text(text)
     await asyncio.wait_for(screening.began(text).wait(), 20)
-    await server.close_open(random.choice(RETRYABLE))
+    await server.close_open(draws.choice(RETRYABLE))
     return mark
 
 
@@ -475,13 +518,15 @@ async def _run_plan(
         agent, screening = _build_agents(plan, server, tools)
         sessions = SlowSessions(plan.session_latency, random.Random(plan.seed))
         config = RunConfig(
-            response_modalities=[types.Modality.TEXT],
+            response_modalities=[types.Modality.AUDIO if plan.audio_out else types.Modality.TEXT],
             session_resumption=types.SessionResumptionConfig(),
             context_window_compression=types.ContextWindowCompressionConfig(
                 sliding_window=types.SlidingWindow()
             ),
+            **({"output_audio_transcription": None} if plan.audio_out else {}),
         )
         maybe_cut: list[str] = []
+        draws = random.Random(f"voice chaos windows {plan.seed}")  # (the same on every run)
         async with (
             restart_after(server, plan.restart_after),
             await LiveDriver.start(agent, run_config=config, session_service=sessions) as live,
@@ -518,7 +563,7 @@ async def _run_plan(
                             lambda e, t=text: _says(e, f"echo: {t}"), after=mark, timeout=20
                         )
                     elif kind == "window":
-                        mark = await _open_window(plan, server, screening, live, text)
+                        mark = await _open_window(plan, server, screening, live, text, draws)
                         answer = await live.answer_after(mark, timeout=20, skip=_job_result)
                         assert answer == f"echo: {text}", (kind, text, answer)
                     elif kind == "blocked":
@@ -568,9 +613,9 @@ async def _run_plan(
         assert [t for t in remembered if t not in maybe_cut] == in_memory, f"memory {remembered}"
         assert all(remembered.count(story) <= 1 for story in maybe_cut), f"memory {remembered}"
         answered = server.user_turns_answered()
-        for text in said:
+        for text in set(said):  # (a step said again is a turn again: answered again)
             count = answered.count(text) - _answers_lost_unread(server, live.events, text)
-            assert count == 1, f"{text!r} answered {count}x: {answered}"
+            assert count == said.count(text), f"{text!r} answered {count}x: {answered}"
         for story in maybe_cut:
             assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
         for finished in (False, True):  # no utterance shown twice (its pieces, its whole)
@@ -606,7 +651,8 @@ async def _run_plan(
                 assert unset <= early_dial.MAX_AGE + 1.0, f"open without setup {unset:.1f} s"
         assert server.duplicate_history_sends() == 0
         if plan.vertex:
-            assert server.resent_consumed() == [], server.resent_consumed()
+            resent = _resent_but_repeats(plan, server)
+            assert resent == [], resent
         # Memory held by the run for replay stays within the policy's bounds.
         assert len(runs) >= 1, runs
         assert all(run.peak_replay_audio_ms <= MAX_HELD_AUDIO_MS + CHUNK_MS for run in runs), runs
@@ -673,6 +719,27 @@ def _left_out_by_a_late_result(
     ]
     in_history = [pick(part, "text") for turn in turns for part in pick_list(turn, "parts")]
     return [t for t in said if t in after and t in earlier and t not in in_history]
+
+
+def _resent_but_repeats(plan: VoicePlan, server: FakeLiveServer) -> list[Any]:
+    """What the fake names sent again although consumed, but the copies of words the plan
+    says twice. A repeat can be the first message of a connection with nothing else to
+    replay (ADK's sender screened it while the connection moved; the next one gets it
+    first), where the wire cannot tell it from a resend; a resend of a repeated turn is
+    answered once more than it was said, which the answer count catches."""
+    said = [text for _, text in plan.steps]
+    twice = {text for text in said if said.count(text) > 1}
+
+    def words(resent: Any) -> str | None:
+        message = server.connections[resent.connection - 1].client_messages[resent.index - 1]
+        content = pick(message, "clientContent")
+        parts = [p for turn in pick_list(content, "turns") for p in pick_list(turn, "parts")]
+        texts = [pick(part, "text") for part in parts] or [
+            pick(pick(message, "realtimeInput"), "text")
+        ]
+        return "".join(t for t in texts if isinstance(t, str)) or None
+
+    return [r for r in server.resent_consumed() if words(r) not in twice]
 
 
 def _transfer_after(plan: VoicePlan, job: str) -> bool:

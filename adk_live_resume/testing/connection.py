@@ -13,8 +13,9 @@ Per connection, in order:
    (:mod:`~adk_live_resume.testing.turn_taking`); the model answers in a task of its own
    (:mod:`~adk_live_resume.testing.generation`) so that new input can interrupt it; handles
    are issued at resumable points (:mod:`~adk_live_resume.testing.handle_issuing`). On a
-   resumed connection, a client message whose identity the snapshot already consumed is
-   recorded in ``record.resent_consumed`` (and handled as usual).
+   resumed connection, a client message whose identity the snapshot already consumed, sent
+   before the first message the snapshot did not consume (the replay), is recorded in
+   ``record.resent_consumed`` (and handled as usual); a repeat after it is new input.
 
 :class:`LiveConnection` coordinates parts that each own their state and are reached only
 through their methods: the wire (:mod:`~adk_live_resume.testing.connection_wire`: sends, the
@@ -274,6 +275,7 @@ class LiveConnection:
         session = self._restore(choices)
         if session is None:
             return
+        self._ledger.track(self._shared.received_by(session.id))
         parts = self._parts = SessionParts.compose(
             self._wire,
             choices,
@@ -384,7 +386,9 @@ class LiveConnection:
             self.terminate("refused", code=code, reason=reason)
             return None
         session = SessionState.restored(snapshot, audio=choices.audio_out)
-        self._ledger.restore(snapshot.consumed)
+        self._ledger.restore(
+            snapshot.consumed, received=self._shared.received_by(snapshot.session.id)
+        )
         self.record.restored()
         logger.info(
             "fake live server: connection %d resumed %s (%d turns)",

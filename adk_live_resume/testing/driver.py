@@ -243,10 +243,14 @@ class LiveDriver:
 
 
 def answer_text(events: list[Any]) -> str:
-    """The model's answer in ``events``: final (non-partial) text, else transcription."""
+    """The model's answer in ``events``: final (non-partial) text, else transcription, else
+    partial text, else the text the model's audio carries (the fake server answers in
+    :mod:`~adk_live_resume.testing.speech`'s synthetic speech, so an audio answer without
+    output transcription reads back too)."""
     texts: list[str] = []
     transcripts: list[str] = []
     partial_texts: list[str] = []
+    audio: list[tuple[bool, Any]] = []
     for event in events:
         if getattr(event, "author", "user") == "user":
             continue
@@ -254,6 +258,9 @@ def answer_text(events: list[Any]) -> str:
         for part in getattr(content, "parts", None) or []:
             if part.text and not part.thought:
                 (partial_texts if event.partial else texts).append(part.text)
+            blob = part.inline_data
+            if blob is not None and blob.data and (blob.mime_type or "").startswith("audio/"):
+                audio.append((bool(event.partial), blob))
         transcription = getattr(event, "output_transcription", None)
         if transcription is not None and transcription.text and transcription.finished:
             transcripts.append(transcription.text)
@@ -261,7 +268,23 @@ def answer_text(events: list[Any]) -> str:
         return "".join(texts)
     if transcripts:
         return "".join(transcripts)
-    return "".join(partial_texts)
+    if partial_texts:
+        return "".join(partial_texts)
+    return _audio_text(audio)
+
+
+def _audio_text(audio: list[tuple[bool, Any]]) -> str:
+    """The text of the model's audio parts: the final ones, or else the partial ones (a
+    release that yields both repeats the audio in the final)."""
+    from .vad import decode_speech
+
+    finals = [blob for partial, blob in audio if not partial]
+    blobs = finals or [blob for _, blob in audio]
+    if not blobs:
+        return ""
+    mime = blobs[0].mime_type or ""
+    rate = int(mime.partition("rate=")[2] or 24000)
+    return "".join(decode_speech(b"".join(blob.data for blob in blobs), sample_rate=rate))
 
 
 def summarize(event: Any) -> str:

@@ -36,7 +36,24 @@ class ConsumedLedger:
     Pure: no I/O. Guarantees: :meth:`consumed_through` counts the fingerprints of the
     restored snapshot plus those of messages 1..n of this connection, whatever order the
     calls come in; :meth:`receive` names a message whose fingerprint the restored snapshot
-    consumed, each such consumed copy once.
+    consumed, each such consumed copy once, while the connection's replay lasts, and none
+    after it.
+
+    The replay lasts until the first message the restored snapshot did not consume (a
+    message without identity, such as a silence chunk or an activity signal, included). A
+    resuming client sends what it replays first, before any new input (the live loop does:
+    ``serve_connection.send_restoration`` runs before the live request queue resumes), and
+    a correct replay begins with something the snapshot lacks. So a consumed copy that comes
+    before it is a resend; one that comes after it is the user's own repeat (the same words
+    typed or said again, an identical tool result), which the service takes as new input.
+    Copies of a message the session received beyond those the snapshot consumed (a repeat
+    that came after the snapshot's point, on any connection of the session: :meth:`track`
+    counts them) are what the snapshot lacks: the replay sends one of those first, not a
+    consumed one. On the wire a repeat that is the very first message of a connection with
+    nothing to replay cannot be told from a resend: it is named. Nor can a replayed silence
+    chunk be told from a live one: a replay that begins with silence is not checked past it.
+    Source: the replay order of ``serve_connection.serve``; docs/guarantees.md, "Nothing
+    lost, nothing said twice".
     """
 
     def __init__(self) -> None:
@@ -47,12 +64,27 @@ class ConsumedLedger:
         self._consumed: collections.Counter[str] = collections.Counter()  # through _upto
         self._upto = 0
         self._restored: collections.Counter[str] = collections.Counter()
+        self._lacked: collections.Counter[str] = collections.Counter()
+        self._replaying = False
+        self._session_received: collections.Counter[str] | None = None
 
-    def restore(self, consumed: collections.Counter[str]) -> None:
-        """The session was resumed from a snapshot that consumed ``consumed``."""
+    def restore(
+        self,
+        consumed: collections.Counter[str],
+        received: collections.Counter[str] | None = None,
+    ) -> None:
+        """The session was resumed from a snapshot that consumed ``consumed``; ``received``:
+        the fingerprints every connection of the session received so far (the copies beyond
+        ``consumed`` are ones the snapshot lacks)."""
         self._base = collections.Counter(consumed)
         self._consumed = collections.Counter(consumed)
         self._restored = collections.Counter(consumed)
+        self._lacked = collections.Counter(received or {}) - self._restored
+        self._replaying = self._received == 0
+
+    def track(self, received: collections.Counter[str]) -> None:
+        """Count every fingerprint received from now on into ``received`` (the session's)."""
+        self._session_received = received
 
     @property
     def received(self) -> int:
@@ -66,11 +98,19 @@ class ConsumedLedger:
 
     def receive(self, message: JsonDict | None) -> str | None:
         """Count the next client message (None: unparsed); the kind of its identity when the
-        restored snapshot consumed it already (one consumed copy used up), else None."""
+        restored snapshot consumed it already (one consumed copy used up) and the replay
+        lasts, else None (and the replay is over)."""
         self._received += 1
         mark = fingerprint(message) if message is not None else None
         self._fingerprints.append(mark)
-        if mark is None or self._restored[mark] <= 0:
+        if mark is not None and self._session_received is not None:
+            self._session_received[mark] += 1
+        if not self._replaying or mark is None or self._restored[mark] <= 0:
+            self._replaying = False
+            return None
+        if self._lacked[mark] > 0:  # a copy the snapshot lacks: the replay begins with it
+            self._lacked[mark] -= 1
+            self._replaying = False
             return None
         self._restored[mark] -= 1
         return mark.partition(":")[0]

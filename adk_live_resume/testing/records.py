@@ -94,7 +94,10 @@ class HeardTurn:
 @dataclass(frozen=True)
 class ResentMessage:
     """A client message sent again on a resumed connection although the snapshot of the
-    handle it resumed already included it (its index said it was consumed).
+    handle it resumed already included it (its index said it was consumed), within the
+    connection's replay: before the first message the snapshot did not consume. The same
+    content sent after that is the user's own repeat, not recorded (see
+    :class:`~adk_live_resume.testing.handle_issuing.ConsumedLedger`).
 
     ``index`` is its number on the resumed connection, ``kind`` its fingerprint kind
     ("text", "audio", "clientContent", "toolResponse").
@@ -145,7 +148,7 @@ class ConnectionRecord:
         handles_issued: resumption handles sent on this connection, in order.
         handle_issues: the same handles with the point at which each was issued.
         heard: every user turn received, with how it arrived (:class:`HeardTurn`).
-        resent_consumed: messages sent again that the resumed snapshot already held.
+        resent_consumed: messages the replay sent again that the resumed snapshot held.
         rejected_client_content: ``clientContent`` bodies the Gemini 3.x Live dialect does
             not accept (the connection was closed with 1007 unless the server is lenient).
         ignored_audio_ms: audio received outside any activity (manual activity detection).

@@ -116,8 +116,15 @@ class SharedState:
     ended_sessions: set[str] = field(default_factory=set)
     #: Connections whose socket is still open, per session id.
     open_sessions: collections.Counter[str] = field(default_factory=collections.Counter)
+    #: Fingerprints of the client messages received, per session id, on all its connections.
+    _received: dict[str, collections.Counter[str]] = field(default_factory=dict)
     _tool_counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _tool_messages: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def received_by(self, session_id: str) -> collections.Counter[str]:
+        """The fingerprints (``handles.fingerprint``) of the client messages every connection
+        of session ``session_id`` received so far: the live counter, which they add to."""
+        return self._received.setdefault(session_id, collections.Counter())
 
     def flapping(self, flap: Flap | None) -> None:
         """New connections fail as ``flap`` says from now on (``None``: they no longer do)."""
