@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ReconnectFailedError,
         SessionLimitError,
         SessionNotResumableError,
+        SessionStalledError,
         UnsupportedAdkVersionError,
     )
     from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
@@ -47,6 +48,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "InstallConflictError": ".errors",
             "LiveResumeError": ".errors",
             "ReconnectFailedError": ".errors",
+            "SessionStalledError": ".errors",
             "SessionLimitError": ".errors",
             "SessionNotResumableError": ".errors",
             "UnsupportedAdkVersionError": ".errors",
@@ -89,6 +91,7 @@ __all__ = [
     "RunStats",
     "SessionLimitError",
     "SessionNotResumableError",
+    "SessionStalledError",
     "UnsupportedAdkVersionError",
     "current_handle",
     "install",

@@ -12,7 +12,10 @@ and what the server said since:
 * it is answered when model output (text, a transcription piece, a tool call) that began
   after it is followed by the end of that generation (``turnComplete``);
 * output already streaming when the turn was sent belongs to an earlier turn: its end
-  (``turnComplete`` or ``interrupted``) does not answer the new turn.
+  (``turnComplete`` or ``interrupted``) does not answer the new turn;
+* a ``turnComplete`` whose ``interactionStatus`` says the model's work goes on ends the
+  generation and answers nothing: the output after it (the answer the work brings) answers
+  the turns sent before it.
 
 Guarantee: :attr:`UnansweredTurns.unanswered` is never false while a turn sent on this session has
 not been followed by a whole generation that began after it. (It may stay true longer than
@@ -58,6 +61,15 @@ class UnansweredTurns:
             self._earlier_generation = False
         elif self._answer_begun:
             self.unanswered = False
+        self._generating = False
+        self._answer_begun = False
+
+    def on_generation_paused(self) -> None:
+        """A ``turnComplete`` that does not finish the model's turn (its ``interactionStatus``
+        says the work goes on, :mod:`adk_live_resume.model_work`): the generation in
+        progress ended and answered nothing; output after it begins a new generation, which
+        may answer the turn sent meanwhile."""
+        self._earlier_generation = False
         self._generating = False
         self._answer_begun = False
 

@@ -3,7 +3,8 @@
 Pure: no I/O. :func:`classify_end` fills an :class:`Outcome` from the error the receive step
 raised (if any), the send step's error, and the connection's final
 :class:`~adk_live_resume.connection_state.State`: closed by the client, moved (a goAway
-move, :data:`~adk_live_resume.connection_state.MOVED`), or else lost.
+move, :data:`~adk_live_resume.connection_state.MOVED`), stalled (closed by us after a stall),
+or else lost.
 
 Guarantees: an error :func:`~adk_live_resume.errors.classify` does not know (a bug, not a
 lost connection) always ends as ``DROPPED`` with no ``drop``, so the loop re-raises it instead
@@ -35,6 +36,7 @@ class End(enum.Enum):
     TRANSFER = "transfer"
     RERUN = "rerun"
     MOVED = "moved"
+    STALLED = "stalled"
     DROPPED = "dropped"
 
 
@@ -121,6 +123,9 @@ def classify_end(watch: EndSigns, outcome: Outcome, error: BaseException | None)
         outcome.drop = seen_after_go_away(drop, watch.move_by is not None)
     if watch.state in MOVED:
         outcome.end = End.MOVED
+        return
+    if watch.state is State.STALLED:
+        outcome.end = End.STALLED  # closed by us: the loop recovers from the stall
         return
     outcome.end = End.DROPPED
     if outcome.drop is None:

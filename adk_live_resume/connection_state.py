@@ -17,6 +17,8 @@ it ended in (:func:`~adk_live_resume.connection_end.classify_end`):
   socket closes first and the loop opens the next after it; ``DRAINING``: the next connection
   is ready and this one is read to its end; ``RETIRED``: the next connection took over.
 * ``LOST``: the connection was lost while open (not by a close of ours).
+* ``STALLED``: the session stalled on the open connection (:mod:`.stall_rule`): this socket
+  closes, and the loop recovers (resume, then a fresh start, then an error).
 * ``CLIENT_CLOSED``: the client closed the request queue.
 
 Pure: no I/O.
@@ -33,6 +35,9 @@ Guarantees:
   never leaves the moving states but for ``CLIENT_CLOSED``.
 * A loss noticed while moving (or after the client's close) changes no state: the
   connection still ends as moved (or closed by the client); its time is kept (``lost_at``).
+* A stall is acted on only on a connection that is open (``OPENING``: connected, its
+  setup answered; or ``OPEN``) and not moving: at most one
+  :class:`CloseSocket` for it, and a stalled connection never begins a move.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class State(enum.Enum):
     DRAINING = "draining"
     RETIRED = "retired"
     LOST = "lost"
+    STALLED = "stalled"
     CLIENT_CLOSED = "closed by the client"
 
 
@@ -183,7 +189,7 @@ class ConnectionState:
     @property
     def closed_by_us(self) -> bool:
         """The socket goes because we close it (a move, or the client's close): no loss."""
-        return self.why_moved is not None or self.state is State.CLIENT_CLOSED
+        return self.why_moved is not None or self.state in (State.CLIENT_CLOSED, State.STALLED)
 
     @property
     def move_pending(self) -> bool:
@@ -280,7 +286,7 @@ class ConnectionState:
     def move(self, why: str) -> list[Action]:
         """Move the session to a new connection on purpose: open it ahead while this one is
         still open, or else close this socket so the loop resumes."""
-        if self.why_moved is not None or self.state is State.CLIENT_CLOSED:
+        if self.why_moved is not None or self.state in (State.CLIENT_CLOSED, State.STALLED):
             return []
         self.why_moved = why
         self.state = State.MOVING
@@ -347,6 +353,17 @@ class ConnectionState:
         """The client closed the request queue (ADK closed the session)."""
         if self.state is not State.RETIRED:
             self.state = State.CLIENT_CLOSED
+
+    def stalled(self, *, now: float) -> list[Action]:
+        """The session stalled on this connection: close its socket; the loop recovers (the
+        outage counts from ``now``, kept as ``lost_at``)."""
+        if self.state not in (State.OPENING, State.OPEN) or self.why_moved is not None:
+            return []
+        self.state = State.STALLED
+        if self.lost_at is None:
+            self.lost_at = now
+        self._sends_stopped = True
+        return self._close(abort=False)
 
     def stop_sends(self) -> None:
         """The connection is being taken down: what is still sent goes to the outbox."""

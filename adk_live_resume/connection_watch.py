@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,10 +46,14 @@ from .connection_state import (
     StopOpeningAhead,
 )
 from .connector import abort_transport
+from .context_updates import KNOWN_SENDS
 from .errors import classify
+from .late_results import as_content
 from .model_work import FrameStatuses, ModelWork
 from .policy import ResumePolicy
 from .run_rules import RunRules
+from .stall_rule import Stall
+from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
 from .wire_classifier import Frame
 
@@ -109,7 +113,11 @@ class WatchedRun(Protocol):
 class ConnectionWatch:
     """Per-connection state fed by the :class:`SessionTap` and the send task."""
 
-    def __init__(self, run: WatchedRun, number: int) -> None:
+    def __init__(
+        self, run: WatchedRun, number: int, *, non_blocking: frozenset[str] = frozenset()
+    ) -> None:
+        """``non_blocking``: the functions the request declares NON_BLOCKING (for the stall
+        watch: their results may go unanswered)."""
         self.run = run
         self.number = number
         self.session: Any = None  # the real google-genai AsyncSession
@@ -136,12 +144,23 @@ class ConnectionWatch:
         self._watcher: asyncio.Task[None] | None = None
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
         self._input_shown: tuple[str, str] | None = None
+        #: The stall seen on this connection, which ended it (``None``: none).
+        self.stall: Stall | None = None
+        self.stall_watch = StallWatch(
+            run.policy.stall_timeout,
+            run.policy.degenerate_turns,
+            on_stall=self._stalled,
+            user_speaking=lambda: run.rules.outbox.activity.speaking,
+            model_working=lambda: self.work.working,
+            non_blocking=non_blocking,
+        )
 
     def attach(self, session: Any, tap: SessionTap) -> None:
         """The connection is established: ``session`` is its google-genai session, ``tap``
         the tap under ADK's connection that reports to this watch."""
         self.session = session
         self.tap = tap
+        self.stall_watch.start()
 
     @contextlib.contextmanager
     def sending_history(self) -> Iterator[None]:
@@ -226,8 +245,12 @@ class ConnectionWatch:
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         raw_status = self._frame_statuses.read()
         self._note_content(message.server_content, raw_status)
+        cancellation = message.tool_call_cancellation
+        if cancellation is not None and cancellation.ids:
+            self.on_tool_calls_cancelled(tuple(str(i) for i in cancellation.ids))
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
+        self.stall_watch.server_message(message)
 
     def _message_arrived(self, frame: Frame | None) -> None:
         self.lifecycle.frame_arrived()
@@ -261,11 +284,14 @@ class ConnectionWatch:
             self.model_turn_open = False
         status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
         if content.turn_complete and self.work.turn_complete(status):
-            # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.turn_complete()
             if self.output_in_turn:
                 self.run.rules.tool_calls.on_answered()
+                self.hold_late_results()
             self.output_in_turn = False
+        elif content.turn_complete:
+            # (an utterance the model ends while its work goes on answers nothing yet)
+            outbox.work_goes_on()
 
     def input_transcription(self, text: str) -> str:
         handled, self._input_shown = self._input_shown, None
@@ -306,7 +332,9 @@ class ConnectionWatch:
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
         speaking and has no utterance waiting for its answer
         (:meth:`RunRules.at_safe_point`), and the model's last ``interactionStatus`` did not
-        say its work goes on (:attr:`ModelWork.in_progress`)."""
+        say its work goes on (:attr:`ModelWork.in_progress`). The last holds on its own where
+        the server cut an answer (``interrupted``) while the work goes on: the cut counts as
+        taking the request in, though the handle issued during the work does not hold it."""
         return self.run.rules.at_safe_point() and not self.work.in_progress
 
     def on_resumption_update(
@@ -352,6 +380,14 @@ class ConnectionWatch:
             await self.tap.replay("send_tool_response", {"function_responses": responses})
         return [call for call in calls if not call.id or str(call.id) not in held]
 
+    def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
+        """The server cancelled the calls ``ids`` (new input arrived while they ran): their
+        responses are not sent, told late, or given to a repeat. Seen as the frame arrives
+        (ADK, which may run a blocking tool inside its receive step, can send the response
+        before it reads the cancellation), and again when ADK reads it."""
+        if self.run.rules.tool_calls.on_cancelled(ids):
+            logger.debug("the server cancelled %d tool call(s); their results stay here", len(ids))
+
     def on_receive_error(self, error: BaseException) -> None:
         self._carry_out(self.lifecycle.receive_failed(now=self._now()), error)
 
@@ -365,14 +401,21 @@ class ConnectionWatch:
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
+        if method not in KNOWN_SENDS:
+            # Passed through by the tap, unrecorded; the server numbers it all the same, and
+            # a new session may lack it (a WARNING says so then).
+            self.run.rules.outbox.count_unrecorded()
+            self.run.rules.outbox.context.on_unknown(method)
+            return None
         if self._history_going:
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.rules.outbox.count_unrecorded()
+            self.stall_watch.history_sent(method, kwargs)
             return method, kwargs
         run = self.run
         rules = run.rules
         book = rules.tool_calls
-        unknown: set[str] = set()
+        unknown: dict[str, None] = {}  # (in the order sent)
         # (realtime input, every microphone chunk, carries no function responses)
         responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
         readdress: dict[str, tuple[str, str | None]] = {}
@@ -387,32 +430,30 @@ class ConnectionWatch:
                     call_id = repeat[0]
                     book.on_result(call_id, result)
                 if book.is_unknown(call_id):
-                    unknown.add(call_id)
+                    unknown[call_id] = None
         if readdress:
             logger.debug("sending %d result(s) to the repeated call(s) waiting", len(readdress))
             kwargs = readdressed(method, kwargs, readdress)
-        as_turn = {i for i in unknown if book.goes_as_turn(i)}
-        turn = self._responses_as_turn(responses, as_turn) if as_turn else None
-        if turn is not None and without_responses(method, kwargs, as_turn) is None:
-            if self._user_busy():
-                # Sent now it would split the utterance: it goes once the user is quiet.
-                logger.debug(
-                    "holding %d background result(s) until the user is quiet", len(as_turn)
-                )
-                rules.deferred_results.hold(turn, asyncio.get_running_loop().time())
-                self._sent(replay)
-                return None
-            method, kwargs = turn
-        elif unknown:
-            # The resumed session never saw these calls: a response would confuse it. The
-            # replayed user turn makes the model ask again; the result is reused then.
-            logger.debug("holding back %d response(s) to calls the session never saw", len(unknown))
-            kept = without_responses(method, kwargs, unknown)
-            if kept is None:
-                self._sent(replay)
-                return None
-            kwargs = kept
+        as_turn = [i for i in unknown if book.goes_as_turn(i)]
+        turn = self._results_as_turn(as_turn) if as_turn else None
+        if unknown:
+            # The session never saw these calls (or takes no earlier connection's id): a
+            # response would confuse it. Those going as content go so; the others wait for
+            # the model to ask again (the replayed user turn) or to finish answering.
+            kept = without_responses(method, kwargs, set(unknown))
+            if turn is not None and kept is None and not self._user_busy():
+                method, kwargs = turn
+            else:
+                if turn is not None:
+                    # Sent now it would split the utterance: it goes once the user is quiet.
+                    logger.debug("holding %d late result(s) until the user is quiet", len(as_turn))
+                    rules.deferred_results.hold(turn, asyncio.get_running_loop().time())
+                if kept is None:
+                    self._sent(replay)
+                    return None
+                kwargs = kept
         message = rules.outbox.record(method, kwargs)
+        self.stall_watch.client_send(message, method, kwargs)
         self._sent(replay)
         if message.audio_ms > 0:
             run.audio_started()
@@ -436,19 +477,28 @@ class ConnectionWatch:
             rules.outbox.record(method, kwargs)
         return due
 
-    def _responses_as_turn(
-        self, responses: Sequence[types.FunctionResponse], ids: set[str]
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The responses with ``ids`` as one user turn, for a fresh session whose history
-        lacks their calls (a NON_BLOCKING tool that ended after it started); ``None`` where
-        the model family takes no turn in mid-session (Gemini 3.1 Live, which also calls
-        functions synchronously only)."""
-        if not self.run.results_as_turn_taken(len(ids)):
+    def _results_as_turn(self, ids: list[str]) -> tuple[str, dict[str, Any]] | None:
+        """The results of the calls ``ids`` as conversation content naming each call, its
+        arguments and its result (:func:`~adk_live_resume.late_results.as_content`), for a
+        session that cannot take them as a ``toolResponse`` (a fresh session whose history
+        lacks their calls, a resumed one that knows no earlier connection's id); ``None``
+        where the model family takes no content in mid-session (Gemini 3.1 Live)."""
+        book = self.run.rules.tool_calls
+        late = [r for i in ids if (r := book.late_result(i)) is not None]
+        if not late or not self.run.results_as_turn_taken(len(late)):
             return None
-        logger.debug("giving %d background result(s) to the fresh session as a turn", len(ids))
-        parts = [types.Part(function_response=r) for r in responses if str(r.id) in ids]
-        turn = types.Content(role="user", parts=parts)
-        return "send_client_content", {"turns": [turn], "turn_complete": True}
+        logger.debug("giving %d late tool result(s) to the session as content", len(late))
+        return as_content(late)
+
+    def hold_late_results(self) -> None:
+        """Results that outlived their connection and are due now
+        (:meth:`ToolCallBook.take_late`) go to the session as content once the user is
+        quiet (:class:`DeferredResults`), once."""
+        rules = self.run.rules
+        late = rules.tool_calls.take_late()
+        if late and self.run.results_as_turn_taken(len(late)):
+            logger.debug("holding %d late tool result(s) until the user is quiet", len(late))
+            rules.deferred_results.hold(as_content(late), asyncio.get_running_loop().time())
 
     @property
     def holds_sends(self) -> bool:
@@ -498,6 +548,7 @@ class ConnectionWatch:
             on_message=self._message_arrived if frames.go_away else None,
             on_unknown=run.skip_message,
             known=genai_compat.server_message_keys(),
+            on_cancel=self.on_tool_calls_cancelled,
         )
         if watching and frames.go_away:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
@@ -513,6 +564,13 @@ class ConnectionWatch:
         self._watcher = asyncio.get_running_loop().create_task(
             watch(), name=f"adk_live_resume socket watch #{self.number}"
         )
+
+    def _stalled(self, stall: Stall) -> None:
+        """The session stalled on this connection: end it; the loop recovers."""
+        actions = self.lifecycle.stalled(now=self._now())
+        if actions:
+            self.stall = stall
+            self._carry_out(actions)
 
     def move(self, why: str) -> None:
         """Move the session to a new connection on purpose: open it ahead while this one is
@@ -563,6 +621,7 @@ class ConnectionWatch:
         ``graceful`` closes with a close frame (bounded by ``close_timeout``); otherwise, after
         an error or a cancellation, the transport is aborted at once.
         """
+        self.stall_watch.stop()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()

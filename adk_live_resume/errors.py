@@ -47,6 +47,14 @@ class ReconnectFailedError(LiveResumeError):
         self.elapsed = elapsed
 
 
+class SessionStalledError(ReconnectFailedError):
+    """The live session stalled (the socket open, no answer) and neither a resume nor a fresh
+    start brought it back; the message says what was seen each time and what to check.
+
+    A :class:`ReconnectFailedError`, so code that handles a failed reconnect handles it too.
+    """
+
+
 class SessionNotResumableError(LiveResumeError):
     """The server ended the session with a close code that resuming cannot fix.
 

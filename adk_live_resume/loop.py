@@ -67,7 +67,7 @@ from .connection_state import (
 from .connection_watch import ConnectionWatch, FrameWatching
 from .connector import Connector, abort_transport
 from .deferred_results import DeferredResults
-from .errors import Drop, classify
+from .errors import Drop, SessionStalledError, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
 from .next_connection import BackgroundCloser
@@ -78,6 +78,8 @@ from .retry_decision import seen_after_go_away
 from .retry_plan import Reconnects
 from .run_rules import RunRules
 from .serve_connection import AdkBinding, interrupted_event, serve
+from .stall_rule import StallRecoveries, give_up_message
+from .stall_watch import non_blocking_names
 from .tool_calls import ToolCallBook
 from .wire_classifier import Frame, SkippedMessages
 
@@ -134,6 +136,8 @@ class LiveRun:
         #: Whether the next connection may be opened ahead, before the old one is closed (off
         #: for the rest of the run once a server refused a resume while the old socket was open).
         self.may_open_ahead = True
+        #: The stall ladder: what was tried since a user turn was last answered.
+        self.stall_recoveries = StallRecoveries()
         #: The next connection opened ahead, the socket dialed early, the closer.
         self.connector = Connector(policy, llm, available, guard=lambda: self.queue_guard)
 
@@ -270,9 +274,9 @@ class LiveRun:
         if self.takes_mid_session_content():
             return True
         logger.warning(
-            "the result of %d background tool call(s) came after a fresh session started;"
-            " a %s session takes no turn in mid-session, so the model does not get it now"
-            " (the ADK session has it, for a later fresh session)",
+            "the result of %d tool call(s) came after their connection ended; a %s session"
+            " takes no content in mid-session, so the model does not get it now (the ADK"
+            " session has it, for a later fresh session)",
             count,
             self.request.model,
         )
@@ -309,7 +313,8 @@ class LiveRun:
         request, self.transparent = connection_request.connect_request(
             self.request, handle, llm=self.llm, policy=self.policy
         )
-        return request
+        # (a fresh session holds nothing of the old one: its setup carries the context)
+        return request if handle else self.rules.outbox.context.applied_to(request)
 
     # -- what the connection's watch asks for (connection_watch.WatchedRun) ---------------
 
@@ -511,7 +516,9 @@ class LiveRun:
                 async with contextlib.aclosing(self._prepare_request()) as pre:
                     async for event in pre:
                         yield event
-            watch = ConnectionWatch(self, self.connections + 1)
+            watch = ConnectionWatch(
+                self, self.connections + 1, non_blocking=non_blocking_names(self.request)
+            )
             outcome = Outcome(End.DROPPED)
             try:
                 async with contextlib.aclosing(serve(self, watch, outcome)) as stream:
@@ -519,6 +526,8 @@ class LiveRun:
                         yield event
             finally:
                 self._count(outcome)
+            if watch.stall_watch.answers:
+                self.stall_recoveries.answered()
             if connector.opening is not None and outcome.end not in (End.MOVED, End.DROPPED):
                 await connector.discard_opening()  # the run ends, or moves on another way
             if (
@@ -567,6 +576,9 @@ class LiveRun:
             if end is End.MOVED:
                 reconnects.moving(watch.moving or "goAway")
                 wait = 0.0
+            elif end is End.STALLED:
+                self._recover_from_stall(watch, now)
+                wait = 0.0
             else:
                 wait = reconnects.after_drop(
                     outcome,
@@ -590,6 +602,41 @@ class LiveRun:
             if not await connector.take_turn(latest=latest):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
+
+    def _recover_from_stall(self, watch: ConnectionWatch, now: float) -> None:
+        """The session stalled on ``watch``'s connection: take the ladder's next step (resume
+        with the unanswered input replayed, else a fresh start), or give up."""
+        stall = watch.stall
+        assert stall is not None
+        # A turn answered with nothing was taken in: every handle after it holds the
+        # exchange, so a resume repeats the input (Gemini API) or never asks it again (Vertex
+        # AI's index says it was consumed). Only a fresh session, rebuilt from the ADK
+        # session, is asked it once.
+        can_resume = (
+            stall.kind == "silence"
+            and bool(self.handles.handle)
+            and self._handle_unusable(now) is None
+        )
+        step = self.stall_recoveries.next(stall.seen, can_resume=can_resume)
+        outage = self.reconnects.outage
+        if step == "give_up":
+            raise SessionStalledError(
+                give_up_message(self.stall_recoveries.seen),
+                attempts=outage.attempts if outage else 0,
+                elapsed=outage.elapsed(now) if outage else 0.0,
+            )
+        self.reconnects.after_stall(stall.seen, now)
+        if step == "fresh_start":
+            self._need_fresh_start()
+        logger.warning(
+            "live session %s of agent %s stalled on an open connection (%s); %s",
+            self.session_id,
+            self.agent_name,
+            stall.seen,
+            "resuming from the newest handle with the unanswered input replayed"
+            if step == "resume"
+            else "starting a fresh session with the conversation rebuilt",
+        )
 
     def _need_fresh_start(self) -> None:
         """The handle is dead: the next connection starts a fresh session."""

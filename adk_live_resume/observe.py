@@ -30,7 +30,7 @@ from . import telemetry
 
 logger = logging.getLogger("adk_live_resume")
 
-ReconnectReason = Literal["drop", "go_away", "restart"]
+ReconnectReason = Literal["drop", "go_away", "restart", "stall"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class ReconnectInfo:
     """One completed reconnect of a live run."""
 
     #: ``"drop"`` (the socket was lost), ``"go_away"`` (planned, after the server's goAway),
+    #: ``"stall"`` (the session stalled on an open socket: resumed, or started fresh when
+    #: ``state_restored`` is false; :attr:`stall` says what was seen),
     #: or ``"restart"`` (a fresh start: a new live session without the old state, its history
     #: rebuilt from the ADK session). ``"restart"`` stays this value's spelling in this release,
     #: as hooks and dashboards compare against it; it is to become ``"fresh_start"`` in a later
@@ -64,6 +66,10 @@ class ReconnectInfo:
     #: Unvoiced user audio (ms: silence, room noise) that left it the same way; nothing
     #: said was lost with it.
     dropped_silence_ms: float = 0.0
+    #: For ``reason == "stall"``: what was seen, e.g. ``"no answer 15.0 s after a typed
+    #: turn"`` or ``"3 turns in a row answered with nothing (last: turnCompleteReason
+    #: RESPONSE_REJECTED)"``; ``""`` otherwise.
+    stall: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,11 @@ class RunStats:
     #: Server messages of kinds google-genai does not know, skipped before it read them
     #: (each kind is named once per run in a WARNING); the conversation went on.
     unknown_messages_skipped: int = 0
+    #: Stalls seen (the socket open, no answer: see ``ResumePolicy.stall_timeout`` and
+    #: ``degenerate_turns``), and how many of their recoveries were fresh starts (the others
+    #: resumed; a run that stalled past its last step ended with ``SessionStalledError``).
+    stalls: int = 0
+    stall_fresh_starts: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -210,6 +221,7 @@ def report(info: ReconnectInfo) -> None:
             "adk_live_resume.replayed_messages": info.replayed_messages,
             "adk_live_resume.dropped_audio_ms": info.dropped_audio_ms,
             "adk_live_resume.dropped_silence_ms": info.dropped_silence_ms,
+            **({"adk_live_resume.stall": info.stall} if info.stall else {}),
         }
     )
     _call_all(_callbacks, info)
@@ -265,6 +277,8 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
         early_sockets_used=run.dialer.used if run.dialer is not None else 0,
         unknown_messages_skipped=run.skipped.count,
+        stalls=run.stall_recoveries.stalls,
+        stall_fresh_starts=run.stall_recoveries.fresh_starts,
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):

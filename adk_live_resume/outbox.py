@@ -28,7 +28,9 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
   is resolved when the model said something after the latest user input or tool response and
   no tool call waits for its response;
 * after it, the messages are returned as they were sent, to be replayed in order (the model
-  answers them once), except function responses for calls the resumed session never saw.
+  answers them once), except function responses for calls the resumed session never saw;
+* a ``contextUpdate`` (system instruction, tools) the handle may not cover is replayed
+  wherever it was, first (:mod:`~adk_live_resume.context_updates`).
 
 What a send call carries is read in :mod:`~adk_live_resume.client_sends`; the history a fresh
 session starts with is built in :mod:`~adk_live_resume.fresh_history`.
@@ -54,6 +56,7 @@ from .client_sends import (
     signals,
     without_responses,
 )
+from .context_updates import CONTEXT_UPDATE, ContextUpdates
 from .transcript_echo import TranscriptEcho
 
 __all__ = ["MAX_FRAGMENTS", "ClientMessage", "Outbox", "Replay"]
@@ -157,6 +160,8 @@ class Outbox:
         #: message: it is trimmed back to the budget once it passes that.
         self.peak_audio_ms = 0.0
         self.peak_messages = 0
+        #: What the run's context updates set, and the unknown sends passed through.
+        self.context = ContextUpdates()
         self._last_utterance = 0
         #: The utterance whose start a replay sends again (0 if none): its first message
         #: with sound (a voiced chunk, ``activityStart``) recorded again, under whatever
@@ -247,6 +252,8 @@ class Outbox:
             # (its own while the user still speaks, a new one once they went quiet).
             starts, self._replayed_start = True, 0
             self._heard_before_replay = (utterance, self._heard_before_replay[1])
+        if method == CONTEXT_UPDATE:
+            self.context.on_update(kwargs)
         message = ClientMessage(
             self._index,
             method,
@@ -321,6 +328,13 @@ class Outbox:
         self._generating = False
         self._items.append(_Fact("turn_complete"))
 
+    def work_goes_on(self) -> None:
+        """A ``turnComplete`` whose ``interactionStatus`` says the model's work goes on: its
+        utterance ended, answering nothing; the next output begins a new generation (what
+        follows, for a handle, shows the server took in what was sent meanwhile)."""
+        self.turns.on_generation_paused()
+        self._generating = False
+
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
@@ -331,6 +345,7 @@ class Outbox:
 
     def covered(self, last_consumed_index: int | None) -> None:
         """A resumable handle arrived: forget what its state includes (see module doc)."""
+        self.context.on_handle()
         if last_consumed_index is not None:
             self._keep(
                 lambda position, item: (
@@ -517,6 +532,13 @@ class Outbox:
                 if isinstance(item, _Fact) and item.kind == "tool_call"
                 for call_id in item.ids
             ),
+        )
+        # A context update the handle may not hold goes again even from the finished part
+        # (its exchanges go back as context, which carries no system instruction or tools).
+        replay.messages.extend(
+            item
+            for item in finished
+            if isinstance(item, ClientMessage) and item.method == CONTEXT_UPDATE
         )
         for item in items[resolved + 1 :]:
             if not isinstance(item, ClientMessage):

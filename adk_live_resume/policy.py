@@ -188,6 +188,22 @@ class ResumePolicy:
     hold, when that is more than ``process_reconnect_burst``: a herd is spread over at least
     about ``0.1 / share`` seconds (1.25 s at 0.08), however busy the process.
     """
+    stall_timeout: float = 15.0
+    """Seconds a user turn (typed, a function response the model waits for, ``activityEnd``,
+    an utterance the server transcribed) may go without any answering server message before
+    the session counts as stalled and is recovered: resumed from the newest handle with the
+    turn replayed, then started fresh, then given up (see the guarantees). The wait does not
+    run while a tool runs, the model says it works (``interactionStatus: IN_PROGRESS``) or
+    the user speaks. 15 s: answers begin within a few seconds in every recording we hold,
+    the public freeze watchdogs wait 15 s, and callers hang up not much later. 0 turns it off.
+    """
+    degenerate_turns: int = 3
+    """Turns in a row that answer a user turn with nothing (no content, ``turnCompleteReason:
+    RESPONSE_REJECTED``, near-silent audio) after which the session counts as stalled and is
+    recovered as for ``stall_timeout``. One empty turn happens in healthy sessions (the model
+    chose not to speak); the field reports show runs of many (27 rejected in a row). 0 turns
+    it off.
+    """
     early_dial: bool = True
     """Open the next connection's socket (TCP, TLS and websocket handshakes) as soon as a reconnect
     is known to come, after its turn at the pacer: on goAway, while the answer in flight ends; on
@@ -222,6 +238,7 @@ class ResumePolicy:
             "handle_store_interval",
             "first_attempt_jitter",
             "process_reconnect_rate",
+            "stall_timeout",
         ):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
@@ -231,6 +248,8 @@ class ResumePolicy:
             problems.append("go_away_margin must be >= 0")
         if self.max_reconnects_per_minute < 1:
             problems.append("max_reconnects_per_minute must be >= 1")
+        if self.degenerate_turns < 0:
+            problems.append("degenerate_turns must be >= 0")
         if self.process_reconnect_burst < 1:
             problems.append("process_reconnect_burst must be >= 1")
         if not 0 <= self.process_reconnect_share <= 1:

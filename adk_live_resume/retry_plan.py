@@ -197,6 +197,28 @@ class Reconnects:
         )
         return decision.seconds
 
+    def after_stall(self, seen: str, now: float) -> None:
+        """The session stalled (``seen``: what was seen): the recovery is the next attempt of
+        an outage, counted against ``max_attempts`` and ``outage_timeout`` as after a drop;
+        raise :class:`~adk_live_resume.errors.ReconnectFailedError` when they are spent."""
+        self.reason = "stall"
+        self.cause = f"stall: {seen}"
+        if self.outage is None:
+            self.outage = OutageBudget(self.policy, started_at=now)
+        self._decided = None
+        spent = self.outage.attempts >= self.policy.max_attempts or (
+            self.outage.elapsed(now) >= self.policy.outage_timeout
+        )
+        if spent:
+            raise ReconnectFailedError(
+                f"gave up recovering the stalled live session ({seen}): ResumePolicy("
+                f"max_attempts={self.policy.max_attempts}, outage_timeout="
+                f"{self.policy.outage_timeout}) spent.",
+                attempts=self.outage.attempts,
+                elapsed=self.outage.elapsed(now),
+            )
+        self.outage.attempt_made()
+
     def count(self, now: float, error: BaseException | None) -> None:
         """Count a reconnect at ``now`` against ``max_reconnects_per_minute``; raise if the
         run has had too many (``error``: the one that ended the last connection)."""

@@ -31,6 +31,9 @@ send, and gives ADK one behaviour on all releases:
   a ``turnComplete`` of the tap's own and ``receive`` ends there, as the SDK's does at a turn
   end: ADK then passes the calls to the tools instead of waiting for ever. The loop's
   listener never sees that ``turnComplete`` (the model's turn is not over).
+* ``send_context_update`` (google-genai 2.32+) is a send like the others (recorded for
+  replay); a send method the tap does not know is passed through unchanged and reported
+  (to :meth:`TapListener.before_send`, whose answer it does not wait for).
 * ``close()`` called by ADK (the request queue was closed) is reported, so the loop can tell
   a client close from a lost connection.
 * :meth:`SessionTap.retire` (the loop moved the session to a new connection) ends ``receive``
@@ -53,6 +56,7 @@ from google.genai import types
 
 from . import genai_compat
 from .chunk_encoding import ChunkEncoder
+from .context_updates import CONTEXT_UPDATE, KNOWN_SENDS
 
 
 def _tool_turn_end() -> types.LiveServerMessage:
@@ -84,7 +88,9 @@ class TapListener(Protocol):
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
-        """A client send is about to happen; return the call to make, or ``None`` to skip."""
+        """A client send is about to happen; return the call to make, or ``None`` to skip.
+        A send method the tap does not know (not in ``KNOWN_SENDS``) is only reported here,
+        with its keyword arguments: it is made as called, whatever the answer."""
 
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
         """Sends the listener held and that are due now (after a send went): made as given,
@@ -147,7 +153,25 @@ class SessionTap:
         return self._tapped_session
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._tapped_session, name)
+        attribute = getattr(self._tapped_session, name)
+        if name == CONTEXT_UPDATE:  # recorded and replayed as the other sends
+
+            async def send_context_update(**kwargs: Any) -> None:
+                await self._send(CONTEXT_UPDATE, kwargs, replay=False)
+
+            return send_context_update
+        if name.startswith("send") and name not in KNOWN_SENDS and callable(attribute):
+            return self._passed_through(name, attribute)
+        return attribute
+
+    def _passed_through(self, name: str, method: Any) -> Any:
+        """A send method the tap does not know: passed through, and reported."""
+
+        async def send(*args: Any, **kwargs: Any) -> Any:
+            self._listener.before_send(name, dict(kwargs), replay=False)  # (noted only)
+            return await method(*args, **kwargs)
+
+        return send
 
     # -- server -> client ---------------------------------------------------------------
 
@@ -251,6 +275,10 @@ class SessionTap:
         decided = self._listener.before_send(method, kwargs, replay=replay)
         if decided is not None:
             await self._send_now(*decided)
+        await self._send_due()
+
+    async def send_due(self) -> None:
+        """Send what the listener holds and is due now (:meth:`TapListener.due_sends`)."""
         await self._send_due()
 
     async def _send_due(self) -> None:

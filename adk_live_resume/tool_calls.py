@@ -1,6 +1,10 @@
 """Tool calls by id across connections: each call runs its tool once, each answer goes once.
 
-A resumed session knows the calls its handle's state holds, not the ones issued after it.
+A resumed session knows the calls its handle's state holds, not the ones issued after it,
+and it takes no ``toolResponse`` under an id an earlier connection issued: call ids belong
+to the connection that issued them (Pipecat PR 5497, Strands PR 4244, voiceclaw PR 53).
+Where a service still takes such a response, sending the result as content instead is just
+as correct, so the book never counts on it.
 So, per run, :class:`ToolCallBook` keeps every call issued, in issue order, with its *key*
 (tool name and canonical JSON arguments) and its state: *answered* (its result is known),
 *running* (ADK runs its tool in the background, a NON_BLOCKING tool whose response ADK
@@ -47,7 +51,17 @@ Guarantees:
   a repeat held when the fresh session starts is void there (its call is in the history, or
   is the call missed);
 * a response is never sent for an id the current session does not know, and a running
-  call's result reaches the model once, under the id of the newest call waiting for it.
+  call's result reaches the model once, under the id of the newest call waiting for it;
+* a call the server cancelled (``toolCallCancellation``, :meth:`ToolCallBook.on_cancelled`)
+  gets no response, no late telling and no repeat: the model moved on;
+* a result that outlives the connection of its call reaches the model once: bound to the
+  repeat the model issues (above), otherwise as a :class:`LateResult`, told as conversation
+  content that names the call, its arguments and its result: at once for a call the
+  handle's state holds (the model will not issue it anew), once the resumed session finished
+  answering for a repeatable call it did not repeat, and when the tool ends for a call
+  still running. A result the resumed session got (covered by the handle, or its exchange
+  went back as context) is never told again; a result sent to the old connection that the
+  replay drops (:meth:`ToolCallBook.dropped_from_replay`) is told.
 
 Pure: no I/O.
 """
@@ -75,6 +89,16 @@ def _never(call_id: str, name: str | None) -> bool:
 
 
 @dataclass(frozen=True)
+class LateResult:
+    """A result that outlived the connection of its call, to tell as conversation content."""
+
+    call_id: str
+    name: str | None
+    args: Any
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Decision:
     """What to do with the calls of one ``toolCall`` message."""
 
@@ -94,6 +118,9 @@ class ToolCallBook:
     #: Every call issued, in issue order: id -> key.
     _keys: dict[str, str] = field(default_factory=dict)
     _names: dict[str, str | None] = field(default_factory=dict)
+    _args: dict[str, Any] = field(default_factory=dict)
+    #: Results to tell as content now (:meth:`take_late`), in the order they became due.
+    _late: dict[str, LateResult] = field(default_factory=dict)
     #: Ids issued since the newest handle, in issue order.
     _since_handle: dict[str, None] = field(default_factory=dict)
     _unknown: set[str] = field(default_factory=set)
@@ -106,12 +133,18 @@ class ToolCallBook:
     _held: dict[str, str] = field(default_factory=dict)
     #: Ids whose response ADK has queued and that did not reach the send path yet.
     _queued: set[str] = field(default_factory=set)
-    #: Calls a fresh session's history lacks (no response yet) and the model did not issue
-    #: anew: their response goes to it as a turn (:meth:`goes_as_turn`).
+    #: Calls of an earlier connection whose result is to come and that no repeat takes (a
+    #: fresh session's history lacks them; a resumed session knows no old id): their
+    #: response goes to the session as a turn (:meth:`goes_as_turn`).
     _as_turn: set[str] = field(default_factory=set)
     #: Calls another took the place of, never repeatable again: an earlier call whose repeat
     #: ran its tool (it never ran, or was cut off), and a held repeat whose session is gone.
     _superseded: set[str] = field(default_factory=set)
+
+    #: Calls whose result went to the session as content (:meth:`goes_as_turn`).
+    _told: set[str] = field(default_factory=set)
+    #: Calls the server cancelled (``toolCallCancellation``).
+    _cancelled: set[str] = field(default_factory=set)
 
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
@@ -138,6 +171,7 @@ class ToolCallBook:
             key = call_key(name, args)
             self._keys[call_id] = key
             self._names[call_id] = name
+            self._args[call_id] = args
             self._since_handle[call_id] = None
             earlier = next((e for e, k in self._repeatable.items() if k == key), None)
             if earlier is None:
@@ -201,20 +235,85 @@ class ToolCallBook:
         self._results[repeat] = ENDED_WITHOUT_RESULT
         return repeat, self._names.get(repeat)
 
+    def on_cancelled(self, call_ids: Iterable[str]) -> bool:
+        """The server cancelled ``call_ids`` (``toolCallCancellation``: new input came while
+        they ran): the model moved on, so a response to one of them is never sent, told as
+        content or given to a repeat, and none is repeatable. True if any was new here."""
+        new = False
+        for call_id in call_ids:
+            if call_id not in self._keys or call_id in self._cancelled:
+                continue
+            new = True
+            self._cancelled.add(call_id)
+            self._superseded.add(call_id)
+            self._unknown.add(call_id)
+            self._repeatable.pop(call_id, None)
+            self._as_turn.discard(call_id)
+            self._late.pop(call_id, None)
+            origin = self._held.pop(call_id, None)
+            if origin is not None:
+                self._waiting.pop(origin, None)
+        return new
+
     def on_answered(self) -> None:
-        """The session finished a turn with model output: later calls are new calls."""
+        """The session finished a turn with model output: later calls are new calls. A
+        repeatable call the model did not issue anew gets its result as content: now if it
+        is known (:meth:`take_late`), else when it comes (:meth:`goes_as_turn`)."""
+        for call_id in list(self._repeatable):
+            if call_id in self._told:
+                continue
+            if call_id in self._results:
+                self._owe(call_id)
+            elif call_id not in self._superseded:
+                self._as_turn.add(call_id)
         self._repeatable.clear()
 
     # -- connection changes ---------------------------------------------------------------
 
     def on_resumed(self) -> None:
-        """A new connection resumed from the newest handle."""
-        missed = [i for i in self._since_handle if i in self._keys]
-        self._unknown.update(missed)
+        """A new connection resumed from the newest handle. It knows no id an earlier
+        connection issued: the calls issued since the handle are repeatable; a call the
+        handle's state holds whose result is still to come gets it as content."""
+        missed = [i for i in self._since_handle if i in self._keys and i not in self._cancelled]
+        for call_id in self._keys:
+            covered = call_id not in self._since_handle and call_id not in self._superseded
+            if covered and call_id not in self._results:
+                self._as_turn.add(call_id)
+        self._unknown.update(self._keys)
         # Accumulated (a connection that drops again before the model repeated the call
         # must not make the call forgettable), and in issue order.
         self._repeatable.update((i, self._keys[i]) for i in missed)
         self._since_handle.clear()
+
+    def dropped_from_replay(self, call_ids: Iterable[str]) -> None:
+        """The replay to the resumed session left out the responses of ``call_ids`` (sent
+        to an earlier connection, not covered by the handle): each result the model may not
+        get through a repeat is told as content (:meth:`take_late`)."""
+        for call_id in call_ids:
+            if call_id in self._repeatable or call_id in self._superseded:
+                continue  # a repeat takes it, or it is told once the session answered
+            if call_id in self._results:
+                self._owe(call_id)
+
+    def take_late(self) -> list[LateResult]:
+        """The results to tell the current session as content now, once each."""
+        late = list(self._late.values())
+        self._late.clear()
+        return late
+
+    def late_result(self, call_id: str) -> LateResult | None:
+        """``call_id``'s known result as a :class:`LateResult` (``None`` if none is known)."""
+        result = self._results.get(call_id)
+        if result is None:
+            return None
+        return LateResult(call_id, self._names.get(call_id), self._args.get(call_id), result)
+
+    def _owe(self, call_id: str) -> None:
+        late = self.late_result(call_id)
+        if late is not None:
+            self._late[call_id] = late
+            self._as_turn.discard(call_id)
+            self._repeatable.pop(call_id, None)
 
     def in_context(self, call_ids: Iterable[str]) -> None:
         """The resumed session receives the exchanges of ``call_ids`` as context (they
@@ -266,12 +365,16 @@ class ToolCallBook:
         self._unknown.update(call_ids)
 
     def goes_as_turn(self, call_id: str) -> bool:
-        """The response of ``call_id`` goes to the current session as a user turn carrying
-        it: a fresh session whose history lacks the call (ADK leaves a call without its
-        response out) and whose model did not issue it anew. True once per call."""
+        """The response of ``call_id`` goes to the current session as a turn carrying it: a
+        fresh session whose history lacks the call (ADK leaves a call without its response
+        out), or a resumed one that knows no earlier connection's id, and whose model did
+        not issue it anew. True once per call."""
         if call_id not in self._as_turn:
             return False
         self._as_turn.discard(call_id)
+        # Told; a repeat the model issues meanwhile (it had not read the content yet) is
+        # still answered from the result, never run again, and no late telling follows.
+        self._told.add(call_id)
         return True
 
     def name_of(self, call_id: str) -> str | None:

@@ -50,6 +50,7 @@ def watch_frames(
     on_message: Callable[[Frame | None], None] | None = None,
     on_unknown: Callable[[Frame], None] | None = None,
     known: Set[str] = frozenset(),
+    on_cancel: Callable[[tuple[str, ...]], None] | None = None,
 ) -> bool:
     """Watch the frames of ``websocket`` as they arrive; returns whether it could be watched
     (not the legacy implementation, and a callback other than ``on_message`` was given).
@@ -66,7 +67,8 @@ def watch_frames(
       yet are taken out of websockets' queue of frames the same way;
     * ``on_message(frame)``: for every other whole data message as it arrives (so a reader can
       tell what arrived from what it read), with its classification (``None``: not
-      classified, or a message split over several frames).
+      classified, or a message split over several frames);
+    * ``on_cancel(ids)``: as soon as a ``toolCallCancellation`` naming ``ids`` arrives.
 
     google-genai reports a close only once ``recv`` raises, and websockets raises there only
     once the TCP connection is gone: after our close frame reached the server and its FIN came
@@ -91,7 +93,7 @@ def watch_frames(
 
     data_opcodes = (Opcode.TEXT, Opcode.BINARY)
     message_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
-    classify = on_go_away is not None or on_unknown is not None
+    classify = on_go_away is not None or on_unknown is not None or on_cancel is not None
 
     def process_event_and_notice(event: Any) -> None:
         opcode = getattr(event, "opcode", None)
@@ -111,6 +113,8 @@ def watch_frames(
             if frame is not None:
                 if on_go_away is not None and frame.kind == "go_away":
                     on_go_away(frame.time_left)
+                if on_cancel is not None and frame.cancelled_ids:
+                    on_cancel(frame.cancelled_ids)
             elif (
                 on_close is not None
                 and opcode is Opcode.CLOSE

@@ -23,6 +23,10 @@ A ``"content"`` frame also carries its ``serverContent.interactionStatus`` (``IN
 ``IDLE``...: whether the model still works on the request, see
 :mod:`adk_live_resume.model_work`) when it has one: google-genai releases before 2.x drop
 the field while parsing, so the loop reads it here, from the frame.
+A ``toolCallCancellation`` (content) also gives the ids it names (:attr:`Frame.cancelled_ids`):
+the server cancels a call in progress when new input arrives (Gemini 3.8, Vertex migration
+guide 2.5 -> 3.8), while ADK, running a blocking tool inside its receive step, reads the
+cancellation only after it sent the tool's response.
 
 Guarantees:
 
@@ -57,6 +61,7 @@ FULL_PARSE_MAX = 2048
 
 GO_AWAY = "goAway"
 RESUMPTION_UPDATE = "sessionResumptionUpdate"
+TOOL_CALL_CANCELLATION = "toolCallCancellation"
 #: Keys of an error the service sends as a message (the SDK raises it as an ``APIError``).
 ERROR_KEYS = frozenset({"code", "error"})
 #: The snake_case spelling of goAway some recordings and older fakes carry.
@@ -82,6 +87,8 @@ class Frame:
     unknown_keys: tuple[str, ...] = ()
     #: ``serverContent.interactionStatus`` as sent (only for ``"content"``), else ``None``.
     interaction_status: str | None = None
+    #: The call ids a ``toolCallCancellation`` names (content parsed whole), else empty.
+    cancelled_ids: tuple[str, ...] = ()
 
 
 def _kind_of_keys(keys: tuple[str, ...], known: Set[str]) -> FrameKind:
@@ -121,7 +128,14 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
             return Frame("content", keys)
         return Frame("go_away", keys, go_away.get("timeLeft", go_away.get("time_left")))
     if kind == "content":
-        return Frame(kind, keys, interaction_status=_status_of(message.get(SERVER_CONTENT)))
+        cancelled = message.get(TOOL_CALL_CANCELLATION, message.get("tool_call_cancellation"))
+        ids = cancelled.get("ids") if isinstance(cancelled, dict) else None
+        return Frame(
+            kind,
+            keys,
+            interaction_status=_status_of(message.get(SERVER_CONTENT)),
+            cancelled_ids=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
+        )
     return Frame(kind, keys, unknown_keys=keys if kind == "unknown" else ())
 
 

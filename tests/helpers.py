@@ -74,3 +74,24 @@ def balance_tool() -> tuple[Callable[[], dict[str, int]], list[int]]:
         return result
 
     return get_balance, ran
+
+
+def late_results_told(record: Any) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """``(tool name, arguments, result)`` of each tool result a connection got as content
+    (a model turn naming the call, a user turn carrying its response), in order."""
+    from adk_live_resume.testing.protocol import pick, pick_dict, pick_list
+
+    told: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    for message in record.client_messages:
+        body = pick_dict(message, "clientContent") or {}
+        calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        for turn in pick_list(body, "turns"):
+            for part in pick_list(turn, "parts"):
+                call = pick_dict(part, "functionCall")
+                if call is not None:
+                    calls[str(pick(call, "id"))] = (str(pick(call, "name")), pick(call, "args"))
+                response = pick_dict(part, "functionResponse")
+                if response is not None and str(pick(response, "id")) in calls:
+                    name, args = calls[str(pick(response, "id"))]
+                    told.append((name, args or {}, pick(response, "response") or {}))
+    return told

@@ -73,3 +73,33 @@ def test_the_outbox_feeds_it_from_what_is_sent_and_what_the_server_says() -> Non
     outbox.model_text("f returned")
     outbox.interrupted()
     assert not outbox.turns.unanswered
+
+
+def test_an_utterance_ended_while_the_work_goes_on_answers_nothing_and_ends_it() -> None:
+    turns = UnansweredTurns()
+    turns.on_turn_sent()  # the user asks; the model calls a tool and says the call started
+    turns.on_model_output()
+    turns.on_generation_paused()  # turnComplete, interactionStatus IN_PROGRESS
+    assert turns.unanswered
+    turns.on_turn_sent()  # the tool's response, after that utterance ended
+    turns.on_model_output()  # the model tells the result
+    turns.on_generation_end()  # turnComplete, IDLE
+    assert not turns.unanswered, "the telling began after the response: it answers it"
+
+
+def test_the_outbox_counts_a_response_sent_after_a_working_utterance_as_covered() -> None:
+    # Gemini API: what the model says after a response shows the server took it in, when that
+    # output began a generation after the response was sent.
+    outbox = Outbox()
+    outbox.record("send_client_content", {"turns": [{"role": "user", "parts": [{"text": "x"}]}]})
+    outbox.tool_call(["fc_1"])
+    outbox.model_text("x started")
+    outbox.work_goes_on()
+    outbox.record(
+        "send_tool_response",
+        {"function_responses": [{"id": "fc_1", "name": "x", "response": {"ok": True}}]},
+    )
+    outbox.model_text("x returned")
+    outbox.turn_complete()
+    outbox.covered(None)
+    assert len(outbox) == 0

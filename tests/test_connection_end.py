@@ -88,5 +88,7 @@ def test_every_moving_state_ends_as_a_move_and_the_others_as_a_drop() -> None:
             assert outcome.end is End.CLIENT_CLOSED
         elif state in (State.MOVING, State.CLOSING, State.DRAINING, State.RETIRED):
             assert outcome.end is End.MOVED, state
+        elif state is State.STALLED:
+            assert outcome.end is End.STALLED
         else:
             assert outcome.end is End.DROPPED, state

@@ -140,12 +140,22 @@ def test_a_restored_session_has_exactly_its_snapshot() -> None:
     state.remember(Turn("user", "hi"), Turn("model", "echo: hi"))
     state.open_call("fc-1", "job")
     snapshot = _snapshot(state)
-    restored = SessionState.restored(snapshot, audio=False)
+    restored = SessionState.restored(snapshot, audio=False, open_calls=True)
     assert restored.turns == state.turns
     assert (restored.id, restored.started_at, restored.audio) == ("s-1", 100.0, False)
     assert _snapshot(restored).background == (("fc-1", "job"),)
     assert restored.last_user_text() == "hi"
     assert SessionState(INFO, audio=False).last_user_text() == ""
+
+
+def test_a_session_restored_with_connection_scoped_tool_ids_has_no_open_call() -> None:
+    state = SessionState(INFO, audio=False)
+    state.remember(Turn("user", "hi"))
+    state.open_call("fc-1", "job")
+    restored = SessionState.restored(_snapshot(state), audio=False, open_calls=False)
+    assert restored.turns == state.turns
+    assert _snapshot(restored).background == ()
+    assert restored.close_call("fc-1") is None
 
 
 def test_audio_sticks_to_a_session() -> None:
@@ -154,7 +164,7 @@ def test_audio_sticks_to_a_session() -> None:
     state.heard_audio()
     assert _snapshot(state).session.audio
     # resumed with a TEXT setup, it still carried audio
-    assert SessionState.restored(_snapshot(state), audio=False).audio
+    assert SessionState.restored(_snapshot(state), audio=False, open_calls=False).audio
     # a fresh AUDIO setup carries audio from the start
     assert SessionState(INFO, audio=True).audio
 

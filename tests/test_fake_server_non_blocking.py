@@ -127,10 +127,10 @@ async def test_interrupt_cuts_the_answer_and_silent_says_nothing(
     assert "quiet" not in json.dumps(record.answers)
 
 
-async def test_a_handle_issued_while_the_call_runs_covers_it(
+async def test_with_old_ids_kept_a_handle_issued_while_the_call_runs_covers_it(
     fake_live_server_factory: Any,
 ) -> None:
-    server = await fake_live_server_factory()
+    server = await fake_live_server_factory(tool_ids_outlive_connection=True)
     async with session(server, config(tools=[SLOW])) as live:
         assert await chat(live, "before") == "echo: before"
         old = await next_handle(live)
@@ -146,6 +146,24 @@ async def test_a_handle_issued_while_the_call_runs_covers_it(
     assert second.resumed and second.accepted_tool_response_ids == [call.id]
     assert third.resumed and third.accepted_tool_response_ids == []
     assert third.stale_tool_response_ids == [call.id], "the older handle predates the call"
+
+
+async def test_a_resumed_connection_takes_no_response_under_an_earlier_connections_id(
+    fake_live_server_factory: Any,
+) -> None:
+    # The field (Pipecat PR 5497, Strands PR 4244, voiceclaw PR 53): tool-call ids belong
+    # to the connection that issued them, even where the handle covers the open call.
+    server = await fake_live_server_factory()
+    async with session(server, config(tools=[SLOW])) as live:
+        call = await started(live, "call slow {}")
+        covering = await next_handle(live)  # issued at the turnComplete of "slow started"
+    async with session(server, config(tools=[SLOW], handle=covering)) as live:
+        await live.send_tool_response(function_responses=[response(str(call.id), {"v": 3})])
+        assert await chat(live, "after") == "echo: after", "not acted on: nothing told"
+    second = (await server.wait_for_connections(2, finished=True))[1]
+    assert second.resumed and second.accepted_tool_response_ids == []
+    assert second.stale_tool_response_ids == [call.id]
+    assert "slow returned" not in json.dumps(second.answers)
 
 
 @pytest.mark.parametrize("spelling", ["NON_BLOCKING", "non_blocking"])

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import adk_live_resume
 from adk_live_resume import ReconnectFailedError, ReconnectInfo, ResumePolicy, RunStats, observe
-from adk_live_resume.testing import FakeLiveServer, LiveDriver
+from adk_live_resume.testing import FakeLiveServer, Fault, LiveDriver
 
 pytestmark = pytest.mark.e2e
 
@@ -103,6 +103,29 @@ async def test_a_reconnect_is_a_span_event_and_metrics(
     stats = runs[0]
     assert stats.connections == 2 and stats.reconnects == 1 and stats.error is None
     assert stats.agent_name == "assistant" and stats.fresh_starts == 0
+
+
+@pytest.mark.timeout(60)
+async def test_a_stall_recovery_is_a_span_event_with_what_was_seen(
+    otel: tuple[InMemoryMetricReader, InMemorySpanExporter], runs: list[RunStats]
+) -> None:
+    reader, spans = otel
+    before = _total(reader, "adk_live_resume.reconnects", reason="stall")
+    adk_live_resume.install(adk_live_resume.ResumePolicy(stall_timeout=1.0))
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        agent = LlmAgent(name="assistant", model=server.gemini())
+        with trace.get_tracer("test").start_as_current_span("conversation"):
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                server.script(Fault.stall(), connection=1)
+                assert await live.say("two", timeout=20) == "echo: two"
+                assert await live.close() is None
+    assert _total(reader, "adk_live_resume.reconnects", reason="stall") == before + 1
+    events = [e for s in spans.get_finished_spans() for e in s.events]
+    reconnect = [e for e in events if e.name == "adk_live_resume.reconnect"]
+    assert reconnect[-1].attributes["adk_live_resume.reason"] == "stall"
+    assert reconnect[-1].attributes["adk_live_resume.stall"].startswith("no answer 1.")
+    assert runs[0].stalls == 1 and runs[0].stall_fresh_starts == 0
 
 
 @pytest.mark.timeout(60)

@@ -117,6 +117,24 @@ def test_finished_exchanges_become_context_and_the_rest_is_replayed_as_sent() ->
     assert [m.user_text for m in replay.messages] == ["two"]
 
 
+def test_a_context_update_in_the_finished_part_is_replayed_first_not_folded_into_context() -> None:
+    outbox = Outbox()
+    update = {"system_instruction": "Be brief.", "tools": []}
+    outbox.record("send_context_update", update)
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.model_text("echo: one")
+    outbox.turn_complete()
+    outbox.record("send_client_content", typed_turn("two"))
+    replay = outbox.take_replay()
+    assert replay.context == [("user", "one"), ("model", "echo: one")]
+    assert [(m.method, m.user_text) for m in replay.messages] == [
+        ("send_context_update", None),
+        ("send_client_content", "two"),
+    ]
+    assert replay.messages[0].kwargs == update
+    assert outbox.context.system_instruction == "Be brief." and outbox.context.tools == []
+
+
 def test_context_joins_transcription_pieces_as_they_came_and_typed_turns_with_a_space() -> None:
     """Transcription pieces carry their own spacing ("w", "hat", " now"): the context says
     "what now", not "w hat  now"; two typed turns in a row stay two words apart."""

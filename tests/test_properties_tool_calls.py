@@ -16,7 +16,13 @@ from docs/guarantees.md ("Tool calls by id") and the module's docstring:
   is answered with its result, held while it runs (and gets its response once it comes, or
   the error when it ends without one), or runs in its place (it never ran);
 * every other call runs, whatever its name and arguments;
-* a response never goes to a session that does not know its call id.
+* a response never goes to a session that does not know its call id, and a resumed
+  session knows no id an earlier connection issued;
+* a call the server cancelled gets no response, no late telling and no repeat;
+* a result that outlived its connection and that no repeat takes is told as content once:
+  at once when the replay drops its response (a call the handle's state holds), when the
+  resumed session finished answering (a repeatable call not repeated), or when the tool
+  ends (a call still running).
 """
 
 from __future__ import annotations
@@ -65,8 +71,15 @@ class _Reference:
     superseded: set[str] = field(default_factory=set)
     #: Running call -> the held repeat its response goes to.
     waiting: dict[str, str] = field(default_factory=dict)
-    #: Calls whose response goes to a fresh session as a turn.
+    #: Calls whose result went as content (a turn).
+    told: set[str] = field(default_factory=set)
+    #: Calls the server cancelled: never repeatable.
+    cancelled: set[str] = field(default_factory=set)
+    #: Calls whose response goes to the session as a turn when it comes.
     as_turn: set[str] = field(default_factory=set)
+    #: Ids whose response went to the session since the newest handle (a repeat's id
+    #: where its running call's response was re-addressed).
+    sent: list[str] = field(default_factory=list)
 
 
 class ToolCallMachine(RuleBasedStateMachine):
@@ -131,16 +144,18 @@ class ToolCallMachine(RuleBasedStateMachine):
             (i for i, c in self.ref.calls.items() if c.state in states), key=lambda i: int(i[1:])
         )
 
-    @precondition(lambda self: self._callable("waiting", "running", "queued"))
+    @precondition(lambda self: self._callable("waiting", "running", "queued", "cancelled"))
     @rule(data=st.data(), step=st.sampled_from(["run", "background", "queue", "end"]))
     def a_tool_goes_on(self, data: st.DataObject, step: str) -> None:
         """A call ADK has not answered goes one step on: ADK runs its tool to the end
         (blocking) or starts it in the background; a background run queues its response
         (sent at its next step) or ends without one."""
         call = self.ref.calls[
-            data.draw(st.sampled_from(self._callable("waiting", "running", "queued")))
+            data.draw(st.sampled_from(self._callable("waiting", "running", "queued", "cancelled")))
         ]
-        if call.state == "waiting":
+        if call.state == "cancelled":  # (ADK ignores the cancellation: its tool ends)
+            self._respond(call)
+        elif call.state == "waiting":
             if step == "background":
                 call.state = "running"
             else:
@@ -176,19 +191,67 @@ class ToolCallMachine(RuleBasedStateMachine):
             held.state, held.result = "done", result
             self.book.on_result(repeat, result)
             self._goes_as_turn(repeat)
+            self.ref.sent.append(repeat)
         else:
             self._goes_as_turn(call.id)
+            self.ref.sent.append(call.id)
 
     def _goes_as_turn(self, call_id: str) -> None:
         expected = call_id in self.ref.as_turn
         self.ref.as_turn.discard(call_id)
+        if expected:  # told: a repeat is still answered from the result, nothing owed
+            self.ref.told.add(call_id)
         assert self.book.goes_as_turn(call_id) is expected, f"{call_id} as a turn: {not expected}"
+
+    def _late_is(self, expected: list[str]) -> None:
+        got = [late.call_id for late in self.book.take_late()]
+        assert sorted(got) == sorted(expected), f"told late: {got} != {expected}"
+        for call_id in got:
+            late = self.book.late_result(call_id)
+            assert late is not None and late.result == self.ref.calls[call_id].result
+
+    @precondition(lambda self: self._callable("waiting", "running", "queued", "held"))
+    @rule(data=st.data())
+    def server_cancels(self, data: st.DataObject) -> None:
+        """New input came while a call of this connection ran: the server cancels it. Its
+        tool may still end; its result goes nowhere."""
+        ref = self.ref
+        current = [i for i in self._callable("waiting", "running", "queued", "held")]
+        current = [i for i in current if i in ref.known]
+        if not current:
+            return
+        call = ref.calls[data.draw(st.sampled_from(current))]
+        assert self.book.on_cancelled([call.id])
+        assert not self.book.on_cancelled([call.id]), "once"
+        ref.superseded.add(call.id)
+        ref.cancelled.add(call.id)
+        ref.known.discard(call.id)
+        ref.as_turn.discard(call.id)
+        if call.id in ref.repeatable:
+            ref.repeatable.remove(call.id)
+        if call.state == "held":
+            origin = next(o for o, r in ref.waiting.items() if r == call.id)
+            del ref.waiting[origin]
+            call.state = "void"
+        else:
+            call.state = "cancelled"
+            ref.waiting.pop(call.id, None)
+        if call.id in ref.sent:
+            ref.sent.remove(call.id)
 
     @rule()
     def model_turn_complete(self) -> None:
-        """A turn with model output completes: the session has answered."""
+        """A turn with model output completes: the session has answered. A repeatable
+        call not repeated gets its result as content: now if known, else when it comes."""
+        ref = self.ref
         self.book.on_answered()
-        self.ref.repeatable.clear()
+        self._late_is(
+            [i for i in ref.repeatable if ref.calls[i].result is not None and i not in ref.told]
+        )
+        ref.as_turn.update(
+            i for i in ref.repeatable if ref.calls[i].result is None and i not in ref.superseded
+        )
+        ref.repeatable.clear()
 
     # -- connections ------------------------------------------------------------------------
 
@@ -197,6 +260,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         self.book.on_handle()
         self.ref.handle_knows = set(self.ref.known)
         self.since_handle = []
+        self.ref.sent = []
 
     def _lose_unstarted(self) -> None:
         for call in self.ref.calls.values():
@@ -207,23 +271,44 @@ class ToolCallMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def drop_and_resume(self, data: st.DataObject) -> None:
         """The connection drops and resumes from the newest handle; some exchanges finished
-        after it go back as context."""
+        after it go back as context, and the replay drops the other responses sent since
+        the handle (the resumed session knows no earlier connection's id)."""
         ref = self.ref
         self._lose_unstarted()
         assert ref.handle_knows is not None
-        missed = [i for i in self.since_handle if i not in ref.repeatable]
+        missed = [
+            i for i in self.since_handle if i not in ref.repeatable and i not in ref.cancelled
+        ]
         ref.repeatable.extend(missed)
         ref.repeatable.sort(key=lambda i: int(i[1:]))
-        ref.known = set(ref.handle_knows)
+        ref.known = set()
+        # a call the handle's state holds, its result still to come, gets it as content
+        ref.as_turn.update(
+            i
+            for i, c in ref.calls.items()
+            if i not in self.since_handle and c.result is None and i not in ref.superseded
+        )
         finished = [i for i in self.since_handle if ref.calls[i].result is not None]
         how = data.draw(st.sampled_from(["all", "none", "some"]))
         context = {"all": finished, "none": []}.get(how) or [
             i for i in finished if data.draw(st.booleans())
         ]
+        dropped = [i for i in ref.sent if i not in context and data.draw(st.booleans())]
         self.since_handle = []
+        ref.sent = []
         self.book.on_resumed()
         self.book.in_context(context)
         ref.repeatable = [i for i in ref.repeatable if i not in context]
+        self.book.dropped_from_replay(dropped)
+        self._late_is(
+            [
+                i
+                for i in dict.fromkeys(dropped)
+                if i not in ref.repeatable
+                and i not in ref.superseded
+                and ref.calls[i].result is not None
+            ]
+        )
 
     @rule()
     def fresh_session(self) -> None:
@@ -247,6 +332,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         ref.known = set()
         ref.handle_knows = None
         self.since_handle = []
+        ref.sent = []
         self.book.on_fresh_session(answered_in_history=answered)
 
     @invariant()

@@ -26,7 +26,7 @@ from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
 
 from .conftest import AgentFactory, non_blocking, stream_pcm
-from .helpers import balance_tool
+from .helpers import balance_tool, late_results_told
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -160,11 +160,15 @@ async def test_a_running_non_blocking_tool_runs_once_and_its_result_goes_to_the_
 
 
 @needs_background_tools
-async def test_a_running_non_blocking_call_covered_by_the_handle_is_answered_under_its_id(
-    make_agent: AgentFactory,
+@pytest.mark.parametrize("old_ids", [False, True], ids=["ids-per-connection", "ids-kept"])
+async def test_a_running_non_blocking_call_covered_by_the_handle_is_told_once_as_content(
+    make_agent: AgentFactory, old_ids: bool
 ) -> None:
+    # The resumed session takes no toolResponse under an id an earlier connection issued
+    # (the field; the fake's default): the result goes as content naming the call, its
+    # arguments and its result, once, whether or not the server would take the old id.
     job = SlowJob(1.0)
-    async with asyncio.timeout(30), FakeLiveServer() as server:
+    async with asyncio.timeout(30), FakeLiveServer(tool_ids_outlive_connection=old_ids) as server:
         agent = make_agent(server, tools=[slow_job_tool(job)])
         async with await LiveDriver.start(agent) as live:
             mark = live.send_text('call slow_job {"job_name": "order"}')
@@ -176,13 +180,20 @@ async def test_a_running_non_blocking_call_covered_by_the_handle_is_answered_und
             await server.wait_for_connections(2)
             answer = await answer_like(live, mark, "slow_job returned")
             assert answer == 'slow_job returned {"job":"order","run":1}'
+            await asyncio.sleep(0.3)  # nothing more may arrive
+            told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+            assert told == [answer], "told once"
             await live.close()
         second = server.connections[1]
-        [original] = first.tool_calls
         assert job.runs == ["order"]
         assert second.resumed and second.tool_calls == [], "the model did not repeat the call"
-        assert second.accepted_tool_response_ids == [original.id]
-        assert server.tool_call(original.id).responses == [{"job": "order", "run": 1}]
+        assert second.tool_responses == [], "no response under the old id"
+        assert late_results_told(second) == [
+            ("slow_job", {"job_name": "order"}, {"job": "order", "run": 1})
+        ]
+        for record in server.connections:
+            assert not record.stale_tool_response_ids and not record.unknown_tool_response_ids
+            assert not record.errors
 
 
 async def test_identical_calls_cut_by_a_drop_are_answered_in_issue_order(
@@ -331,7 +342,9 @@ async def test_a_late_result_reaches_a_fresh_session_that_does_not_ask_again(
             await told_once(live, mark)
         fresh = server.connections[2]
         assert fresh.tool_calls == [], "the fresh session did not ask again"
-        assert [r.get("name") for r in fresh.tool_responses] == ["slow_job"]
+        assert late_results_told(fresh) == [
+            ("slow_job", {"job_name": "mail"}, {"job": "mail", "run": 1})
+        ], "as content naming the call, its arguments and its result, once"
 
 
 @needs_background_tools

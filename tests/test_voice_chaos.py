@@ -5,7 +5,10 @@ or Vertex AI ``transparent``), a model family (Gemini 2.x Live, or 3.x Live wher
 ADK speaks it), a handle schedule (handles after turns and at random idle points, the user
 silent or speaking), a connection lifetime (so goAways land anywhere) and drops of every style
 (close codes, aborts, mid-answer, mid-tool-call, during a reconnect, refused handles, a server
-restart). ADK's own work between connections is made slow at random: a
+restart), and stalls (a connection, or the live session, that stops answering with its socket
+open: silence, empty or rejected turns; drawn from a random stream of their own, never for a
+pinned seed, whose plan stays as it failed). ADK's own work between connections is made slow
+at random: a
 ``before_model_callback`` that screens every typed turn for a random time (sometimes longer
 than ``close_timeout``) and blocks some, and a session service whose writes take a random time.
 Then a microphone task streams audio the whole time (silence between utterances) while the
@@ -32,6 +35,9 @@ Invariants, for every seed:
 * no history was delivered twice, and on Vertex nothing the index said was consumed was sent
   again;
 * no socket stays open without a setup longer than ``early_dial.MAX_AGE``;
+* every stalled turn is answered exactly once (after the recovery), and no recovery happens
+  without a stall: the run's stalls are at most the connections that stalled, none without
+  a stall in the plan;
 * every WARNING the run logs is one this plan can cause, and true;
 * the run ends in bounded time and no task of ours is left behind.
 
@@ -167,6 +173,17 @@ class VoicePlan:
     #: The model answers in audio, with output transcription off (a voice app that shows no
     #: text): the answers are read from the audio itself.
     audio_out: bool = False
+    #: A stall and the connection it is armed on (``None``: no stall).
+    stall: Fault | None = None
+    stall_connection: int = 0
+
+    @property
+    def policy(self) -> ResumePolicy:
+        """The soak's policy; with a stall, one that notices it within the steps' waits
+        (and an empty turn at once), with the user's speech transcribed by the server."""
+        if self.stall is None:
+            return POLICY
+        return POLICY.replace(stall_timeout=2.0, degenerate_turns=1)
 
     def describe(self) -> str:
         faults = ", ".join(f"#{n}: {f}" for n, f in sorted(self.faults.items()))
@@ -184,8 +201,15 @@ class VoicePlan:
     def _describe_extras(self) -> str:
         """The draws added later, named only when set (so the plans without them read as
         they always did)."""
-        return (f" again={self.again}" if self.again else "") + (
-            " audio_out=True" if self.audio_out else ""
+        stall = (
+            f" stall=#{self.stall_connection}: {self.stall.describe()}"
+            if self.stall is not None
+            else ""
+        )
+        return (
+            (f" again={self.again}" if self.again else "")
+            + (" audio_out=True" if self.audio_out else "")
+            + stall
         )
 
     @property
@@ -252,6 +276,11 @@ def make_plan(seed: int) -> VoicePlan:
     # whose checks read the text of single events (a stream of its own too).
     audio = random.Random(f"voice chaos audio {seed}").random() < 0.3
     plan.audio_out = audio and not {"barge", "background", "transfer"} & {k for k, _ in plan.steps}
+    stalls = random.Random(f"stall {seed}")  # (its own stream: the choices above stay)
+    if seed not in {pin.seed for pin in PINNED} and stalls.random() < 0.25:
+        shape = stalls.choice(["silent", "silent", "empty", "rejected"])
+        plan.stall = Fault.stall(shape, session=stalls.random() < 0.3)  # type: ignore[arg-type]
+        plan.stall_connection = stalls.choice([1, 2])
     return plan
 
 
@@ -427,11 +456,11 @@ def _build_agents(plan: VoicePlan, server: FakeLiveServer, tools: list[Any]) -> 
     if SCREENS:
         common["before_model_callback"] = screening
     if plan.entry == "install":
-        adk_live_resume.install(POLICY)
+        adk_live_resume.install(plan.policy)
         cls: Any = LlmAgent
     else:
         cls = ResumableLlmAgent
-        common["resume_policy"] = POLICY
+        common["resume_policy"] = plan.policy
     sub_agents = []
     if plan.transfers:
         sub_agents.append(
@@ -515,6 +544,8 @@ async def _run_plan(
     ) as server:
         for connection, fault in plan.faults.items():
             server.script(fault, connection=connection)
+        if plan.stall is not None:
+            server.script(plan.stall, connection=plan.stall_connection)
         agent, screening = _build_agents(plan, server, tools)
         sessions = SlowSessions(plan.session_latency, random.Random(plan.seed))
         config = RunConfig(
@@ -525,6 +556,8 @@ async def _run_plan(
             ),
             **({"output_audio_transcription": None} if plan.audio_out else {}),
         )
+        if plan.stall is not None:  # (a spoken turn stalls unseen unless the server
+            config.input_audio_transcription = types.AudioTranscriptionConfig()  # transcribes)
         maybe_cut: list[str] = []
         draws = random.Random(f"voice chaos windows {plan.seed}")  # (the same on every run)
         async with (
@@ -618,6 +651,14 @@ async def _run_plan(
             assert count == said.count(text), f"{text!r} answered {count}x: {answered}"
         for story in maybe_cut:
             assert answered.count(story) <= 1, f"{story!r} answered twice: {answered}"
+        stalled = {t for record in server.connections for t in record.stalled_turns}
+        for text in stalled - set(maybe_cut):
+            count = answered.count(text) - _answers_lost_unread(server, live.events, text)
+            times = max(1, said.count(text))  # (a turn said again is answered again)
+            assert count == times, f"stalled turn {text!r} answered {count}x: {answered}"
+        stalls = sum(run.stalls for run in runs)
+        assert stalls <= sum(1 for r in server.connections if r.stalled_turns), runs
+        assert plan.stall is not None or stalls == 0, f"a recovery without a stall: {runs}"
         for finished in (False, True):  # no utterance shown twice (its pieces, its whole)
             shown = _transcription_shown(live.events, finished=finished)
             for word in spoken:  # (each word's letters are its own within a seed)
@@ -664,7 +705,8 @@ async def _run_plan(
             (r.agent_name, r.peak_replay_messages, held) for r in runs
         ]
         assert all(run.error is None for run in runs), runs
-        unexpected = [m for m in warnings.messages if not any(w in m for w in EXPECTED_WARNINGS)]
+        expected = EXPECTED_WARNINGS + (("stalled on an open connection",) if plan.stall else ())
+        unexpected = [m for m in warnings.messages if not any(w in m for w in expected)]
         assert unexpected == [], unexpected
     await asyncio.sleep(0)
     assert our_tasks() == []

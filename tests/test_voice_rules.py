@@ -398,8 +398,9 @@ def test_calls_covered_by_a_handle_are_not_repeatable() -> None:
     book.on_result("c1", {"v": 1})
     book.on_handle()  # the session's state holds c1 and its answer
     book.on_resumed()
-    assert not book.is_unknown("c1")
+    assert book.is_unknown("c1"), "an id of an earlier connection"
     assert book.on_calls([("c2", "f", {})]).run == ("c2",)
+    assert book.take_late() == [], "its answer is in the state: not told again"
 
 
 def test_a_repeat_of_a_call_that_never_ran_runs_the_tool() -> None:
@@ -754,6 +755,8 @@ def test_a_running_call_covered_by_the_handle_is_not_repeatable() -> None:
     book.on_calls([("c1", "f", {})])
     book.on_handle()  # the session holds the open call
     book.on_resumed()
-    assert not book.is_unknown("c1")
+    assert book.is_unknown("c1"), "an id of an earlier connection"
     assert book.on_calls([("c2", "f", {})], running=_running("c1")).run == ("c2",)
-    assert book.take_repeat("c1") is None, "its response goes under its own id"
+    assert book.take_repeat("c1") is None
+    assert book.goes_as_turn("c1"), "its response goes as content, once"
+    assert not book.goes_as_turn("c1")

@@ -122,6 +122,13 @@ def test_a_message_with_a_known_key_is_never_unknown(message: dict[str, object],
         assert frame.kind == "unknown" and set(frame.unknown_keys) == set(message)
 
 
+def test_a_cancellation_names_the_calls_it_cancels() -> None:
+    frame = _frame({"toolCallCancellation": {"ids": ["fc_1", "fc_2"]}})
+    assert frame.kind == "content" and frame.cancelled_ids == ("fc_1", "fc_2")
+    assert _frame({"toolCallCancellation": {}}).cancelled_ids == ()
+    assert _frame({"toolCall": {"functionCalls": [{"id": "fc_1"}]}}).cancelled_ids == ()
+
+
 def test_content_carries_its_interaction_status() -> None:
     status = {"serverContent": {"turnComplete": True, "interactionStatus": "IN_PROGRESS"}}
     assert _frame(status).interaction_status == "IN_PROGRESS"

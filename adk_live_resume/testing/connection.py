@@ -273,6 +273,8 @@ class LiveConnection:
         if choices.resumption:
             self.record.resumption_asked(choices.resume_handle, transparent=choices.transparent)
         session = self._restore(choices)
+        if session is not None:  # (a session resumed after a contextUpdate has its tools)
+            choices = session.context.choices(choices)
         if session is None:
             return
         self._ledger.track(self._shared.received_by(session.id))
@@ -385,7 +387,11 @@ class LiveConnection:
             )
             self.terminate("refused", code=code, reason=reason)
             return None
-        session = SessionState.restored(snapshot, audio=choices.audio_out)
+        session = SessionState.restored(
+            snapshot,
+            audio=choices.audio_out,
+            open_calls=self._settings.tool_ids_outlive_connection,
+        )
         self._ledger.restore(
             snapshot.consumed, received=self._shared.received_by(snapshot.session.id)
         )

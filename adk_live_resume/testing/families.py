@@ -29,7 +29,12 @@ The families, from recordings of real sessions and field reports
   carries ``interactionStatus`` (``IDLE`` when the task is done): google-genai 2.x documents
   the field as "always sent alongside ``turn_complete``" (``LiveServerContent.
   interaction_status``), and the Live API thinking guide names it for the 3.8 family
-  (``gemini-live-protocol.md``, "Field facts that contradict or extend the above").
+  (``gemini-live-protocol.md``, "Field facts that contradict or extend the above"). A
+  blocking call whose result is empty is issued again, identically, under a new id, up to
+  :data:`IDENTICAL_CALLS_MAX` calls in the turn (the model "may issue 2-5 identical calls in
+  one turn when tools return empty results": Vertex AI migration guide 2.5 -> 3.8, same
+  section): separate calls, each answered; a blocking call in progress is cancelled
+  (``toolCallCancellation``) when new input arrives, as on every family here.
 * **Gemini 3.8 Live with extended thinking** (a 3.8-or-later name containing
   ``extended-thinking``, e.g. ``gemini-3.8-live-extended-thinking``, GA 2026-09-15): as 3.8,
   and (the Live API thinking guide, same section) the model may speak several times per
@@ -42,7 +47,13 @@ The families, from recordings of real sessions and field reports
   as an unfinished utterance is and as a generation in flight is never continued after a
   resume (``gemini-live-protocol.md``, "Limits the service documents"): the handle issued
   with an ``IN_PROGRESS`` ``turnComplete`` restores the session as it was before the request
-  (see :mod:`~adk_live_resume.testing.generation`).
+  (see :mod:`~adk_live_resume.testing.generation`). While a call the model issued is open
+  (started, or its result not told yet), the task is not done: every ``turnComplete`` says
+  ``IN_PROGRESS`` (the guide: ``IN_PROGRESS`` during background work, ``IDLE`` when the task
+  is done; calls are async only, so a call's work is background work), and ``IDLE`` comes
+  with the telling of the last result. ``REQUIRES_ACTION`` (the model waits for the client)
+  has no source beyond google-genai's ``InteractionStatus`` enum: the server's
+  ``requires_action`` switch sends it instead of ``IN_PROGRESS`` while a call is open.
 """
 
 from __future__ import annotations
@@ -58,10 +69,15 @@ __all__ = [
     "GEMINI_3_8_EXTENDED_THINKING",
     "GEMINI_3_8_LIVE",
     "GEMINI_3_8_SESSION_CAP",
+    "IDENTICAL_CALLS_MAX",
     "NATIVE_AUDIO_2_5",
     "Family",
     "family_for",
 ]
+
+#: The most identical calls a Gemini 3.8 Live model issues in one turn while its tool returns
+#: empty results ("2-5", Vertex AI migration guide 2.5 -> 3.8).
+IDENTICAL_CALLS_MAX = 5
 
 #: Service seconds after which Gemini 3.8 Live ends a session (58 minutes), compression or not.
 GEMINI_3_8_SESSION_CAP = 58 * 60.0
@@ -92,6 +108,11 @@ class Family:
     speaks_while_working: bool = False
     #: Every call is non-blocking, whatever its declaration (function calling async only).
     calls_async_only: bool = False
+    #: While a call the model issued is open, the task is not done (no ``IDLE``).
+    works_while_calls_open: bool = False
+    #: A blocking call whose result is empty is issued again, identically, under a new id
+    #: (up to :data:`IDENTICAL_CALLS_MAX` such calls in one turn).
+    repeats_empty_calls: bool = False
 
     def non_blocking(self, behavior: object) -> bool:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
@@ -121,6 +142,7 @@ GEMINI_3_8_LIVE = Family(
     non_blocking_by_default=True,
     session_cap=GEMINI_3_8_SESSION_CAP,
     interaction_status=True,
+    repeats_empty_calls=True,
 )
 GEMINI_3_8_EXTENDED_THINKING = Family(
     "gemini-3.8-live-extended-thinking",
@@ -130,6 +152,7 @@ GEMINI_3_8_EXTENDED_THINKING = Family(
     interaction_status=True,
     speaks_while_working=True,
     calls_async_only=True,
+    works_while_calls_open=True,
 )
 
 

@@ -32,6 +32,18 @@ must survive a kind its SDK does not know: this scripts one. To send one between
 frame may carry, acts as ``abort``). ``abort`` drops the TCP connection without a close frame
 (the client sees 1006). Each fault fires at most once.
 
+``stall`` makes the model stop answering while the connection stays healthy (the socket open,
+pings answered, handles still valid), in one of four shapes, the ones reported from the
+service in 2026 (protocol notes, "Silent open sessions are the most repeated complaint of
+2026": python-genai issue 2117, cookbook issue 1225, gemini-live-api-examples issues 40 and
+54): ``silent`` (no server message at all answers the user's turn), ``empty``
+(``turnComplete`` with no content), ``rejected`` (``turnComplete`` with
+``turnCompleteReason: RESPONSE_REJECTED``, no content) and ``quiet_audio`` (an answer whose
+audio is near silence, then ``turnComplete``). From the moment it is armed every answer to a
+user turn on that connection stalls; with ``session=True`` every later connection that
+resumes the same live session stalls too (only a fresh session answers again). Stalled turns
+are listed in ``record.stalled_turns``; they are never in ``answered_user_turns``.
+
 ``refuse_handshake`` answers the websocket upgrade with an HTTP error instead of ``101``, with
 a ``Retry-After`` header when asked: the HTTP convention for "busy, come back later" (RFC
 6585, section 4, for 429; RFC 9110, section 10.2.3, for ``Retry-After``), which websockets'
@@ -47,7 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Fault", "FaultKind", "Flap"]
+__all__ = ["STALL_SHAPES", "Fault", "FaultKind", "Flap", "StallShape"]
 
 FaultKind = Literal[
     "close",
@@ -58,7 +70,12 @@ FaultKind = Literal[
     "hold_pongs",
     "server_message",
     "refuse_handshake",
+    "stall",
 ]
+
+#: The shapes of a ``stall`` fault (see the module docstring).
+StallShape = Literal["silent", "empty", "rejected", "quiet_audio"]
+STALL_SHAPES: tuple[StallShape, ...] = ("silent", "empty", "rejected", "quiet_audio")
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,10 @@ class Fault:
     #: The raw message a ``server_message`` fault sends (JSON text). Out of the repr, which
     #: stays as it was for every other kind (pinned soak plans record it).
     message: str = field(default="", repr=False)
+    #: A ``stall`` fault's shape, and whether it lasts for the live session (out of the repr
+    #: for the same reason; :meth:`describe` names them).
+    shape: str = field(default="", repr=False)
+    whole_session: bool = field(default=False, repr=False)
 
     @classmethod
     def close(
@@ -198,6 +219,22 @@ class Fault:
         )
         fault._check_trigger()
         return fault
+
+    @classmethod
+    def stall(cls, shape: StallShape = "silent", *, session: bool = False) -> Fault:
+        """Stop answering user turns with the connection left healthy, in ``shape`` (see the
+        module docstring); ``session``: for the live session (a resume stalls again), not
+        only for this connection."""
+        if shape not in STALL_SHAPES:
+            raise ValueError(f"shape must be one of {', '.join(STALL_SHAPES)}, not {shape!r}")
+        return cls("stall", shape=shape, whole_session=session)
+
+    def describe(self) -> str:
+        """The fault in one line (a stall's shape included, which the repr leaves out)."""
+        if self.kind == "stall":
+            lasting = "session" if self.whole_session else "connection"
+            return f"stall({self.shape}, for the {lasting})"
+        return repr(self)
 
     @property
     def sends_message(self) -> bool:

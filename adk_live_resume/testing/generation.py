@@ -22,32 +22,42 @@
   call ids, an empty ``serverContent {}`` before and after a ``toolCall`` on the Gemini 3.x
   Live families, ``usageMetadata`` with ``turnComplete`` unless switched off;
 * a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
-  ends an answer; an extended-thinking model answering a user turn first says
+  ends an answer (an extended-thinking model: ``IN_PROGRESS`` while a call it issued is
+  open, or ``REQUIRES_ACTION`` behind the server's ``requires_action`` switch); an
+  extended-thinking model answering a user turn first says
   :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
   ``turnComplete`` carrying ``interactionStatus: IN_PROGRESS`` and the handle that restores
   the session without the request (:meth:`HandleIssuer.before_request
   <adk_live_resume.testing.handle_issuing.HandleIssuer.before_request>`), works for the
   server's ``work_delay`` (no handle is resumable meanwhile), then answers as usual (sources:
-  :mod:`~adk_live_resume.testing.families`).
+  :mod:`~adk_live_resume.testing.families`);
+* a ``stall`` fault (:meth:`Fault.stall <adk_live_resume.testing.Fault.stall>`, its sources
+  there) answers user turns in its shape instead: nothing at all (the generation waits until
+  it is cut off or the connection ends, so no handle is issued meanwhile: the session is not
+  at a resumable point), ``turnComplete`` alone, ``turnComplete`` with ``turnCompleteReason:
+  RESPONSE_REJECTED``, or near-silent audio then ``turnComplete``; no handle goes with a
+  stalled turn, and it is recorded in ``record.stalled_turns``, never as answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_wire import ConnectionWire
+from .families import IDENTICAL_CALLS_MAX
 from .handle_issuing import HandleIssuer, Issued
-from .model import STARTED, CallTools, ScriptedModel, Turn, split_chunks, thought_part
-from .protocol import JsonDict, pick
+from .model import STARTED, CallTool, CallTools, ScriptedModel, Turn, split_chunks, thought_part
+from .protocol import JsonDict, compact_json, pick
 from .records import ToolCallRecord
 from .session_state import SessionState
 from .settings import ServerSettings, SharedState
 from .setup_choices import SetupChoices
-from .speech import speech_pcm
+from .speech import silence_pcm, speech_pcm
 
 __all__ = ["OUTPUT_SAMPLES_PER_BYTE", "OUTPUT_SAMPLE_RATE", "WORKING", "Generation"]
 
@@ -166,6 +176,11 @@ class Generation:
             future.cancel()
         self._pending.clear()
 
+    def use_context(self, choices: SetupChoices) -> None:
+        """A ``contextUpdate`` changed the session's functions: ``choices`` from now on."""
+        self._choices = choices
+        self._model = ScriptedModel(choices.functions)
+
     def background_result(
         self, name: str, response: JsonDict, *, call_id: str | None = None
     ) -> None:
@@ -201,9 +216,14 @@ class Generation:
         self.start("", tool_results=[(name, result)], answers_user=False)
 
     async def _call_tools(self, plan: CallTools) -> list[tuple[str, Any]] | None:
-        """Issue the plan's calls step by step; return the results (None if a fault fired)."""
+        """Issue the plan's calls step by step; return the results (None if a fault fired).
+        A family that repeats calls with empty results (3.8) issues such a blocking call
+        again as the next step, identically, under a new id (:data:`IDENTICAL_CALLS_MAX`)."""
         results: list[tuple[str, Any]] = []
-        for step in plan.steps:
+        steps = list(plan.steps)
+        issued: collections.Counter[str] = collections.Counter()
+        while steps:
+            step = steps.pop(0)
             number = self._shared.next_tool_message()
             calls: list[JsonDict] = []
             futures: list[tuple[str, asyncio.Future[Any]]] = []
@@ -223,6 +243,7 @@ class Generation:
                 self._shared.tool_calls[call_id] = record
                 calls.append({"id": call_id, "name": call.name, "args": call.args})
                 futures.append((call.name, future))
+                issued[compact_json([call.name, call.args])] += 1
             shapes, gemini3 = self._settings.wire_shapes, self._choices.gemini3
             await self._wire.send(
                 *shapes.around_tool_call(gemini3),
@@ -235,9 +256,59 @@ class Generation:
                 await self._wire.send(wire.server_content(turn_complete=True))
             if self._pending:
                 await self._handles.not_resumable()
-            for name, future in futures:
-                results.append((name, await future))
+            again: list[CallTool] = []
+            for call, (name, future) in zip(step, futures, strict=True):
+                result = await future
+                results.append((name, result))
+                if self._repeats(call, result, issued[compact_json([call.name, call.args])]):
+                    again.append(call)
+            if again:
+                steps.insert(0, tuple(again))
         return results
+
+    def _repeats(self, call: CallTool, result: Any, issued: int) -> bool:
+        """The model issues ``call`` again: its family repeats calls with empty results, it
+        is blocking, its result is empty and it was issued fewer than the most times."""
+        if not self._choices.family.repeats_empty_calls or issued >= IDENTICAL_CALLS_MAX:
+            return False
+        if call.name in self._choices.non_blocking:
+            return False
+        values = result.values() if isinstance(result, dict) else [result]
+        return all(value in (None, "", [], {}) for value in values)
+
+    def _stall_shape(self) -> str | None:
+        """The shape of the stall answering user turns here now (``None``: no stall)."""
+        stalled = self._shared.stalled_sessions.get(self._session.id)
+        if stalled is not None:
+            return stalled
+        faults = self._faults.of_kind("stall")
+        if not faults:
+            return None
+        fault = faults[-1]
+        if fault.whole_session:
+            self._shared.stalled_sessions[self._session.id] = fault.shape
+        return fault.shape
+
+    async def _stall(self, shape: str, user_text: str) -> None:
+        """Answer ``user_text`` in the stall's ``shape`` (see the module docstring)."""
+        self._record.stalled_turns.append(user_text)
+        if shape == "silent":
+            await self._wire.future()  # cut off by the next input, or by the connection's end
+            return
+        if shape == "quiet_audio":
+            pcm = silence_pcm(0.2, sample_rate=OUTPUT_SAMPLE_RATE, noise=20)
+            await self._wire.send(
+                wire.server_content(
+                    model_turn={"parts": [wire.audio_part(pcm, OUTPUT_SAMPLE_RATE)]}
+                )
+            )
+            await self._wire.send(wire.server_content(generation_complete=True))
+        if shape == "rejected":
+            await self._wire.send(
+                wire.server_content(turn_complete=True, turn_complete_reason="RESPONSE_REJECTED")
+            )
+        else:
+            await self._wire.send(wire.server_content(turn_complete=True))
 
     async def _generate(
         self,
@@ -248,6 +319,10 @@ class Generation:
         work_handle: Issued | None = None,
     ) -> None:
         try:
+            shape = self._stall_shape() if answers_user and not tool_results else None
+            if shape is not None:
+                await self._stall(shape, user_text)
+                return
             await self._handles.not_resumable()
             plan = (
                 self._model.after_tools(tool_results)
@@ -281,7 +356,7 @@ class Generation:
             self._finishing = True
             self._session.remember(Turn("model", reply.text))
             prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
-            final: list[JsonDict] = [self._turn_complete("IDLE")]
+            final: list[JsonDict] = [self._turn_complete(self._status_after_answer())]
             if self._settings.wire_shapes.usage_metadata:
                 final[0]["usageMetadata"] = wire.usage(prompt, len(reply.text.split()))
             handle = self._handles.at_turn_complete()
@@ -296,6 +371,15 @@ class Generation:
                 self._handles.issued(handle[1])
         finally:
             self._finishing = False
+
+    def _status_after_answer(self) -> str:
+        """The ``interactionStatus`` of an answer's ``turnComplete``: ``IDLE``, unless a
+        call the model issued is still open in a family whose task goes on meanwhile
+        (``IN_PROGRESS``, or ``REQUIRES_ACTION`` behind the server's switch; sources:
+        :mod:`~adk_live_resume.testing.families`)."""
+        if self._choices.family.works_while_calls_open and self._session.calls_open():
+            return "REQUIRES_ACTION" if self._settings.requires_action else "IN_PROGRESS"
+        return "IDLE"
 
     def _turn_complete(self, status: str) -> JsonDict:
         """``turnComplete``, with ``interactionStatus`` where the family reports it."""

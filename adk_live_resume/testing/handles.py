@@ -47,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .context_update import NO_UPDATE, SessionContext
 from .model import Turn
 from .protocol import JsonDict, b64decode_any, camel, compact_json, pick, pick_dict, pick_list
 from .speech import has_loud, samples_of
@@ -113,6 +114,8 @@ class Snapshot:
     #: Open NON_BLOCKING calls ``(id, name)``: a session resumed from here accepts their
     #: responses.
     background: tuple[tuple[str, str], ...] = ()
+    #: What ``contextUpdate`` messages set in the session before this point.
+    context: SessionContext = NO_UPDATE
 
 
 @dataclass(frozen=True)

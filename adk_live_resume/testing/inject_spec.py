@@ -21,6 +21,12 @@ Keys (each at most once; at least one):
 * ``close-code=N``: the code of those closes (1000-4999).
 * ``latency=S``: one-way latency added to every message, both ways.
 * ``refuse-resume=N``: refuse (close 1008) the first N setups that carry a resumption handle.
+* ``stall-after=S``: S seconds after a connection opened, it stalls from the next user turn
+  on (the socket open, pings answered, the answers withheld or emptied:
+  :mod:`~adk_live_resume.testing.stall_filter`).
+* ``stall-shape=SHAPE``: ``silent`` (default), ``empty``, ``rejected`` or ``quiet_audio``.
+* ``stall-session=1``: the stall lasts for the live session: a connection resuming it stalls
+  from its setup on (0, the default: for the connection only).
 
 Every connection (each resume is a new one) gets its own timers, counted from its opening.
 """
@@ -39,8 +45,9 @@ __all__ = [
 
 SPEC_FORM = (
     "KEY=VALUE[,KEY=VALUE...] with keys goaway-every, goaway-time-left, drop-every, "
-    "close-every, latency (seconds), close-code, goaway-close-code (1008 or 1011) and "
-    "refuse-resume (a count), e.g. "
+    "close-every, close-code, latency, stall-after (seconds), refuse-resume (a count), "
+    "goaway-close-code (1008 or 1011), stall-shape (silent, empty, rejected or quiet_audio) "
+    "and stall-session (0 or 1), e.g. "
     "goaway-every=60,drop-every=90"
 )
 
@@ -62,6 +69,9 @@ class InjectSchedule:
     close_code: int = 1011
     latency: float = 0.0
     refuse_resume: int = 0
+    stall_after: float | None = None
+    stall_shape: str = "silent"
+    stall_session: bool = False
 
     def describe(self) -> str:
         """A one-line summary for logs and ``--help`` echoes."""
@@ -79,6 +89,11 @@ class InjectSchedule:
             parts.append(f"latency {self.latency:g}s each way")
         if self.refuse_resume:
             parts.append(f"refuse {self.refuse_resume} resume(s)")
+        if self.stall_after is not None:
+            lasting = "session" if self.stall_session else "connection"
+            parts.append(
+                f"stall ({self.stall_shape}, for the {lasting}) after {self.stall_after:g}s"
+            )
         return ", ".join(parts) or "no faults"
 
 
@@ -88,6 +103,7 @@ _SECONDS = {
     "drop-every": "drop_every",
     "close-every": "close_every",
     "latency": "latency",
+    "stall-after": "stall_after",
 }
 _INTEGERS = {
     "close-code": "close_code",
@@ -96,6 +112,7 @@ _INTEGERS = {
 }
 #: The codes the service closes with at a goAway's deadline.
 GO_AWAY_CLOSE_CODES = (1008, 1011)
+_STALL_SHAPES = ("silent", "empty", "rejected", "quiet_audio")
 
 
 def _error(detail: str) -> InjectSpecError:
@@ -104,7 +121,7 @@ def _error(detail: str) -> InjectSpecError:
 
 def parse_inject_spec(spec: str) -> InjectSchedule:
     """Read ``spec``; raise :class:`InjectSpecError` naming the bad part and the form."""
-    values: dict[str, float | int] = {}
+    values: dict[str, float | int | str | bool] = {}
     if not spec.strip():
         raise _error("empty SPEC")
     for item in spec.split(","):
@@ -122,6 +139,21 @@ def parse_inject_spec(spec: str) -> InjectSchedule:
             if key.endswith("-every") and number == 0:
                 raise _error(f"{key}=0 would fire at once on every connection; use > 0")
             field = _SECONDS[key]
+        elif key == "stall-shape":
+            if raw.strip() not in _STALL_SHAPES:
+                raise _error(f"stall-shape={raw!r} is not one of {', '.join(_STALL_SHAPES)}")
+            field, word = "stall_shape", raw.strip()
+            if field in values:
+                raise _error(f"{key} given twice")
+            values[field] = word
+            continue
+        elif key == "stall-session":
+            if raw.strip() not in ("0", "1"):
+                raise _error(f"stall-session={raw!r} must be 0 or 1")
+            if "stall_session" in values:
+                raise _error(f"{key} given twice")
+            values["stall_session"] = raw.strip() == "1"
+            continue
         elif key in _INTEGERS:
             try:
                 number = int(raw)

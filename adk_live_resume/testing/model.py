@@ -38,7 +38,9 @@ user turn                        answer
 a ``clientContent`` user turn     told as the result of a NON_BLOCKING call is, per its
 with only function responses     ``scheduling``: ``<tool> returned <json>``. A history
                                  ending with NON_BLOCKING calls' results is told so too
-                                 (answering no user turn).
+                                 (answering no user turn), and so is a late result as
+                                 content: a model turn of function calls, then a user
+                                 turn of their responses.
 ``what did I say first?``        ``you first said: <first user turn in memory>``
 ``recall``                       ``you said: <t1> | <t2> | ...``: every user turn in memory, in
                                  order, duplicates included

@@ -30,7 +30,9 @@ What it guarantees:
   :meth:`hold_pongs` (pings from the client stay unanswered until :meth:`release_pongs`),
   :meth:`refuse_resumes` (a setup that carries a handle is closed with 1008 and never
   reaches the upstream), :meth:`hold_handles` (``sessionResumptionUpdate`` messages with a
-  handle are kept from the client).
+  handle are kept from the client), :meth:`stall` (from the next user turn the model seems
+  to stop answering, in one of the shapes of :mod:`.stall_filter`; for the connection, or
+  for the live session).
 * Handles and API keys are logged only as short prefixes; the request's query is never
   logged.
 * With ``record=PATH`` every frame relayed, both ways (injected ones included), every
@@ -64,10 +66,12 @@ from websockets.http11 import Request, Response
 from ..handles import redact
 from ..log_redaction import CredentialRedactor
 from .certs import TlsMaterial, create_tls_material
+from .faults import STALL_SHAPES, StallShape
 from .inject_spec import GO_AWAY_CLOSE_CODES, InjectSchedule
 from .protocol import format_time_left, pick, pick_dict
 from .recording import Recorder
 from .settings import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
+from .stall_filter import StallFilter
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -182,6 +186,10 @@ class _Relay:
         self._timers: list[asyncio.TimerHandle] = []
         self._held_pongs: list[Frame] = []
         self._ended = asyncio.Event()
+        #: The stall fault armed on this connection, if any (see :meth:`FaultProxy.stall`).
+        self.stall: StallFilter | None = None
+        #: Every handle of the session this connection resumed with or relayed.
+        self._handles: set[str] = set()
         self._intercept_pongs()
 
     # ---- faults ------------------------------------------------------------------------------
@@ -211,6 +219,13 @@ class _Relay:
         self.client.transport.abort()
         self.loop.create_task(self.upstream.close(1001, "client gone"))
 
+    def stall_now(self, shape: str, session: bool, *, armed: bool = True) -> None:
+        if self.record.ended_by is None and self.stall is None:
+            self.record.faults.append(f"stall {shape}" + (" (session)" if session else ""))
+            self.stall = StallFilter(shape, session=session, armed=armed)
+            if session:
+                self.proxy.stalled_sessions.update(dict.fromkeys(self._handles, shape))
+
     def release_pongs(self) -> None:
         held, self._held_pongs = self._held_pongs, []
         for frame in held:
@@ -237,6 +252,15 @@ class _Relay:
             self._every(schedule.goaway_every, lambda: self.go_away(schedule.goaway_time_left))
         if schedule.drop_every is not None:
             self._timers.append(self.loop.call_later(schedule.drop_every, self.abort_now))
+        if schedule.stall_after is not None:
+            self._timers.append(
+                self.loop.call_later(
+                    schedule.stall_after,
+                    self.stall_now,
+                    schedule.stall_shape,
+                    schedule.stall_session,
+                )
+            )
         if schedule.close_every is not None:
             self._timers.append(
                 self.loop.call_later(
@@ -312,6 +336,8 @@ class _Relay:
                     first = False
                     if self._refuse(message):
                         return
+                elif self.stall is not None:
+                    self.stall.up(message)
                 self._up.put_nowait((self.loop.time() + self.proxy.latency, message))
         except ConnectionClosed:
             pass
@@ -326,6 +352,10 @@ class _Relay:
         self.record.resumed = True
         self.record.resume_handle = redact(handle)
         logger.info("proxy connection %d resumes with handle %s", self.record.index, redact(handle))
+        self._handles.add(str(handle))
+        stalled = self.proxy.stalled_sessions.get(str(handle))
+        if stalled is not None:  # a session that stalls: this connection stalls at once
+            self.stall_now(stalled, True, armed=False)
         if self.proxy._take_refusal():
             self.record.faults.append("refused resume")
             self.close_now(REFUSED_RESUME_CODE, "resumption refused (fault proxy)", "refused")
@@ -339,7 +369,10 @@ class _Relay:
                 self.record.messages_down += 1
                 if self._withhold(message):
                     continue
-                self._down.put_nowait((self.loop.time() + self.proxy.latency, message))
+                relayed = message if self.stall is None else self.stall.down(message)
+                if relayed is None:
+                    continue
+                self._down.put_nowait((self.loop.time() + self.proxy.latency, relayed))
         except ConnectionClosed:
             pass
         rcvd = self.upstream.protocol.close_rcvd
@@ -352,6 +385,9 @@ class _Relay:
         if not handle:
             return False
         self.record.handles_seen.append(redact(handle))
+        self._handles.add(str(handle))
+        if self.stall is not None and self.stall.session:
+            self.proxy.stalled_sessions[str(handle)] = self.stall.shape
         if self.proxy.handles_held:
             self.record.faults.append("held handle")
             return True
@@ -461,6 +497,8 @@ class FaultProxy:
         self.pongs_held = False
         self.handles_held = False
         self._refusals = self.schedule.refuse_resume
+        #: Handles of live sessions a stall ``session=True`` stalled, and its shape.
+        self.stalled_sessions: dict[str, str] = {}
         self.open_timeout = open_timeout
         self._api_key = api_key
         self.connections: list[ProxiedConnection] = []
@@ -572,6 +610,20 @@ class FaultProxy:
     def hold_handles(self, held: bool = True) -> None:
         """Keep ``sessionResumptionUpdate`` messages with a handle from the clients."""
         self.handles_held = held
+
+    def stall(
+        self, shape: StallShape = "silent", *, session: bool = False, connection: int | None = None
+    ) -> list[int]:
+        """Make the open connections (or one) stall from the next user turn on: the socket
+        stays open and pings are answered, but the model's answers are withheld or emptied
+        in ``shape`` (:mod:`.stall_filter`); ``session``: a connection that resumes the
+        session stalls too. Returns the indexes reached."""
+        if shape not in STALL_SHAPES:
+            raise ValueError(f"shape must be one of {', '.join(STALL_SHAPES)}, not {shape!r}")
+        targets = self._targets(connection)
+        for relay in targets:
+            relay.stall_now(shape, session)
+        return [relay.record.index for relay in targets]
 
     def refuse_resumes(self, count: int = 1) -> None:
         """Refuse the next ``count`` setups that carry a resumption handle (close 1008)."""

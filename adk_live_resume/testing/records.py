@@ -140,6 +140,8 @@ class ConnectionRecord:
         user_turns: texts of the user turns the model received (answered or not).
         answers: texts of the answers completed with ``turnComplete``.
         answered_user_turns: the user turn each of ``answers`` answered, in the same order.
+        stalled_turns: the user turns a ``stall`` fault left unanswered on this connection
+            (:meth:`Fault.stall <adk_live_resume.testing.Fault.stall>`), in order.
         tool_calls: function calls issued on this connection.
         tool_responses: raw function responses received on this connection.
         accepted_tool_response_ids: the ids of the responses the session took as the answer
@@ -153,6 +155,7 @@ class ConnectionRecord:
             not accept (the connection was closed with 1007 unless the server is lenient).
         ignored_audio_ms: audio received outside any activity (manual activity detection).
         cancelled_tool_ids: call ids named in ``toolCallCancellation`` messages.
+        context_updates: the bodies of the ``contextUpdate`` messages received, in order.
         session_id: the session this connection belongs to (kept across resumption).
         interrupted: number of generations cut off by ``serverContent.interrupted``.
         errors: internal errors of the fake itself (a non-empty list is a bug in the fake).
@@ -188,6 +191,7 @@ class ConnectionRecord:
     user_turns: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
     answered_user_turns: list[str] = field(default_factory=list)
+    stalled_turns: list[str] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     tool_responses: list[dict[str, Any]] = field(default_factory=list)
     accepted_tool_response_ids: list[str] = field(default_factory=list)
@@ -198,6 +202,7 @@ class ConnectionRecord:
     rejected_client_content: list[dict[str, Any]] = field(default_factory=list)
     ignored_audio_ms: int = 0
     cancelled_tool_ids: list[str] = field(default_factory=list)
+    context_updates: list[dict[str, Any]] = field(default_factory=list)
     session_id: str = ""
     interrupted: int = 0
     errors: list[str] = field(default_factory=list)

@@ -114,6 +114,9 @@ class FakeLiveServer:
         port: the TCP port to listen on; 0 (default) picks a free ephemeral port.
         work_delay: real seconds an extended-thinking model works in the background between
             its first utterance and its answer (``interactionStatus`` ``IN_PROGRESS``).
+        requires_action: while a call it issued is open, an extended-thinking model says
+            ``REQUIRES_ACTION`` rather than ``IN_PROGRESS`` (default off: no source says when
+            the service sends it).
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
@@ -126,6 +129,13 @@ class FakeLiveServer:
             content mid-session), each a switch
             (:class:`~adk_live_resume.testing.WireShapes`; default: all as recorded;
             ``WireShapes.before_recordings()``: the fake's older shapes).
+        tool_ids_outlive_connection: a resumed connection restores the open NON_BLOCKING
+            calls its handle holds and acts on a ``toolResponse`` under their old ids. Off by
+            default, as the field reports the service: a tool-call id belongs to the
+            connection that issued it, and a response for an id an earlier connection issued
+            is recorded in ``stale_tool_response_ids`` and not acted on (Pipecat PR 5497,
+            Strands PR 4244, voiceclaw PR 53; notes, "Field facts that contradict or extend
+            the above").
     """
 
     def __init__(
@@ -148,8 +158,10 @@ class FakeLiveServer:
         pong_delay: float | None = None,
         port: int = 0,
         refuse_resume_while_open: bool = False,
+        tool_ids_outlive_connection: bool = False,
         wire_shapes: WireShapes | None = None,
         work_delay: float = 0.5,
+        requires_action: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -171,8 +183,10 @@ class FakeLiveServer:
             thought_summaries=thought_summaries,
             pong_delay=pong_delay,
             refuse_resume_while_open=refuse_resume_while_open,
+            tool_ids_outlive_connection=tool_ids_outlive_connection,
             wire_shapes=wire_shapes or WireShapes(),
             work_delay=work_delay,
+            requires_action=requires_action,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

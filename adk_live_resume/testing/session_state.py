@@ -8,8 +8,10 @@ the only place its turns and NON_BLOCKING calls change. Guarantees:
   and start, whether it carried audio, and every NON_BLOCKING call still open: started and not
   answered, or answered and waiting to be told (an answer in flight is never continued after
   a resume: the client sends the result again);
-* a restored state has exactly its snapshot's turns, open calls and session, and carries
-  audio when the snapshot's session did or the new setup answers in AUDIO;
+* a restored state has exactly its snapshot's turns, context updates and session, its open
+  calls only when the server keeps tool ids across connections
+  (``tool_ids_outlive_connection``; else none), and carries audio when the snapshot's
+  session did or the new setup answers in AUDIO;
 * once it carried audio, a session keeps carrying audio.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 
+from .context_update import NO_UPDATE, SessionContext
 from .handles import SessionInfo, Snapshot
 from .model import Turn
 
@@ -34,6 +37,7 @@ class SessionState:
         audio: bool,
         turns: Iterable[Turn] = (),
         background: Iterable[tuple[str, str]] = (),
+        context: SessionContext = NO_UPDATE,
     ) -> None:
         self._info = info
         self._audio = audio or info.audio
@@ -42,13 +46,23 @@ class SessionState:
         self._background = dict(background)
         #: NON_BLOCKING calls whose result arrived and waits to be told (``WHEN_IDLE``).
         self._telling: dict[str, str] = {}
+        #: What ``contextUpdate`` messages set (kept across resumption, in the snapshots).
+        self.context = context
 
     @classmethod
-    def restored(cls, snapshot: Snapshot, *, audio: bool) -> SessionState:
+    def restored(cls, snapshot: Snapshot, *, audio: bool, open_calls: bool) -> SessionState:
         """The session a handle's ``snapshot`` names; ``audio`` when the new setup answers in
-        AUDIO."""
+        AUDIO. ``open_calls``: the snapshot's open NON_BLOCKING calls stay open under their
+        old ids; otherwise (the field's behaviour: a call id belongs to the connection that
+        issued it, Pipecat PR 5497, Strands PR 4244, voiceclaw PR 53) the restored session
+        has none, and a response for one of them is stale."""
+        background = snapshot.background if open_calls else ()
         return cls(
-            snapshot.session, audio=audio, turns=snapshot.turns, background=snapshot.background
+            snapshot.session,
+            audio=audio,
+            turns=snapshot.turns,
+            background=background,
+            context=snapshot.context,
         )
 
     # ---- identity and audio ----------------------------------------------------------------
@@ -105,6 +119,18 @@ class SessionState:
         """The telling of call ``call_id``'s result starts: it is no longer open."""
         self._telling.pop(call_id, None)
 
+    def calls_open(self) -> bool:
+        """A NON_BLOCKING call is open: started and not answered, or answered and its
+        result not told yet."""
+        return bool(self._background or self._telling)
+
+    # ---- context updates -------------------------------------------------------------------
+
+    def update_context(self, update: SessionContext) -> SessionContext:
+        """A ``contextUpdate`` arrived: the session's context from now on."""
+        self.context = self.context.updated(update)
+        return self.context
+
     # ---- snapshots -------------------------------------------------------------------------
 
     def snapshot(
@@ -124,4 +150,5 @@ class SessionState:
             last_consumed_index,
             consumed,
             tuple({**self._background, **self._telling}.items()),
+            self.context,
         )

@@ -48,7 +48,10 @@ class ServerSettings:
     (native audio) opens every answer with a ``thought: true`` text part. ``pong_delay``:
     websocket pings are answered that many service seconds late (None: at once).
     ``work_delay`` is real seconds of background work an extended-thinking model does between
-    its first utterance and its answer.
+    its first utterance and its answer. ``requires_action``: while a call the model issued is
+    open, an extended-thinking model's ``turnComplete`` says ``REQUIRES_ACTION`` instead of
+    ``IN_PROGRESS`` (off by default: no source beyond google-genai's ``InteractionStatus``
+    enum says when the service sends it).
     """
 
     time_scale: float = 1.0
@@ -67,9 +70,11 @@ class ServerSettings:
     thought_summaries: bool = False
     pong_delay: float | None = None
     refuse_resume_while_open: bool = False
+    tool_ids_outlive_connection: bool = False
     #: The recorded shapes of the service's messages the fake sends (each a switch).
     wire_shapes: WireShapes = field(default_factory=WireShapes)
     work_delay: float = 0.5
+    requires_action: bool = False
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -114,6 +119,8 @@ class SharedState:
     tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
     answered_user_turns: list[str] = field(default_factory=list)
     ended_sessions: set[str] = field(default_factory=set)
+    #: Live sessions a ``stall`` fault with ``session=True`` stalled, and its shape.
+    stalled_sessions: dict[str, str] = field(default_factory=dict)
     #: Connections whose socket is still open, per session id.
     open_sessions: collections.Counter[str] = field(default_factory=collections.Counter)
     #: Fingerprints of the client messages received, per session id, on all its connections.

@@ -27,6 +27,8 @@
 * every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
 * a user turn to an extended-thinking model (:mod:`~adk_live_resume.testing.families`) takes
   the handle the model issues while it works before the turn is remembered;
+* ``contextUpdate`` sets the session's system instruction and tools from then on, kept in
+  its handles (:mod:`~adk_live_resume.testing.context_update`);
 * a second ``setup`` on a connection closes it with 1007.
 """
 
@@ -39,6 +41,7 @@ from typing import Any, Literal
 from . import protocol as wire
 from .connection_clocks import SessionClocks
 from .connection_wire import ConnectionWire
+from .context_update import read_context_update
 from .generation import Generation
 from .handle_issuing import ConsumedLedger, HandleIssuer
 from .model import Turn, turns_overlap
@@ -118,6 +121,8 @@ class TurnTaking:
                 await self._handles.issue(
                     handled=self._ledger.received, point="after_tool_response"
                 )
+        elif has(message, "contextUpdate"):
+            self._context_update(pick_dict(message, "contextUpdate") or {})
         elif has(message, "setup"):  # one setup per connection, as the service says
             self._wire.terminate("rejected", code=1007, reason=INVALID_ARGUMENT_REASON)
         else:
@@ -154,6 +159,7 @@ class TurnTaking:
         turn_complete = bool(pick(body, "turnComplete", False))
         turns: list[Turn] = []
         tool_results: list[tuple[str, Any]] = []  # function responses ending the history
+        calls_only: list[bool] = []  # per turn: it holds function calls and nothing else
         for raw_turn in pick_list(body, "turns"):
             role: Literal["user", "model"] = (
                 "model" if pick(raw_turn, "role") == "model" else "user"
@@ -161,6 +167,7 @@ class TurnTaking:
             parts = pick_list(raw_turn, "parts")
             texts = [pick(part, "text") for part in parts]
             turns.append(Turn(role, "".join(t for t in texts if isinstance(t, str))))
+            calls_only.append(bool(parts) and all(has(part, "functionCall") for part in parts))
             responses = [
                 r for part in parts if isinstance(r := pick(part, "functionResponse"), dict)
             ]
@@ -179,6 +186,14 @@ class TurnTaking:
             # call): the model tells them as it tells a NON_BLOCKING call's result.
             for response in responses:
                 self._record.tool_responses.append(response)
+                self._model.background_result(str(pick(response, "name")), response)
+            return
+        late = len(turns) == 2 and calls_only[0] and turns[0].role == "model"
+        if turn_complete and late and turns[1].role == "user" and not turns[1].text and responses:
+            # A late result as content: the call (a model turn) and its result, for a call
+            # whose id the session does not know (Pipecat PR 5497, Strands PR 4244). Told as
+            # a NON_BLOCKING call's result is (WHEN_IDLE: after the answer in progress).
+            for response in responses:
                 self._model.background_result(str(pick(response, "name")), response)
             return
         is_history = len(turns) > 1 or turns[-1].role == "model" or not turn_complete
@@ -357,6 +372,15 @@ class TurnTaking:
                     call_id,
                 )
         return answered
+
+    def _context_update(self, body: JsonDict) -> None:
+        """New system instruction and tools, in order with the other input (google-genai
+        2.32 ``send_context_update``; notes, "Field facts that contradict or extend the
+        above"): kept in the session (and its handles), ``tools=[]`` clears them."""
+        update = read_context_update(body, self._choices.family)
+        self._record.context_updates.append(body)
+        self._choices = self._session.update_context(update).choices(self._choices)
+        self._model.use_context(self._choices)
 
     def _typed(self, text: str, index: int) -> HeardTurn:
         """A typed turn: carried by client message ``index`` alone."""

@@ -1,0 +1,231 @@
+"""When an open, healthy live session has stalled: the rule, fed with events, without a clock.
+
+A *stall* is one of:
+
+* **silence**: a user turn (a typed turn, a function response to a call the model waits
+  for, ``activityEnd``, or an utterance the server transcribed) that got no answering
+  server message (model output, a transcription of it, ``turnComplete``,
+  ``generationComplete``, ``interrupted``, a tool call or its cancellation) within
+  ``stall_timeout`` seconds of waiting;
+* **degenerate turns**: ``degenerate_turns`` turns in a row that answered a user turn with
+  nothing (:func:`degenerate`: no content, ``turnCompleteReason: RESPONSE_REJECTED``, or
+  audio that is all near silence).
+
+The wait for an answer is excused, and starts over when the excuse ends, while a tool runs,
+while the model says it works (``serverContent.interactionStatus: IN_PROGRESS``), while the
+user is speaking, and before the setup completed (:class:`Excuses`). Resumption updates,
+``goAway``, usage and input transcriptions answer nothing: a session that sends only those
+is silent.
+
+Pure: no I/O, no clock (times are ``loop.time()`` values passed in).
+
+Guarantees:
+
+* :meth:`StallRule.check` never returns a stall while an excuse holds, nor before
+  :meth:`StallRule.setup_completed`.
+* A silence is returned only when at least ``stall_timeout`` seconds passed, with no
+  answering message, since the later of the oldest unanswered user turn and the last check
+  that saw an excuse.
+* ``stall_timeout == 0`` turns the silence rule off; ``degenerate_turns == 0`` turns the
+  degenerate rule off; a turn with content resets the count of degenerate turns.
+* Once a stall was returned, no other is returned by the same rule (one per connection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+#: How often an excused wait is looked at again (s, at most): the wait starts over from the
+#: last look that saw the excuse.
+EXCUSE_POLL = 0.25
+
+#: The ``turnCompleteReason`` of a turn the service refused to answer.
+RESPONSE_REJECTED = "RESPONSE_REJECTED"
+
+
+@dataclass(frozen=True)
+class Excuses:
+    """What may keep a healthy session quiet for a while (each: the wait starts over)."""
+
+    tool_running: bool = False
+    model_working: bool = False
+    user_speaking: bool = False
+
+    def why(self) -> str | None:
+        """The first excuse that holds, in words (``None``: none)."""
+        if self.tool_running:
+            return "a tool runs"
+        if self.model_working:
+            return "the model works (interactionStatus IN_PROGRESS)"
+        if self.user_speaking:
+            return "the user speaks"
+        return None
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A stall seen: its kind and, in words, what was seen (for the error and the hooks)."""
+
+    kind: Literal["silence", "degenerate"]
+    seen: str
+
+
+def degenerate(*, rejected: bool, content: bool, voiced_audio: bool, quiet_audio: bool) -> str:
+    """Why a finished turn that answered a user turn is degenerate ("" when it is not).
+
+    ``rejected``: its ``turnCompleteReason`` was ``RESPONSE_REJECTED``; ``content``: text,
+    an output transcription or a tool call came in it; ``voiced_audio``/``quiet_audio``:
+    audio above/below the speech threshold came in it."""
+    if rejected:
+        return "turnCompleteReason RESPONSE_REJECTED"
+    if content or voiced_audio:
+        return ""
+    if quiet_audio:
+        return "answer audio near silence"
+    return "turnComplete with no content"
+
+
+Recovery = Literal["resume", "fresh_start", "give_up"]
+
+
+def recovery(taken: Sequence[Recovery], *, can_resume: bool) -> Recovery:
+    """The next step of the stall ladder, given the steps ``taken`` since a user turn was last
+    answered: a resume from the newest handle (when ``can_resume``), then a fresh session
+    with the conversation rebuilt, then giving up.
+
+    Guarantees: at most one resume and one fresh start per ladder; never a resume after a
+    fresh start (the fresh session is the last hope); ``give_up`` once both were tried (or a
+    fresh start, when no handle could be resumed: the caller says no for a degenerate turn,
+    which every later handle holds)."""
+    if not taken:
+        return "resume" if can_resume else "fresh_start"
+    if "fresh_start" not in taken:
+        return "fresh_start"
+    return "give_up"
+
+
+def give_up_message(seen: Sequence[str]) -> str:
+    """The error that ends a run whose session stalled past the ladder's last step."""
+    kinds = "; ".join(f"{number}: {what}" for number, what in enumerate(seen, 1))
+    return (
+        f"the live session stalled {len(seen)} time(s) in a row with the socket open, and"
+        f" neither a resume nor a fresh session brought an answer back (seen: {kinds}). Check"
+        " the service's status and your quota; for RESPONSE_REJECTED or empty turns, the input"
+        " the service refuses (safety settings, the content, the audio format: 16-bit PCM at"
+        " the rate the mime type says); for silence, that each turn is ended (turnComplete,"
+        " activityEnd) and the model name. If your model legitimately takes longer to answer,"
+        " raise ResumePolicy.stall_timeout (or degenerate_turns); 0 turns the check off."
+    )
+
+
+class StallRecoveries:
+    """One run's stall ladder (:func:`recovery`) and its counters."""
+
+    def __init__(self) -> None:
+        self.taken: list[Recovery] = []
+        #: What was seen at each stall of the current ladder, in order.
+        self.seen: list[str] = []
+        self.stalls = 0
+        self.fresh_starts = 0
+
+    def answered(self) -> None:
+        """A user turn was answered: the next stall starts a new ladder."""
+        self.taken.clear()
+        self.seen.clear()
+
+    def next(self, seen: str, *, can_resume: bool) -> Recovery:
+        """A stall (``seen``) ended a connection: the step to take (and count) now."""
+        self.stalls += 1
+        self.seen.append(seen)
+        step = recovery(self.taken, can_resume=can_resume)
+        if step != "give_up":
+            self.taken.append(step)
+        if step == "fresh_start":
+            self.fresh_starts += 1
+        return step
+
+
+class StallRule:
+    """One connection's stall rule (see the module): events in, :meth:`check` out."""
+
+    def __init__(self, stall_timeout: float, degenerate_turns: int) -> None:
+        if stall_timeout < 0 or degenerate_turns < 0:
+            raise ValueError("stall_timeout and degenerate_turns must be >= 0")
+        self.stall_timeout = stall_timeout
+        self.degenerate_turns = degenerate_turns
+        self._setup = False
+        #: What the oldest unanswered user turn was, and since when the wait runs.
+        self._waiting: str | None = None
+        self._since = 0.0
+        self._excused = False
+        #: Degenerate turns in a row, and why the last one was.
+        self._degenerate = 0
+        self._last_degenerate = ""
+        self._reported = False
+
+    @property
+    def waiting(self) -> bool:
+        """A user turn waits for its answer."""
+        return self._waiting is not None
+
+    def setup_completed(self, now: float) -> None:
+        """The setup completed: the rule applies from now on (a wait begun before counts
+        from now)."""
+        if not self._setup:
+            self._setup = True
+            self._since = max(self._since, now)
+
+    def user_turn(self, what: str, now: float) -> None:
+        """A user turn (``what``: which kind) was sent, or the server transcribed one: the
+        wait for its answer begins, unless an older turn already waits."""
+        if self._waiting is None:
+            self._waiting = what
+            self._since = now
+
+    def answered(self) -> None:
+        """An answering server message arrived: nothing waits any more."""
+        self._waiting = None
+
+    def turn_ended(self, why_degenerate: str) -> None:
+        """A turn that answered a user turn finished; ``why_degenerate`` from
+        :func:`degenerate` ("" for a turn with content)."""
+        if why_degenerate:
+            self._degenerate += 1
+            self._last_degenerate = why_degenerate
+        else:
+            self._degenerate = 0
+
+    def check(self, now: float, excuses: Excuses) -> Stall | None:
+        """The stall seen at ``now``, if any (see the module's guarantees)."""
+        if self._reported or not self._setup:
+            return None
+        if self.degenerate_turns and self._degenerate >= self.degenerate_turns:
+            self._reported = True
+            return Stall(
+                "degenerate",
+                f"{self._degenerate} turns in a row answered with nothing"
+                f" (last: {self._last_degenerate})",
+            )
+        if not self.stall_timeout or self._waiting is None:
+            return None
+        if excuses.why() is not None:
+            self._excused = True
+            self._since = max(self._since, now)
+            return None
+        self._excused = False
+        waited = now - self._since
+        if waited < self.stall_timeout:
+            return None
+        self._reported = True
+        return Stall("silence", f"no answer {waited:.1f} s after a {self._waiting}")
+
+    def next_check(self, now: float) -> float | None:
+        """Seconds from ``now`` until :meth:`check` may find a silence (``None``: nothing
+        waits, or the rule is off or spent)."""
+        if self._reported or not self.stall_timeout or self._waiting is None:
+            return None
+        if self._excused or not self._setup:
+            return min(EXCUSE_POLL, self.stall_timeout)
+        return max(0.0, self._since + self.stall_timeout - now)

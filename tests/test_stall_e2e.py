@@ -1,0 +1,169 @@
+"""Stalled sessions end to end: the socket open, pings answered, and no answer.
+
+Real ``Runner.run_live``, real google-genai, TLS websockets on 127.0.0.1, the fake server's
+``Fault.stall`` shapes; each scenario on both entry points (``install()`` and
+``ResumableLlmAgent``), the main one on both dialects.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from google.adk.agents import LlmAgent
+
+import adk_live_resume
+from adk_live_resume import (
+    ReconnectInfo,
+    ResumableLlmAgent,
+    ResumePolicy,
+    RunStats,
+    SessionStalledError,
+)
+from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing.driver import LiveDriver
+
+from .conftest import AgentFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+#: Short enough to keep the tests fast, long enough for a loaded machine's answers.
+STALL = ResumePolicy(stall_timeout=1.0)
+
+
+class Reports:
+    """The reconnects and run ends reported while it is open."""
+
+    def __init__(self) -> None:
+        self.reconnects: list[ReconnectInfo] = []
+        self.runs: list[RunStats] = []
+
+    def __enter__(self) -> Reports:
+        self._removers = [
+            adk_live_resume.on_reconnect(self.reconnects.append),
+            adk_live_resume.on_run_end(self.runs.append),
+        ]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for remove in self._removers:
+            remove()
+
+    def steps(self) -> list[tuple[str, bool]]:
+        return [(r.reason, r.state_restored) for r in self.reconnects]
+
+
+def vertex_agent(make_agent: AgentFactory, server: FakeLiveServer, policy: ResumePolicy) -> Any:
+    """The agent ``make_agent`` would make, on the Vertex AI dialect."""
+    model = server.gemini(vertex=True)
+    if make_agent.entry == "install":
+        adk_live_resume.install(policy)
+        return LlmAgent(name="assistant", model=model)
+    return ResumableLlmAgent(name="assistant", model=model, resume_policy=policy)
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "vertex"])
+async def test_a_silent_stall_is_resumed_and_the_turn_answered_once(
+    make_agent: AgentFactory, dialect: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="adk_live_resume")
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            if dialect == "vertex":
+                agent = vertex_agent(make_agent, server, STALL)
+            else:
+                agent = make_agent(server, policy=STALL)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("first") == "echo: first"
+                server.script(Fault.stall(), connection=1)
+                assert await live.say("second", timeout=20) == "echo: second"
+                assert await live.say("third") == "echo: third"
+                assert await live.close() is None
+            first, second = server.connections
+            assert first.stalled_turns == ["second"] and first.ended_by == "client"
+            assert second.resumed and not second.stalled_turns
+            assert server.user_turns_answered() == ["first", "second", "third"]
+            assert server.history_sends() == 0
+    assert reports.steps() == [("stall", True)]
+    assert reports.reconnects[0].stall.startswith("no answer")
+    assert "typed turn" in reports.reconnects[0].stall
+    (stats,) = reports.runs
+    assert (stats.stalls, stats.stall_fresh_starts, stats.error) == (1, 0, None)
+    warnings = [r for r in caplog.records if "stalled on an open connection" in r.message]
+    assert len(warnings) == 1 and "resuming" in warnings[0].message
+
+
+async def test_a_session_stall_moves_to_a_fresh_session(make_agent: AgentFactory) -> None:
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=STALL)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("first") == "echo: first"
+                server.script(Fault.stall(session=True), connection=1)
+                assert await live.say("second", timeout=20) == "echo: second"
+                assert await live.say("third") == "echo: third"
+                assert await live.close() is None
+            first, second, third = server.connections
+            assert first.stalled_turns == second.stalled_turns == ["second"]
+            assert second.resumed and not third.resumed and third.history_sends == 1
+            assert third.session_id != first.session_id
+            assert server.user_turns_answered() == ["first", "second", "third"]
+    assert reports.steps() == [("stall", True), ("stall", False)]
+    (stats,) = reports.runs
+    assert (stats.stalls, stats.stall_fresh_starts) == (2, 1)
+
+
+async def test_a_stall_that_outlives_a_fresh_session_ends_the_run_saying_what_was_seen(
+    make_agent: AgentFactory,
+) -> None:
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=STALL)
+            server.script(Fault.stall(), connection=3)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("first") == "echo: first"
+                server.script(Fault.stall(session=True), connection=1)
+                live.send_text("second")
+                error = await live.wait_ended(timeout=30)
+            assert [len(c.stalled_turns) for c in server.connections] == [1, 1, 1]
+    assert isinstance(error, SessionStalledError)
+    assert "stalled 3 time(s)" in str(error) and "no answer" in str(error)
+    assert "stall_timeout" in str(error)
+    assert reports.steps() == [("stall", True), ("stall", False)]
+    assert reports.runs[0].error is not None and "SessionStalledError" in reports.runs[0].error
+
+
+@pytest.mark.parametrize("shape", ["empty", "rejected"])
+async def test_degenerate_turns_start_a_fresh_session_that_is_asked_once(
+    make_agent: AgentFactory, shape: str
+) -> None:
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            policy = ResumePolicy(stall_timeout=0, degenerate_turns=1)
+            agent = make_agent(server, policy=policy)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("first") == "echo: first"
+                server.script(Fault.stall(shape), connection=1)  # type: ignore[arg-type]
+                assert await live.say("second", timeout=20) == "echo: second"
+                assert await live.say("third") == "echo: third"
+                assert await live.close() is None
+            first, second = server.connections
+            assert first.stalled_turns == ["second"] and not second.resumed
+            assert second.history_sends == 1 and second.user_turns.count("second") == 1
+            assert server.user_turns_answered() == ["first", "second", "third"]
+    assert reports.steps() == [("stall", False)]
+    expected = "RESPONSE_REJECTED" if shape == "rejected" else "no content"
+    assert expected in reports.reconnects[0].stall
+
+
+async def test_stall_detection_off_waits_as_stock_adk_does(make_agent: AgentFactory) -> None:
+    async with FakeLiveServer() as server:
+        agent = make_agent(server, policy=ResumePolicy(stall_timeout=0))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("first") == "echo: first"
+            server.script(Fault.stall(), connection=1)
+            with pytest.raises(TimeoutError):
+                await live.say("second", timeout=2.0)
+            await live.close()
+        assert len(server.connections) == 1

@@ -1,0 +1,195 @@
+"""The stall rule, the ladder and the stall ending of a connection, without sockets."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adk_live_resume.connection_state import CloseSocket, ConnectionState, State
+from adk_live_resume.stall_rule import (
+    EXCUSE_POLL,
+    Excuses,
+    StallRecoveries,
+    StallRule,
+    degenerate,
+    give_up_message,
+    recovery,
+)
+
+NONE = Excuses()
+
+
+def ready(timeout: float = 10.0, turns: int = 3) -> StallRule:
+    rule = StallRule(timeout, turns)
+    rule.setup_completed(0.0)
+    return rule
+
+
+def test_a_turn_without_an_answer_is_a_silence_at_the_timeout_not_before() -> None:
+    rule = ready()
+    rule.user_turn("typed turn", 1.0)
+    assert rule.next_check(1.0) == 10.0
+    assert rule.check(10.9, NONE) is None
+    stall = rule.check(11.0, NONE)
+    assert stall is not None and stall.kind == "silence"
+    assert stall.seen == "no answer 10.0 s after a typed turn"
+    assert rule.check(30.0, NONE) is None  # one per connection
+
+
+def test_an_answer_ends_the_wait() -> None:
+    rule = ready()
+    rule.user_turn("typed turn", 0.0)
+    rule.answered()
+    assert rule.check(100.0, NONE) is None and rule.next_check(100.0) is None
+
+
+def test_the_oldest_unanswered_turn_counts() -> None:
+    rule = ready()
+    rule.user_turn("typed turn", 0.0)
+    rule.user_turn("function response", 5.0)
+    stall = rule.check(10.0, NONE)
+    assert stall is not None and "typed turn" in stall.seen
+
+
+def test_nothing_before_the_setup_completed() -> None:
+    rule = StallRule(1.0, 1)
+    rule.user_turn("typed turn", 0.0)
+    rule.turn_ended("turnComplete with no content")
+    assert rule.check(50.0, NONE) is None
+    rule.setup_completed(50.0)
+    stall = rule.check(50.0, NONE)
+    assert stall is not None and stall.kind == "degenerate"
+
+
+def test_an_excuse_holds_the_wait_and_it_starts_over_after() -> None:
+    rule = ready(10.0)
+    rule.user_turn("typed turn", 0.0)
+    assert rule.check(20.0, Excuses(tool_running=True)) is None
+    assert rule.next_check(20.0) == EXCUSE_POLL
+    assert rule.check(29.0, NONE) is None  # 9 s since the excuse was last seen
+    assert rule.check(30.0, NONE) is not None
+
+
+def test_off_switches() -> None:
+    silent = ready(0.0, 3)
+    silent.user_turn("typed turn", 0.0)
+    assert silent.check(1e6, NONE) is None and silent.next_check(0.0) is None
+    lenient = ready(10.0, 0)
+    for _ in range(50):
+        lenient.turn_ended("turnComplete with no content")
+    assert lenient.check(1.0, NONE) is None
+
+
+def test_degenerate_turns_in_a_row_and_content_resets_the_count() -> None:
+    rule = ready(0.0, 2)
+    rule.turn_ended("turnComplete with no content")
+    rule.turn_ended("")
+    rule.turn_ended("turnCompleteReason RESPONSE_REJECTED")
+    assert rule.check(1.0, NONE) is None
+    rule.turn_ended("turnCompleteReason RESPONSE_REJECTED")
+    stall = rule.check(1.0, NONE)
+    assert stall is not None and stall.kind == "degenerate"
+    assert stall.seen == (
+        "2 turns in a row answered with nothing (last: turnCompleteReason RESPONSE_REJECTED)"
+    )
+
+
+def test_what_makes_a_turn_degenerate() -> None:
+    plain = {"rejected": False, "content": False, "voiced_audio": False, "quiet_audio": False}
+    assert degenerate(**plain) == "turnComplete with no content"
+    assert degenerate(**{**plain, "quiet_audio": True}) == "answer audio near silence"
+    assert degenerate(**{**plain, "quiet_audio": True, "voiced_audio": True}) == ""
+    assert degenerate(**{**plain, "content": True}) == ""
+    assert "RESPONSE_REJECTED" in degenerate(**{**plain, "rejected": True, "content": True})
+
+
+excuses = st.builds(Excuses, st.booleans(), st.booleans(), st.booleans())
+events = st.lists(
+    st.tuples(
+        st.floats(0.0, 5.0),
+        st.sampled_from(["turn", "answer", "check", "degenerate", "content"]),
+        excuses,
+    ),
+    max_size=40,
+)
+
+
+@given(events, st.floats(0.1, 10.0), st.integers(0, 4))
+def test_never_a_stall_while_excused_nor_a_silence_before_its_time(
+    steps: list[tuple[float, str, Excuses]], timeout: float, turns: int
+) -> None:
+    rule = ready(timeout, turns)
+    now = 0.0
+    since: float | None = None  # the wait's start, as the guarantee defines it
+    reported = 0
+    for step, kind, excused in steps:
+        now += step
+        if kind == "turn":
+            rule.user_turn("typed turn", now)
+            since = now if since is None else since
+        elif kind == "answer":
+            rule.answered()
+            since = None
+        elif kind == "degenerate":
+            rule.turn_ended("turnComplete with no content")
+        elif kind == "content":
+            rule.turn_ended("")
+        else:
+            stall = rule.check(now, excused)
+            if excused.why() is not None and since is not None:
+                since = max(since, now)
+            if stall is None:
+                continue
+            reported += 1
+            if stall.kind == "silence":
+                assert excused.why() is None
+                assert since is not None and now - since >= timeout
+    assert reported <= 1
+
+
+@given(st.lists(st.booleans(), max_size=6))
+def test_the_ladder_resumes_at_most_once_then_starts_fresh_once_then_gives_up(
+    handles: list[bool],
+) -> None:
+    ladder = StallRecoveries()
+    steps = [ladder.next(f"stall {n}", can_resume=h) for n, h in enumerate(handles)]
+    tried = [s for s in steps if s != "give_up"]
+    assert tried.count("resume") <= 1 and tried.count("fresh_start") <= 1
+    assert "resume" not in tried[tried.index("fresh_start") :] if "fresh_start" in tried else True
+    if "give_up" in steps:
+        assert "fresh_start" in tried and steps.index("give_up") == len(tried)
+    assert ladder.stalls == len(handles) and ladder.fresh_starts == tried.count("fresh_start")
+
+
+def test_an_answer_starts_a_new_ladder() -> None:
+    ladder = StallRecoveries()
+    assert ladder.next("a", can_resume=True) == "resume"
+    assert ladder.next("b", can_resume=True) == "fresh_start"
+    ladder.answered()
+    assert ladder.next("c", can_resume=True) == "resume"
+    assert recovery([], can_resume=False) == "fresh_start"
+    assert recovery(["fresh_start"], can_resume=True) == "give_up"
+
+
+def test_the_give_up_message_says_what_was_seen_and_what_to_check() -> None:
+    message = give_up_message(["no answer 1.0 s after a typed turn", "x", "y"])
+    assert "stalled 3 time(s)" in message and "1: no answer 1.0 s after a typed turn" in message
+    assert "stall_timeout" in message and "RESPONSE_REJECTED" in message
+
+
+def test_a_stall_closes_an_open_connection_once_and_it_ends_as_stalled() -> None:
+    state = ConnectionState()
+    assert state.stalled(now=1.0) == [CloseSocket(False)]
+    assert state.state is State.STALLED and state.lost_at == 1.0 and state.holds_sends
+    assert state.stalled(now=2.0) == [] and state.move("goAway deadline") == []
+    assert state.close_frame(1000, now=3.0) == [] and state.state is State.STALLED
+
+
+def test_no_stall_ending_once_a_move_began_or_the_client_closed() -> None:
+    moving = ConnectionState()
+    moving.message_read(turn_open=False)
+    moving.move("goAway at a safe point")
+    assert moving.stalled(now=1.0) == [] and moving.state is State.MOVING
+    closed = ConnectionState()
+    closed.client_closed()
+    assert closed.stalled(now=1.0) == [] and closed.state is State.CLIENT_CLOSED
