@@ -6,6 +6,9 @@ The service sends an empty ``sessionResumptionUpdate {}`` every 0.5-1 s (a recor
 see :mod:`adk_live_resume.testing.wire_shapes`). Such an update is neither a handle nor a
 "not resumable": a goAway between turns still moves at once, at the safe point the last
 handle made, instead of waiting for its deadline.
+
+A 3.x model sends a handle right after the client's ``toolResponse``, before its answer: a
+drop right then resumes from it and the answer still comes, once, without the tool run again.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import pytest
 
 from adk_live_resume import ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, WireShapes
+from adk_live_resume.testing import Fault, FakeLiveServer, WireShapes
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
@@ -63,3 +66,37 @@ async def test_without_empty_updates_the_same_move_is_at_once_too(
             await server.wait_for_connections(2, timeout=3)
             assert await live.say("two") == "echo: two"
             await live.close()
+
+
+async def test_a_drop_after_the_handle_that_follows_a_tool_response_still_gets_the_answer(
+    make_agent: AgentFactory,
+) -> None:
+    runs: list[str] = []
+
+    def lookup(item: str) -> dict[str, str]:
+        """Look an item up."""
+        runs.append(item)
+        return {"item": item, "found": "yes"}
+
+    async with FakeLiveServer(chunk_delay=0.2) as server:
+        agent = make_agent(server, tools=[lookup], model="gemini-3.1-flash-live-preview")
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            first = server.connections[0]
+            # the typed turn, then the tool's response: the socket closes right after the
+            # response and the handle that follows it, before the answer's first chunk
+            server.script(
+                Fault.close(1011, after_client_messages=len(first.client_messages) + 2),
+                connection=1,
+            )
+            mark = live.send_text('call lookup {"item": "x"}')
+            answer = await live.answer_after(mark, timeout=20)
+            assert answer == 'lookup returned {"found":"yes","item":"x"}'
+            await live.close()
+    assert first.handle_issues[-1].point == "after_tool_response"
+    assert not any("lookup returned" in a for a in first.answers), "the drop came first"
+    second = server.connections[1]
+    assert second.resumed and second.resume_handle == first.handles_issued[-1]
+    assert runs == ["x"], "the tool ran again"
+    assert [a for c in server.connections for a in c.answers].count(answer) == 1
+    assert all(not c.resent_consumed for c in server.connections)

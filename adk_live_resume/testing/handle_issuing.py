@@ -236,6 +236,26 @@ class HandleIssuer:
             return None
         return self._new("working", before=first_message)
 
+    def before_response(self, response: int) -> Issued | None:
+        """The handle a 3.x model issues right after the client's ``toolResponse`` (client
+        message ``response``), before its answer starts: the session as it is now, before the
+        response becomes a turn (call it first), with nothing from ``response`` on consumed.
+        Sent once the response was handled (:meth:`send_issued`).
+
+        The recording shows only where the update comes, not what its handle holds; the fake
+        keeps the unanswered response out of it, as it keeps work in progress and an unfinished
+        utterance out (:meth:`before_request`): a resume from it is asked the response again.
+        None when the setup asked for no handles."""
+        if not self._enabled:
+            return None
+        return self._new("after_tool_response", before=response)
+
+    async def send_issued(self, update: Issued) -> None:
+        """Send a handle prepared earlier (:meth:`before_response`) and record it."""
+        message, issue = update
+        await self._wire.send(message)
+        self.issued(issue)
+
     async def send_late(self) -> None:
         """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""
         if self._late is not None:

@@ -112,15 +112,17 @@ class TurnTaking:
             await self._realtime_input(pick_dict(message, "realtimeInput") or {})
             self._realtime_seen = True
         elif has(message, "toolResponse"):
+            shapes, choices = self._settings.wire_shapes, self._choices
+            early = (
+                self._handles.before_response(self._ledger.received)
+                if shapes.handle_after_response(choices.gemini3, choices.resumption)
+                else None
+            )
             answered = self._tool_response(pick_dict(message, "toolResponse") or {})
             self._realtime_seen = True
-            shapes, choices = self._settings.wire_shapes, self._choices
-            last = answered and not self._model.calls_pending()
-            if last and shapes.handle_after_response(choices.gemini3, choices.resumption):
+            if answered and not self._model.calls_pending() and early is not None:
                 # recorded on 3.1 (see wire_shapes): before the answer it starts
-                await self._handles.issue(
-                    handled=self._ledger.received, point="after_tool_response"
-                )
+                await self._handles.send_issued(early)
         elif has(message, "contextUpdate"):
             self._context_update(pick_dict(message, "contextUpdate") or {})
         elif has(message, "setup"):  # one setup per connection, as the service says

@@ -23,7 +23,9 @@ needs the older shape. Each shape names its source (``gemini-live-protocol.md``,
 * **A handle right after the client's ``toolResponse``** (``handle_after_tool_response``): a
   ``sessionResumptionUpdate{newHandle, resumable: true}`` once the response of the last pending
   call arrived, before the answer it starts (the 3.1 recording above), on the Gemini 3.x Live
-  families when the setup asked for resumption.
+  families when the setup asked for resumption. The recording does not say what that handle
+  holds; the fake keeps the unanswered response out of it (a resume is asked the response
+  again), as it keeps any input the model has not begun to answer out of a handle.
 * **``usageMetadata``** (``usage_metadata``): present with ``turnComplete`` in the
   recordings above, measured absent on 3.1 in another app (kazunori279/interpretab README):
   False leaves it out.
