@@ -18,7 +18,7 @@ import asyncio
 import pytest
 
 from adk_live_resume import ResumePolicy
-from adk_live_resume.testing import Fault, FakeLiveServer, WireShapes
+from adk_live_resume.testing import FakeLiveServer, Fault, WireShapes
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
