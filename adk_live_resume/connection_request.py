@@ -41,7 +41,8 @@ def asked_resumption(request: Any) -> types.SessionResumptionConfig | None:
 def first_handles(request: Any, ctx: Any, keeper: HandleKeeper, now: float) -> ResumptionState:
     """The handle the run's first connection resumes: the caller's (its ``RunConfig``, else
     the invocation context's), else the one ``keeper`` loaded from its store, whose catch-up
-    the model then gets once (not a Gemini 3.x Live session: it starts fresh instead)."""
+    the model then gets once (not a session sent no mid-session content, Gemini 3.1 Live: it
+    starts fresh instead, see :mod:`.model_families`)."""
     asked = asked_resumption(request)
     handles = ResumptionState.starting_with(
         (asked.handle if asked is not None else None) or ctx.live_session_resumption_handle
@@ -49,8 +50,8 @@ def first_handles(request: Any, ctx: Any, keeper: HandleKeeper, now: float) -> R
     stored = keeper.loaded
     resumes_stored = False
     if not handles.handle and stored is not None:
-        if keeper.catch_up and adk_compat.speaks_gemini_3_live(request.model):
-            # Gemini 3.x Live takes no client content mid-session (as in handle_unusable)
+        if keeper.catch_up and not takes_mid_session(request.model):
+            # Gemini 3.1 Live is sent no client content mid-session (as in handle_unusable)
             logger.info("the session holds turns after the stored handle; starting fresh")
         else:
             handles = ResumptionState.starting_with(stored.handle, received_at=now - stored.age())

@@ -48,7 +48,7 @@ from .connection_state import (
 from .connector import abort_transport
 from .context_updates import KNOWN_SENDS
 from .errors import classify
-from .late_results import as_content
+from .late_results import LateResultsWay, as_content
 from .model_work import FrameStatuses, ModelWork
 from .policy import ResumePolicy
 from .run_rules import RunRules
@@ -104,9 +104,9 @@ class WatchedRun(Protocol):
 
     def skip_message(self, frame: Frame) -> None: ...
 
-    def results_as_turn_taken(self, count: int) -> bool:
-        """Whether the model takes ``count`` background results as a turn in mid-session
-        (else the run says once why it does not get them now)."""
+    def results_as_turn_taken(self, count: int) -> LateResultsWay:
+        """How the model gets ``count`` tool results that outlived their connection: as
+        content now, from a fresh session (the watch then moves the session), or later."""
         ...
 
 
@@ -485,7 +485,7 @@ class ConnectionWatch:
         where the model family takes no content in mid-session (Gemini 3.1 Live)."""
         book = self.run.rules.tool_calls
         late = [r for i in ids if (r := book.late_result(i)) is not None]
-        if not late or not self.run.results_as_turn_taken(len(late)):
+        if not late or not self._late_results_as_content(len(late)):
             return None
         logger.debug("giving %d late tool result(s) to the session as content", len(late))
         return as_content(late)
@@ -496,9 +496,17 @@ class ConnectionWatch:
         quiet (:class:`DeferredResults`), once."""
         rules = self.run.rules
         late = rules.tool_calls.take_late()
-        if late and self.run.results_as_turn_taken(len(late)):
+        if late and self._late_results_as_content(len(late)):
             logger.debug("holding %d late tool result(s) until the user is quiet", len(late))
             rules.deferred_results.hold(as_content(late), asyncio.get_running_loop().time())
+
+    def _late_results_as_content(self, count: int) -> bool:
+        """Whether ``count`` late results go to this session as content; where the model
+        takes no content in mid-session, a resumed session moves to a fresh one instead."""
+        way = self.run.results_as_turn_taken(count)
+        if way == "fresh_session":
+            self.move("tool results that outlived their connection need a fresh session")
+        return way == "content"
 
     @property
     def holds_sends(self) -> bool:

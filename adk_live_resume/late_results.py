@@ -17,11 +17,15 @@ once). Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from google.genai import types
 
 from .tool_calls import LateResult
+
+#: How the model gets tool results that outlived their connection: as content in
+#: mid-session, from a fresh session whose rebuilt history holds them, or not now.
+LateResultsWay = Literal["content", "fresh_session", "later"]
 
 __all__ = ["as_content"]
 

@@ -70,6 +70,7 @@ from .deferred_results import DeferredResults
 from .errors import Drop, SessionStalledError, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
+from .late_results import LateResultsWay
 from .next_connection import BackgroundCloser
 from .outbox import Outbox
 from .policy import ResumePolicy
@@ -268,11 +269,24 @@ class LiveRun:
                 self.rules.keeper.observe(handles.handle)  # never blocks
         return changed
 
-    def results_as_turn_taken(self, count: int) -> bool:
-        """Whether the model takes ``count`` background results as a turn in mid-session;
-        if not, a WARNING says the model does not get them now."""
+    def results_as_turn_taken(self, count: int) -> LateResultsWay:
+        """How the model gets ``count`` tool results that outlived their connection: as
+        content in mid-session ("content"); else, on a resumed session, from a fresh session
+        whose rebuilt history holds them ("fresh_session": the next connection starts one, the
+        caller moves the session); else not now ("later": the session is new and its history
+        lacks them, a WARNING says so)."""
         if self.takes_mid_session_content():
-            return True
+            return "content"
+        if self.handles.handle:
+            logger.warning(
+                "the result of %d tool call(s) came after their connection ended; a %s"
+                " session takes no content in mid-session, so a fresh session with the"
+                " conversation rebuilt (which holds them) takes over",
+                count,
+                self.request.model,
+            )
+            self._need_fresh_start()
+            return "fresh_session"
         logger.warning(
             "the result of %d tool call(s) came after their connection ended; a %s session"
             " takes no content in mid-session, so the model does not get it now (the ADK"
@@ -280,7 +294,7 @@ class LiveRun:
             count,
             self.request.model,
         )
-        return False
+        return "later"
 
     def go_away_arrived(self) -> None:
         """A connection got a goAway: count it; this worker may be going away, so the

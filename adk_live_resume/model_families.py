@@ -6,9 +6,17 @@ sessions and field reports (``gemini-live-protocol.md``, "Turn 3"):
 
 * Context the resumption handle lacks (finished exchanges after it, a background tool's late
   result) reaches a resumed session only as ``clientContent`` turns. Gemini 2.x Live takes
-  them all session long. Of the Gemini 3.x Live family, 3.1 closes the connection with 1007
-  on ``clientContent`` after the initial history, so such context must go to a fresh session
-  as its history instead; 3.8 and later take ``clientContent`` with roles all session long.
+  them all session long; 3.8 and later take ``clientContent`` with roles all session long.
+  On Gemini 3.1 Live the field is split: reports of March-May 2026 say it closes the
+  connection with 1007 on ``clientContent`` after the initial history; its model page,
+  LiveKit PR 7289 and a 3.1 recording (``gemini-live-protocol.md``, "Field facts that
+  contradict or extend the above") say it takes it now. The loop keeps 3.1 on the strict
+  side, which is correct whichever is true: such context goes to one fresh session as its
+  history, which every 3.1 session takes. Taking 3.1 as accepting would, where it refuses,
+  end the run with 1007 after a resume, and a 1007 cannot be told apart from its other
+  causes (context exhausted, a refused handle) to fall back. What the strict side costs where
+  3.1 accepts: a fresh session instead of a resume when the handle lacks finished exchanges,
+  and a background result that arrives after a fresh start is kept in the ADK session only.
 * Gemini 2.5 native-audio models send no ``turnComplete`` between a ``toolCall`` and the
   tool response: the same turn goes on after the response. ADK 1.28 and later hold tool calls
   until ``turnComplete`` for every model but 3.x Live, so without help a native-audio tool

@@ -16,7 +16,7 @@ import pytest
 from google.genai import errors, types
 from websockets.asyncio.client import connect
 
-from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON, FakeLiveServer
 from adk_live_resume.testing.inject_spec import InjectSchedule
 from adk_live_resume.testing.proxy import FaultProxy
 
@@ -81,8 +81,17 @@ async def test_messages_pass_both_ways_and_a_resume_goes_through(vertex: bool) -
         await server.wait_for_connections(2, finished=True)
 
 
-async def test_go_away_then_the_deadline_close_1011() -> None:
-    async with FakeLiveServer() as server, FaultProxy(server) as proxy:
+@pytest.mark.parametrize(
+    ("switch", "code", "reason"),
+    [
+        ({}, 1008, GO_AWAY_DEADLINE_REASON),  # as a recorded real run closes
+        ({"deadline_close_code": 1011}, 1011, DEFAULT_DEADLINE_REASON),
+    ],
+)
+async def test_go_away_then_the_deadline_close(
+    switch: dict[str, int], code: int, reason: str
+) -> None:
+    async with FakeLiveServer() as server, FaultProxy(server, **switch) as proxy:
         client = proxy.genai_client()
         async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
             await _exchange(s, "hi")
@@ -93,7 +102,8 @@ async def test_go_away_then_the_deadline_close_1011() -> None:
             waited = loop.time() - sent
         go_aways = [m.go_away for m in seen if m.go_away is not None]
         assert [g.time_left for g in go_aways] == ["0.500s"]
-        assert error.code == 1011
+        assert error.code == code and reason in str(error)
+        assert proxy.connections[0].close_code == code
         assert waited >= 0.45
         assert proxy.connections[0].ended_by == "go_away"
         await server.wait_for_connections(1, finished=True)  # the upstream was closed too
@@ -205,7 +215,7 @@ async def test_pongs_held_back_then_released() -> None:
 
 
 async def test_a_schedule_fires_on_every_connection() -> None:
-    schedule = InjectSchedule(goaway_every=0.3, goaway_time_left=0.2)
+    schedule = InjectSchedule(goaway_every=0.3, goaway_time_left=0.2, goaway_close_code=1011)
     async with FakeLiveServer() as server, FaultProxy(server, schedule=schedule) as proxy:
         client = proxy.genai_client()
         for _ in range(2):
@@ -297,7 +307,7 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin(tmp_path: Pa
                 process.stdin.write(b"goaway 0.3\n")
                 await process.stdin.drain()
                 error, seen = await _until_error(s)
-            assert error.code == 1011
+            assert error.code == 1008  # the recorded deadline close, the proxy's default
             assert any(m.go_away is not None for m in seen)
             process.stdin.close()
             assert await asyncio.wait_for(process.wait(), 30) == 0

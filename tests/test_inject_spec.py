@@ -21,7 +21,7 @@ def test_the_issue_s_example_reads_as_two_timers() -> None:
 def test_every_key() -> None:
     schedule = parse_inject_spec(
         "goaway-every=1.5, goaway-time-left=2,close-every=3,close-code=4000,latency=0.1,"
-        "refuse-resume=2,drop-every=9"
+        "refuse-resume=2,drop-every=9,goaway-close-code=1011"
     )
     assert schedule == InjectSchedule(
         goaway_every=1.5,
@@ -31,7 +31,9 @@ def test_every_key() -> None:
         close_code=4000,
         latency=0.1,
         refuse_resume=2,
+        goaway_close_code=1011,
     )
+    assert "close 1011" in schedule.describe()
 
 
 @pytest.mark.parametrize(
@@ -47,6 +49,7 @@ def test_every_key() -> None:
         ("drop-every=nan", "finite number >= 0"),
         ("drop-every=0", "use > 0"),
         ("close-code=999", "1000-4999"),
+        ("goaway-close-code=1000", "1008 or 1011"),
         ("close-code=1.5", "not a whole number"),
         ("refuse-resume=-1", ">= 0"),
         ("latency=1,latency=2", "given twice"),

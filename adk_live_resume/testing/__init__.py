@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from .model import ScriptedModel
     from .patching import patch_installed, patch_removed
     from .proxy import FaultProxy, ProxiedConnection
+    from .recording_check import compare_with_fake
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
     from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
@@ -78,6 +79,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "ScriptedModel": ".model",
             "patch_installed": ".patching",
             "patch_removed": ".patching",
+            "compare_with_fake": ".recording_check",
             "ConnectionRecord": ".records",
             "HeardTurn": ".records",
             "ResentMessage": ".records",
@@ -119,6 +121,7 @@ __all__ = [
     "VadConfig",
     "WireShapes",
     "answer_text",
+    "compare_with_fake",
     "decode_speech",
     "environment",
     "environment_variables",

@@ -8,8 +8,12 @@ Keys (each at most once; at least one):
 
 * ``goaway-every=S``: S seconds after a connection opened, and every S seconds after that
   while it lasts, the proxy sends it a ``goAway`` whose ``timeLeft`` is ``goaway-time-left``
-  and closes it at that deadline (code 1011), as the service does.
+  and closes it at that deadline with ``goaway-close-code``, as the service does.
 * ``goaway-time-left=S``: the ``timeLeft`` of those goAways (default 10).
+* ``goaway-close-code=N``: the code of the close at a goAway's deadline: 1008 (the default,
+  with the recorded reason :data:`~.settings.GO_AWAY_DEADLINE_REASON`, as a recorded real run
+  closes: ``gemini-live-protocol.md``, "Field facts that contradict or extend the above") or
+  1011 (with "Deadline expired ...", the close seen at the connection cap).
 * ``drop-every=S``: S seconds after a connection opened, the proxy aborts it without a close
   frame (a network drop).
 * ``close-every=S``: S seconds after a connection opened, the proxy closes it with
@@ -31,12 +35,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SPEC_FORM", "InjectSchedule", "InjectSpecError", "parse_inject_spec"]
+__all__ = [
+    "GO_AWAY_CLOSE_CODES",
+    "SPEC_FORM",
+    "InjectSchedule",
+    "InjectSpecError",
+    "parse_inject_spec",
+]
 
 SPEC_FORM = (
     "KEY=VALUE[,KEY=VALUE...] with keys goaway-every, goaway-time-left, drop-every, "
     "close-every, close-code, latency, stall-after (seconds), refuse-resume (a count), "
-    "stall-shape (silent, empty, rejected or quiet_audio) and stall-session (0 or 1), e.g. "
+    "goaway-close-code (1008 or 1011), stall-shape (silent, empty, rejected or quiet_audio) "
+    "and stall-session (0 or 1), e.g. "
     "goaway-every=60,drop-every=90"
 )
 
@@ -51,6 +62,8 @@ class InjectSchedule:
 
     goaway_every: float | None = None
     goaway_time_left: float = 10.0
+    #: The close at a goAway's deadline: 1008 (as recorded from the service) or 1011.
+    goaway_close_code: int = 1008
     drop_every: float | None = None
     close_every: float | None = None
     close_code: int = 1011
@@ -64,8 +77,9 @@ class InjectSchedule:
         """A one-line summary for logs and ``--help`` echoes."""
         parts: list[str] = []
         if self.goaway_every is not None:
+            close = "" if self.goaway_close_code == 1008 else f", close {self.goaway_close_code}"
             parts.append(
-                f"goAway every {self.goaway_every:g}s (timeLeft {self.goaway_time_left:g}s)"
+                f"goAway every {self.goaway_every:g}s (timeLeft {self.goaway_time_left:g}s{close})"
             )
         if self.drop_every is not None:
             parts.append(f"drop after {self.drop_every:g}s")
@@ -91,7 +105,13 @@ _SECONDS = {
     "latency": "latency",
     "stall-after": "stall_after",
 }
-_INTEGERS = {"close-code": "close_code", "refuse-resume": "refuse_resume"}
+_INTEGERS = {
+    "close-code": "close_code",
+    "goaway-close-code": "goaway_close_code",
+    "refuse-resume": "refuse_resume",
+}
+#: The codes the service closes with at a goAway's deadline.
+GO_AWAY_CLOSE_CODES = (1008, 1011)
 _STALL_SHAPES = ("silent", "empty", "rejected", "quiet_audio")
 
 
@@ -141,6 +161,8 @@ def parse_inject_spec(spec: str) -> InjectSchedule:
                 raise _error(f"{key}={raw!r} is not a whole number") from None
             if key == "close-code" and not 1000 <= number <= 4999:
                 raise _error(f"close-code={raw} is not a websocket close code (1000-4999)")
+            if key == "goaway-close-code" and number not in GO_AWAY_CLOSE_CODES:
+                raise _error(f"goaway-close-code={raw} must be 1008 or 1011")
             if number < 0:
                 raise _error(f"{key}={raw} must be >= 0")
             field = _INTEGERS[key]

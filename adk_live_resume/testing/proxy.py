@@ -5,7 +5,7 @@
     async with FakeLiveServer() as server, FaultProxy(server) as proxy:
         agent = LlmAgent(name="a", model=proxy.gemini())
         ...
-        proxy.go_away(5.0)        # goAway timeLeft "5s" now, the close 1011 at the deadline
+        proxy.go_away(5.0)        # goAway timeLeft "5s" now, the close 1008 at the deadline
 
     async with FaultProxy("https://generativelanguage.googleapis.com") as proxy:
         with proxy.environment(api_key=os.environ["GOOGLE_API_KEY"]):
@@ -21,14 +21,18 @@ What it guarantees:
   upstream close is passed on with its code and reason, an upstream abort as an abort; a
   client close closes the upstream.
 * Faults, on command (the methods below) or on a schedule (:class:`~.inject_spec.
-  InjectSchedule`, per connection from its opening): :meth:`go_away` (then the close 1011 at
-  the deadline, after everything queued before it), :meth:`close` with a code,
-  :meth:`abort` (no close frame), latency each way, :meth:`hold_pongs` (pings from the
-  client stay unanswered until :meth:`release_pongs`), :meth:`refuse_resumes` (a setup that
-  carries a handle is closed with 1008 and never reaches the upstream), :meth:`hold_handles`
-  (``sessionResumptionUpdate`` messages with a handle are kept from the client),
-  :meth:`stall` (from the next user turn the model seems to stop answering, in one of the
-  shapes of :mod:`.stall_filter`; for the connection, or for the live session).
+  InjectSchedule`, per connection from its opening): :meth:`go_away` (then, at the deadline,
+  after everything queued before it, the close :attr:`FaultProxy.deadline_close_code`: 1008
+  with :data:`GO_AWAY_DEADLINE_REASON` by default, as a recorded real run closes a client
+  that stayed past its goAway (``gemini-live-protocol.md``, "Field facts that contradict or
+  extend the above"); 1011 "Deadline expired ..." with ``deadline_close_code=1011``),
+  :meth:`close` with a code, :meth:`abort` (no close frame), latency each way,
+  :meth:`hold_pongs` (pings from the client stay unanswered until :meth:`release_pongs`),
+  :meth:`refuse_resumes` (a setup that carries a handle is closed with 1008 and never
+  reaches the upstream), :meth:`hold_handles` (``sessionResumptionUpdate`` messages with a
+  handle are kept from the client), :meth:`stall` (from the next user turn the model seems
+  to stop answering, in one of the shapes of :mod:`.stall_filter`; for the connection, or
+  for the live session).
 * Handles and API keys are logged only as short prefixes; the request's query is never
   logged.
 * With ``record=PATH`` every frame relayed, both ways (injected ones included), every
@@ -63,25 +67,27 @@ from ..handles import redact
 from ..log_redaction import CredentialRedactor
 from .certs import TlsMaterial, create_tls_material
 from .faults import STALL_SHAPES, StallShape
-from .inject_spec import InjectSchedule
+from .inject_spec import GO_AWAY_CLOSE_CODES, InjectSchedule
 from .protocol import format_time_left, pick, pick_dict
 from .recording import Recorder
-from .settings import DEFAULT_DEADLINE_REASON
+from .settings import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
 from .stall_filter import StallFilter
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
     from google.genai import Client
 
-__all__ = ["FaultProxy", "ProxiedConnection"]
+__all__ = ["DEADLINE_CLOSE_CODE", "GO_AWAY_DEADLINE_REASON", "FaultProxy", "ProxiedConnection"]
 
 logger = logging.getLogger(__name__)
 # websockets logs whole handshakes (headers: the API key) and frames (handles) at DEBUG.
 _frames_logger = logging.getLogger(__name__ + ".frames")
 _frames_logger.addFilter(CredentialRedactor())
 
-#: The code the service closes with at a goAway's deadline, and on a refused handle.
-DEADLINE_CLOSE_CODE = 1011
+#: The code the service closes with at a goAway's deadline (recorded: 1008 with
+#: :data:`GO_AWAY_DEADLINE_REASON`; ``deadline_close_code=1011`` for the older 1011).
+DEADLINE_CLOSE_CODE = 1008
+#: The code of a refused handle.
 REFUSED_RESUME_CODE = 1008
 
 # Request headers the websocket handshake owns; every other header goes to the upstream.
@@ -192,10 +198,10 @@ class _Relay:
         payload = {"goAway": {"timeLeft": format_time_left(time_left)}}
         self.record.faults.append(f"go_away {time_left:g}s")
         self._down.put_nowait((self.loop.time(), payload))
+        code = self.proxy.deadline_close_code
+        reason = GO_AWAY_DEADLINE_REASON if code == 1008 else DEFAULT_DEADLINE_REASON
         self._timers.append(
-            self.loop.call_later(
-                time_left, self.close_now, DEADLINE_CLOSE_CODE, DEFAULT_DEADLINE_REASON, "go_away"
-            )
+            self.loop.call_later(time_left, self.close_now, code, reason, "go_away")
         )
 
     def close_now(self, code: int, reason: str = "", ended_by: str = "close") -> None:
@@ -445,6 +451,10 @@ class FaultProxy:
             real service); None: the client's own key goes through.
         record: a file to write every relayed frame to, both ways, as JSON lines with
             handles, keys and audio redacted (:mod:`.recording`); None: no recording.
+        deadline_close_code: the close at a goAway's deadline, 1008 (with
+            :data:`GO_AWAY_DEADLINE_REASON`, as recorded from the service) or 1011 (with
+            "Deadline expired ..."); None: the schedule's ``goaway_close_code`` (1008 unless
+            ``--inject goaway-close-code=1011``).
     """
 
     def __init__(
@@ -456,6 +466,7 @@ class FaultProxy:
         open_timeout: float = 20.0,
         api_key: str | None = None,
         record: str | os.PathLike[str] | None = None,
+        deadline_close_code: int | None = None,
     ) -> None:
         if isinstance(upstream, str):
             base = upstream
@@ -475,6 +486,14 @@ class FaultProxy:
             self._upstream_ssl = ssl.create_default_context(cafile=upstream_cert)
         self.schedule = schedule or InjectSchedule()
         self.latency = self.schedule.latency
+        #: The close at a goAway's deadline: 1008 (recorded) or 1011.
+        self.deadline_close_code = (
+            self.schedule.goaway_close_code if deadline_close_code is None else deadline_close_code
+        )
+        if self.deadline_close_code not in GO_AWAY_CLOSE_CODES:
+            raise ValueError(
+                f"deadline_close_code must be 1008 or 1011, got {self.deadline_close_code}"
+            )
         self.pongs_held = False
         self.handles_held = False
         self._refusals = self.schedule.refuse_resume
@@ -557,7 +576,8 @@ class FaultProxy:
 
     def go_away(self, time_left: float, *, connection: int | None = None) -> list[int]:
         """Send a ``goAway`` (``timeLeft`` real seconds) to the open connections (or one), and
-        close each with 1011 at its deadline. Returns the indexes reached."""
+        close each at its deadline with :attr:`deadline_close_code` (1008 unless switched).
+        Returns the indexes reached."""
         targets = self._targets(connection)
         for relay in targets:
             relay.go_away(time_left)

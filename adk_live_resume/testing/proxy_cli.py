@@ -3,7 +3,7 @@
 It prints the environment variables that point an app at it, then reads one command per line
 on stdin and injects it (``help`` lists them) until stdin ends or Ctrl-C::
 
-    goaway 5          a goAway with timeLeft 5s, then the close 1011 at the deadline
+    goaway 5          a goAway with timeLeft 5s, then the close 1008 at the deadline
     close 1011 boom   a close with a code (and a reason)
     abort             a drop without a close frame
     latency 0.2       one-way latency, both ways, from now on
