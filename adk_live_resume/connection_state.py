@@ -196,6 +196,12 @@ class ConnectionState:
         """A goAway was read and the move waits for a safe point (a new handle)."""
         return self._move_on_handle and self.why_moved is None
 
+    @property
+    def unread_frames(self) -> bool:
+        """Messages arrived on the socket that ADK's reading has not reached yet (known only
+        while frames are counted)."""
+        return self._arrived is not None and self._arrived > self._read
+
     def _all_read(self) -> bool:
         """No answer is in flight, and every message that arrived has been read."""
         arrived = self._arrived

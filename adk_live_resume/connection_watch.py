@@ -152,6 +152,7 @@ class ConnectionWatch:
             on_stall=self._stalled,
             user_speaking=lambda: run.rules.outbox.activity.speaking,
             model_working=lambda: self.work.working,
+            reader_behind=lambda: self.lifecycle.unread_frames,
             non_blocking=non_blocking,
         )
 

@@ -278,7 +278,7 @@ class LiveRun:
         if self.takes_mid_session_content():
             return "content"
         if self.handles.handle:
-            logger.warning(
+            logger.info(
                 "the result of %d tool call(s) came after their connection ended; a %s"
                 " session takes no content in mid-session, so a fresh session with the"
                 " conversation rebuilt (which holds them) takes over",

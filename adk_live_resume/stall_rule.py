@@ -13,7 +13,9 @@ A *stall* is one of:
 
 The wait for an answer is excused, and starts over when the excuse ends, while a tool runs,
 while the model says it works (``serverContent.interactionStatus: IN_PROGRESS``), while the
-user is speaking, and before the setup completed (:class:`Excuses`). Resumption updates,
+user is speaking, while messages that arrived on the socket wait for ADK's reading (a slow
+session service or a busy event loop holds it: the server did answer), and before the setup
+completed (:class:`Excuses`). Resumption updates,
 ``goAway``, usage and input transcriptions answer nothing: a session that sends only those
 is silent.
 
@@ -52,9 +54,14 @@ class Excuses:
     tool_running: bool = False
     model_working: bool = False
     user_speaking: bool = False
+    #: Server messages arrived on the socket that ADK's reading has not reached yet (a slow
+    #: session service, a busy event loop): the server did answer; the reader is behind.
+    reader_behind: bool = False
 
     def why(self) -> str | None:
         """The first excuse that holds, in words (``None``: none)."""
+        if self.reader_behind:
+            return "messages arrived that are not read yet"
         if self.tool_running:
             return "a tool runs"
         if self.model_working:

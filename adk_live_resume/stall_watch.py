@@ -64,12 +64,14 @@ class StallWatch:
         on_stall: Callable[[Stall], None],
         user_speaking: Callable[[], bool],
         model_working: Callable[[], bool] = lambda: False,
+        reader_behind: Callable[[], bool] = lambda: False,
         non_blocking: frozenset[str] = frozenset(),
     ) -> None:
         self.rule = StallRule(stall_timeout, degenerate_turns)
         self._on_stall = on_stall
         self._user_speaking = user_speaking
         self._model_working = model_working
+        self._reader_behind = reader_behind
         self._non_blocking = non_blocking
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
@@ -206,6 +208,7 @@ class StallWatch:
             tool_running=bool(self._open_calls),
             model_working=self._working or self._model_working(),
             user_speaking=self._user_speaking(),
+            reader_behind=self._reader_behind(),
         )
 
     def _schedule(self) -> None:

@@ -70,6 +70,18 @@ def test_an_excuse_holds_the_wait_and_it_starts_over_after() -> None:
     assert rule.check(30.0, NONE) is not None
 
 
+def test_messages_arrived_but_not_read_yet_are_no_silence() -> None:
+    """ADK's reading is behind (a slow session service holds its receive step): the server
+    did send something, so the wait starts over once the reader caught up."""
+    rule = ready(2.0)
+    rule.user_turn("utterance the server transcribed", 0.0)
+    behind = Excuses(reader_behind=True)
+    assert behind.why() == "messages arrived that are not read yet"
+    assert rule.check(2.5, behind) is None
+    assert rule.check(4.0, NONE) is None  # 1.5 s since the reader was last behind
+    assert rule.check(4.5, NONE) is not None
+
+
 def test_off_switches() -> None:
     silent = ready(0.0, 3)
     silent.user_turn("typed turn", 0.0)
@@ -103,7 +115,7 @@ def test_what_makes_a_turn_degenerate() -> None:
     assert "RESPONSE_REJECTED" in degenerate(**{**plain, "rejected": True, "content": True})
 
 
-excuses = st.builds(Excuses, st.booleans(), st.booleans(), st.booleans())
+excuses = st.builds(Excuses, st.booleans(), st.booleans(), st.booleans(), st.booleans())
 events = st.lists(
     st.tuples(
         st.floats(0.0, 5.0),
