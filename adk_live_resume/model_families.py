@@ -59,5 +59,11 @@ def takes_mid_session_content(model_name: str | None, *, gemini_3_dialect: bool)
 def ends_turn_after_tool_call(model_name: str | None, *, gemini_3_dialect: bool) -> bool:
     """True when the service follows a ``toolCall`` with ``turnComplete`` for this model
     (Gemini 2.x Live models other than native audio); False for native-audio models and for
-    Gemini 3.x Live, whose turn goes on after the tool response."""
-    return not gemini_3_dialect and "native-audio" not in _bare(model_name)
+    Gemini 3.x Live, whose turn goes on after the tool response (a 3.x Live name counts
+    whatever ADK's dialect: releases 1.28 to 2.0 hold calls until ``turnComplete`` and do not
+    know the family)."""
+    bare = _bare(model_name)
+    if gemini_3_dialect or (bare.startswith("gemini-3") and "live" in bare):
+        # (the service's behaviour, whether or not this ADK release knows the family)
+        return False
+    return "native-audio" not in bare
