@@ -251,7 +251,7 @@ class HandleIssuer:
         return self._new("after_tool_response", before=response)
 
     async def send_issued(self, update: Issued) -> None:
-        """Send a handle prepared earlier (:meth:`before_response`) and record it."""
+        """Send a handle update prepared earlier and record it."""
         message, issue = update
         await self._wire.send(message)
         self.issued(issue)
@@ -259,18 +259,16 @@ class HandleIssuer:
     async def send_late(self) -> None:
         """Send the held turn handle (``HandleSchedule.turn_handle_late``), if any."""
         if self._late is not None:
-            (update, issue), self._late = self._late, None
-            await self._wire.send(update)
-            self.issued(issue)
+            update, self._late = self._late, None
+            await self.send_issued(update)
 
     async def issue(self, *, handled: int = 0, point: IssuePoint | None = None) -> HandleIssue:
         """Issue an idle handle now (the caller checked :meth:`resumable`); ``handled``: a
         message whose content is in the state already while it is being handled; ``point``:
         where (default: idle, silent or speaking)."""
-        message, issue = self._new(point or self._idle_point(), handled)
-        await self._wire.send(message)
-        self.issued(issue)
-        return issue
+        update = self._new(point or self._idle_point(), handled)
+        await self.send_issued(update)
+        return update[1]
 
     async def issue_now(self) -> HandleIssue | None:
         """Issue a handle now if this connection is at a resumable point, else None.
