@@ -12,6 +12,8 @@ from typing import Any
 from google.genai import types
 
 from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing.driver import LiveDriver, answer_text
+from adk_live_resume.testing.generation import WORKING
 
 #: The sample rate of the microphone audio the tests send (16-bit mono PCM).
 RATE = 16000
@@ -95,3 +97,21 @@ def late_results_told(record: Any) -> list[tuple[str, dict[str, Any], dict[str, 
                     name, args = calls[str(pick(response, "id"))]
                     told.append((name, args or {}, pick(response, "response") or {}))
     return told
+
+
+def working_utterance(text: str) -> bool:
+    """The first utterance of a request to a model that works in the background (the
+    answer comes after the work)."""
+    return text.startswith(WORKING)
+
+
+def times_said(live: LiveDriver, text: str) -> int:
+    """How many completed model turns the client was shown with exactly ``text``."""
+    count, start = 0, 0
+    for index, event in enumerate(live.events):
+        if getattr(event, "interrupted", False):
+            start = index + 1
+        if getattr(event, "turn_complete", False):
+            count += answer_text(live.events[start : index + 1]) == text
+            start = index + 1
+    return count

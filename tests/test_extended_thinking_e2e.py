@@ -18,34 +18,17 @@ import pytest
 import adk_live_resume
 from adk_live_resume import ResumePolicy
 from adk_live_resume.testing import FakeLiveServer
-from adk_live_resume.testing.driver import LiveDriver, answer_text
+from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.generation import WORKING
 from adk_live_resume.testing.speech import silence_pcm, speech_pcm
 
 from .conftest import AgentFactory
-from .helpers import get_weather
+from .helpers import get_weather, times_said, working_utterance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 MODEL = "gemini-3.8-live-extended-thinking"
 WEATHER = 'get_weather returned {"city":"Oslo","sky":"clear"}'
-
-
-def _working(text: str) -> bool:
-    """The first utterance of a request (the answer comes after the work)."""
-    return text.startswith(WORKING)
-
-
-def _said(live: LiveDriver, text: str) -> int:
-    """How many completed model turns the client was shown with exactly ``text``."""
-    count, start = 0, 0
-    for index, event in enumerate(live.events):
-        if getattr(event, "interrupted", False):
-            start = index + 1
-        if getattr(event, "turn_complete", False):
-            count += answer_text(live.events[start : index + 1]) == text
-            start = index + 1
-    return count
 
 
 async def _mid_work(live: LiveDriver, text: str) -> int:
@@ -66,13 +49,13 @@ async def test_a_go_away_while_the_model_works_moves_only_once_it_is_idle(
     async with FakeLiveServer(work_delay=1.0) as server:
         agent = _agent(make_agent, server)
         async with await LiveDriver.start(agent) as live:
-            assert await live.say("one", skip=_working) == "echo: one"
+            assert await live.say("one", skip=working_utterance) == "echo: one"
             mark = await _mid_work(live, "two")
             # the goAway lands in the work; its deadline (5 s) is far
             assert server.go_away_now(5.0) == [1]
-            assert await live.answer_after(mark, skip=_working) == "echo: two"
+            assert await live.answer_after(mark, skip=working_utterance) == "echo: two"
             await server.wait_for_connections(2)
-            assert await live.say("recall", skip=_working) == "you said: one | two"
+            assert await live.say("recall", skip=working_utterance) == "you said: one | two"
             await live.close()
     first, second = server.connections
     # the move resumed the handle issued with IDLE, not the one issued while the model worked
@@ -83,7 +66,7 @@ async def test_a_go_away_while_the_model_works_moves_only_once_it_is_idle(
     # nothing lost, nothing said twice, nothing sent again
     assert server.user_turns_answered() == ["one", "two", "recall"]
     assert first.user_turns == ["one", "two"] and second.user_turns == ["recall"]
-    assert _said(live, "echo: two") == 1 and _said(live, WORKING + "two") == 1
+    assert times_said(live, "echo: two") == 1 and times_said(live, WORKING + "two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
 
 
@@ -94,11 +77,14 @@ async def test_the_go_away_deadline_still_wins_over_the_work(make_agent: AgentFa
     async with FakeLiveServer(work_delay=3.0) as server:
         agent = _agent(make_agent, server)
         async with await LiveDriver.start(agent) as live:
-            assert await live.say("one", skip=_working) == "echo: one"
+            assert await live.say("one", skip=working_utterance) == "echo: one"
             mark = await _mid_work(live, "two")
             assert server.go_away_now(0.6) == [1]
-            assert await live.answer_after(mark, skip=_working, timeout=15) == "echo: two"
-            assert await live.say("recall", skip=_working, timeout=15) == "you said: one | two"
+            assert await live.answer_after(mark, skip=working_utterance, timeout=15) == "echo: two"
+            assert (
+                await live.say("recall", skip=working_utterance, timeout=15)
+                == "you said: one | two"
+            )
             await live.close()
     first, second = server.connections[:2]
     assert first.go_away_sent and second.resumed
@@ -106,7 +92,7 @@ async def test_the_go_away_deadline_still_wins_over_the_work(make_agent: AgentFa
     assert first.handle_issues[-1].point == "working"
     assert server.user_turns_answered() == ["one", "two", "recall"]
     assert second.user_turns[:2] == ["two", "recall"]
-    assert _said(live, "echo: two") == 1
+    assert times_said(live, "echo: two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
 
 
@@ -116,17 +102,17 @@ async def test_a_drop_while_the_model_works_asks_again_and_is_answered_once(
     async with FakeLiveServer(work_delay=1.0) as server:
         agent = _agent(make_agent, server)
         async with await LiveDriver.start(agent) as live:
-            assert await live.say("one", skip=_working) == "echo: one"
+            assert await live.say("one", skip=working_utterance) == "echo: one"
             mark = await _mid_work(live, "two")
             await server.close_open(1011, "Internal error")
-            assert await live.answer_after(mark, skip=_working, timeout=15) == "echo: two"
-            assert await live.say("recall", skip=_working) == "you said: one | two"
+            assert await live.answer_after(mark, skip=working_utterance, timeout=15) == "echo: two"
+            assert await live.say("recall", skip=working_utterance) == "you said: one | two"
             await live.close()
     first, second = server.connections[:2]
     assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
     assert server.user_turns_answered() == ["one", "two", "recall"]
     assert second.user_turns[:2] == ["two", "recall"]
-    assert _said(live, "echo: two") == 1
+    assert times_said(live, "echo: two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
 
 
@@ -142,16 +128,16 @@ async def test_a_spoken_request_waits_for_the_work_before_a_go_away_moves(
             live.send_audio(speech_pcm("spoken words", seconds=0.6) + silence_pcm(0.65))
             assert await live.answer_after(mark) == WORKING + "spoken words"
             assert server.go_away_now(5.0) == [1]
-            assert await live.answer_after(mark, skip=_working) == "echo: spoken words"
+            assert await live.answer_after(mark, skip=working_utterance) == "echo: spoken words"
             await server.wait_for_connections(2)
-            assert await live.say("recall", skip=_working) == "you said: spoken words"
+            assert await live.say("recall", skip=working_utterance) == "you said: spoken words"
             await live.close()
     first, second = server.connections
     assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
     assert first.handle_issues[-1].point == "turn_complete"
     assert [turn.how for turn in first.heard] == ["spoken"] and second.heard[0].how == "typed"
     assert server.user_turns_answered() == ["spoken words", "recall"]
-    assert _said(live, "echo: spoken words") == 1
+    assert times_said(live, "echo: spoken words") == 1
 
 
 async def test_on_vertex_ai_a_drop_while_the_model_works_asks_again_once() -> None:
@@ -161,18 +147,18 @@ async def test_on_vertex_ai_a_drop_while_the_model_works_asks_again_once() -> No
 
         agent = LlmAgent(name="assistant", model=server.gemini(MODEL, vertex=True))
         async with await LiveDriver.start(agent) as live:
-            assert await live.say("one", skip=_working) == "echo: one"
+            assert await live.say("one", skip=working_utterance) == "echo: one"
             mark = await _mid_work(live, "two")
             await server.close_open(1011, "Internal error")
-            assert await live.answer_after(mark, skip=_working, timeout=15) == "echo: two"
-            assert await live.say("recall", skip=_working) == "you said: one | two"
+            assert await live.answer_after(mark, skip=working_utterance, timeout=15) == "echo: two"
+            assert await live.say("recall", skip=working_utterance) == "you said: one | two"
             await live.close()
     first, second = server.connections[:2]
     assert first.transparent and second.resumed
     assert second.resume_handle == first.handle_issues[-1].handle
     assert first.handle_issues[-1].point == "working"
     assert server.user_turns_answered() == ["one", "two", "recall"]
-    assert _said(live, "echo: two") == 1
+    assert times_said(live, "echo: two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
 
 

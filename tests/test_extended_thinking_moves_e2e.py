@@ -19,31 +19,16 @@ from google.adk.agents import LlmAgent
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
 from adk_live_resume.testing import FakeLiveServer, Fault
-from adk_live_resume.testing.driver import LiveDriver, answer_text
+from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.generation import WORKING
+
+from .helpers import times_said, working_utterance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 MODEL = "gemini-3.8-live-extended-thinking"
 POLICY = ResumePolicy(go_away_margin=0.05)
 LOOKED_UP = 'slow_lookup returned {"found":"yes","item":"x"}'
-
-
-def _working(text: str) -> bool:
-    """The first utterance of a request (the answer comes after the work)."""
-    return text.startswith(WORKING)
-
-
-def _said(live: LiveDriver, text: str) -> int:
-    """How many completed model turns the client was shown with exactly ``text``."""
-    count, start = 0, 0
-    for index, event in enumerate(live.events):
-        if getattr(event, "interrupted", False):
-            start = index + 1
-        if getattr(event, "turn_complete", False):
-            count += answer_text(live.events[start : index + 1]) == text
-            start = index + 1
-    return count
 
 
 def _cut(server: FakeLiveServer) -> bool:
@@ -83,14 +68,14 @@ async def test_on_vertex_ai_a_go_away_while_the_model_works_moves_once_it_is_idl
     async with FakeLiveServer(work_delay=1.0) as server:
         agent = _agent(entry, server, vertex=True)
         async with await LiveDriver.start(agent) as live:
-            assert await live.say("one", skip=_working) == "echo: one"
+            assert await live.say("one", skip=working_utterance) == "echo: one"
             mark = live.send_text("two")
             assert await live.answer_after(mark) == WORKING + "two"
             # the goAway lands in the work; its deadline (5 s) is far
             assert server.go_away_now(5.0) == [1]
-            assert await live.answer_after(mark, skip=_working) == "echo: two"
+            assert await live.answer_after(mark, skip=working_utterance) == "echo: two"
             await server.wait_for_connections(2)
-            assert await live.say("recall", skip=_working) == "you said: one | two"
+            assert await live.say("recall", skip=working_utterance) == "you said: one | two"
             await live.close()
     first, second = server.connections
     assert first.transparent and second.resumed
@@ -101,7 +86,7 @@ async def test_on_vertex_ai_a_go_away_while_the_model_works_moves_once_it_is_idl
     assert first.ended_by == "client"
     assert server.user_turns_answered() == ["one", "two", "recall"]
     assert first.user_turns == ["one", "two"] and second.user_turns == ["recall"]
-    assert _said(live, "echo: two") == 1 and _said(live, WORKING + "two") == 1
+    assert times_said(live, "echo: two") == 1 and times_said(live, WORKING + "two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
 
 
@@ -124,7 +109,7 @@ async def test_a_go_away_during_an_async_tool_moves_once_the_result_is_told(
             assert told == LOOKED_UP
             # at IDLE, not at the goAway's deadline (about 4 s after the telling)
             await server.wait_for_connections(2, timeout=2.5)
-            assert await live.say("after", skip=_working) == "echo: after"
+            assert await live.say("after", skip=working_utterance) == "echo: after"
             await live.close()
     first, second = server.connections
     assert runs == ["x"], "the tool ran again"
@@ -135,7 +120,7 @@ async def test_a_go_away_during_an_async_tool_moves_once_the_result_is_told(
     assert first.ended_by == "client"
     assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
     assert second.tool_calls == [] and second.user_turns == ["after"]
-    assert _said(live, LOOKED_UP) == 1
+    assert times_said(live, LOOKED_UP) == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
 
 
@@ -157,7 +142,7 @@ async def test_a_go_away_after_the_server_cut_the_answer_waits_while_the_work_go
             await server.wait_for(lambda: _cut(server), 10, what="the answer cut")
             assert server.go_away_now(5.0) == [1]
             await server.wait_for_connections(2)
-            assert await live.say("recall", skip=_working) == "you said: " + request
+            assert await live.say("recall", skip=working_utterance) == "you said: " + request
             await live.close()
     first, second = server.connections
     assert first.answers == ["echo: " + request]
