@@ -104,7 +104,7 @@ class WatchedRun(Protocol):
 
     def skip_message(self, frame: Frame) -> None: ...
 
-    def results_as_turn_taken(self, count: int) -> LateResultsWay:
+    def late_results_way(self, count: int) -> LateResultsWay:
         """How the model gets ``count`` tool results that outlived their connection: as
         content now, from a fresh session (the watch then moves the session), or later."""
         ...
@@ -504,7 +504,7 @@ class ConnectionWatch:
     def _late_results_as_content(self, count: int) -> bool:
         """Whether ``count`` late results go to this session as content; where the model
         takes no content in mid-session, a resumed session moves to a fresh one instead."""
-        way = self.run.results_as_turn_taken(count)
+        way = self.run.late_results_way(count)
         if way == "fresh_session":
             self.move("tool results that outlived their connection need a fresh session")
         return way == "content"

@@ -269,7 +269,7 @@ class LiveRun:
                 self.rules.keeper.observe(handles.handle)  # never blocks
         return changed
 
-    def results_as_turn_taken(self, count: int) -> LateResultsWay:
+    def late_results_way(self, count: int) -> LateResultsWay:
         """How the model gets ``count`` tool results that outlived their connection: as
         content in mid-session ("content"); else, on a resumed session, from a fresh session
         whose rebuilt history holds them ("fresh_session": the next connection starts one, the
