@@ -273,11 +273,14 @@ class ToolCallBook:
     def on_resumed(self) -> None:
         """A new connection resumed from the newest handle. It knows no id an earlier
         connection issued: the calls issued since the handle are repeatable; a call the
-        handle's state holds whose result is still to come gets it as content."""
+        handle's state holds whose result is still to come gets it as content (not a call
+        an earlier resume from the same handle found missing: it stays repeatable)."""
         missed = [i for i in self._since_handle if i in self._keys and i not in self._cancelled]
         for call_id in self._keys:
-            covered = call_id not in self._since_handle and call_id not in self._superseded
-            if covered and call_id not in self._results:
+            # (a call an earlier resume from the same handle found missing is missing still:
+            # its repeat takes the result, which is not told as content as well)
+            covered = call_id not in self._since_handle and call_id not in self._repeatable
+            if covered and call_id not in self._superseded and call_id not in self._results:
                 self._as_turn.add(call_id)
         self._unknown.update(self._keys)
         # Accumulated (a connection that drops again before the model repeated the call

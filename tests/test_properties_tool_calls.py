@@ -22,7 +22,8 @@ from docs/guarantees.md ("Tool calls by id") and the module's docstring:
 * a result that outlived its connection and that no repeat takes is told as content once:
   at once when the replay drops its response (a call the handle's state holds), when the
   resumed session finished answering (a repeatable call not repeated), or when the tool
-  ends (a call still running).
+  ends (a call still running that the handle's state holds; one that an earlier resume
+  from the same handle found missing stays repeatable, and its repeat gets the result).
 """
 
 from __future__ import annotations
@@ -282,11 +283,15 @@ class ToolCallMachine(RuleBasedStateMachine):
         ref.repeatable.extend(missed)
         ref.repeatable.sort(key=lambda i: int(i[1:]))
         ref.known = set()
-        # a call the handle's state holds, its result still to come, gets it as content
+        # a call the handle's state holds, its result still to come, gets it as content (not
+        # one an earlier resume from this handle found missing: its repeat gets the result)
         ref.as_turn.update(
             i
             for i, c in ref.calls.items()
-            if i not in self.since_handle and c.result is None and i not in ref.superseded
+            if i not in self.since_handle
+            and i not in ref.repeatable
+            and c.result is None
+            and i not in ref.superseded
         )
         finished = [i for i in self.since_handle if ref.calls[i].result is not None]
         how = data.draw(st.sampled_from(["all", "none", "some"]))

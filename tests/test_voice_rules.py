@@ -420,6 +420,24 @@ def test_a_repeat_survives_a_connection_that_drops_before_the_model_asked_again(
     assert book.on_calls([("c2", "f", {})]).answer == (("c2", {"v": 1}),)
 
 
+def test_a_call_still_running_over_two_resumes_waits_for_its_repeat_not_told_as_well() -> None:
+    """Resumed twice from the same handle (the first resumed connection dropped right after
+    its setup), a call issued after that handle is still missing from the session's state:
+    its result goes to the repeat the replayed turn brings, and is not told as content too
+    (the model would tell it twice; voice soak seed 779 under load)."""
+    book = ToolCallBook()
+    book.on_handle()
+    book.on_calls([("c1", "lookup", {"item": "a"})])  # the tool runs; the socket dies
+    book.on_resumed()
+    book.on_resumed()  # dropped right after setup, resumed from the same handle again
+    book.on_result("c1", {"item": "a", "found": "yes"})  # its response reaches the send path
+    assert book.is_unknown("c1")
+    assert not book.goes_as_turn("c1"), "the repeat takes the result: not told as content too"
+    decision = book.on_calls([("c2", "lookup", {"item": "a"})])
+    assert decision.answer == (("c2", {"item": "a", "found": "yes"}),)
+    assert book.take_late() == []
+
+
 def test_parallel_calls_are_decided_one_by_one() -> None:
     book = ToolCallBook()
     book.on_calls([("a1", "a", {}), ("b1", "b", {})])
