@@ -178,6 +178,24 @@ def test_the_conformance_report_counts_per_target_and_redacts_failures() -> None
     assert "AIzaSyREALKEY9" not in text and "3f2b8c1e-…" in text
 
 
+def test_the_conformance_report_lists_every_case_with_its_outcome_per_target() -> None:
+    report = _report_module()
+    cases = report.read_cases(JUNIT)
+    assert [c.case for c in cases] == [
+        "t::test_handles_are_uuids",
+        "t::test_x[TEXT-True]",
+        "t::test_handles_are_uuids",
+    ]
+    text = report.render(cases, versions={}, when="now")
+    table = text.partition("## Cases")[2].partition("## Failures")[0].strip().splitlines()
+    assert table == [
+        "| case | fake | fake-vertex | real |",
+        "|---|---|---|---|",
+        "| `t::test_handles_are_uuids` | passed |  | skipped |",
+        "| `t::test_x[TEXT-True]` |  | failed |  |",
+    ]
+
+
 def test_docs_builds_the_site_strict_into_site(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = _load()
     commands: list[list[str]] = []

@@ -34,7 +34,7 @@ from .test_protocol_assumptions import (
 
 pytestmark = [pytest.mark.timeout(180)]
 
-#: What the tools of these cases return: distinctive, so an answer naming it is recognised.
+#: What the tools of these cases return (not empty: the model does not call again for it).
 RESULT = {"now": "quarter past seven"}
 
 
@@ -282,7 +282,9 @@ async def test_a_context_update_changes_the_tools_mid_session(target: Target) ->
     that contradict or extend the above": "contextUpdate{systemInstruction, tools} ...
     processed in order with other input; tools=[] clears"; Gemini 3.8 "can update tools and
     instructions mid-session"). A function the setup did not declare is not called; after an
-    update declaring it, it is; after an update with ``tools=[]``, no function is."""
+    update declaring it, it is; after an update with ``tools=[]``, no function is. The update
+    also carries a system instruction: the fake keeps it (in the session and its handles), but
+    its scripted answers do not depend on one, so only the tools' effect is checked."""
     family = "GEMINI_3_8"
     tool = _declared("get_weather", types.Behavior.BLOCKING)
     async with _session(target, _config(target), family) as (session, tap):
