@@ -129,11 +129,12 @@ def render(cases: list[Case], *, versions: dict[str, str], when: str) -> str:
 
 def _case_table(cases: list[Case], targets: list[str]) -> list[str]:
     """One row per case, in the suite's order, with its outcome on each target ("" where it
-    did not run there)."""
+    did not run there; "no target": the cases that ask no service, as the model names')."""
     outcomes: dict[str, dict[str, str]] = {}
     for case in cases:
         outcomes.setdefault(case.case, {})[case.target] = case.outcome
-    lines = ["| case | " + " | ".join(targets) + " |", "|---" * (len(targets) + 1) + "|"]
+    header = " | ".join("no target" if target == "-" else target for target in targets)
+    lines = [f"| case | {header} |", "|---" * (len(targets) + 1) + "|"]
     for name, where in outcomes.items():
         row = " | ".join(where.get(target, "") for target in targets)
         lines.append(f"| `{name}` | {row} |")
