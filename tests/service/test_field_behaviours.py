@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +34,10 @@ from .test_protocol_assumptions import (
 )
 
 pytestmark = [pytest.mark.timeout(180)]
+
+#: The most identical calls in one turn the field reports ("2-5", the Vertex AI migration
+#: guide 2.5 -> 3.8); the fake's own bound is the same number (``IDENTICAL_CALLS_MAX``).
+IDENTICAL_CALLS_MAX = 5
 
 #: What the tools of these cases return (not empty: the model does not call again for it).
 RESULT = {"now": "quarter past seven"}
@@ -246,14 +251,15 @@ async def test_identical_calls_in_one_turn_are_separate_calls(target: Target) ->
             at = await _next_call_or_answer(tap, start, len(calls))
             if not tool_call(tap.frames[at]):
                 break
-            assert len(calls) < 5, f"more than five calls: {calls}"
             issued = _calls(tap.frames[at])
             calls += issued
-            start = len(tap.frames)
+            assert len(calls) <= IDENTICAL_CALLS_MAX, f"more than five calls: {calls}"
+            start = at + 1
             await _respond(session, issued, {"results": []})
     ids = [c.get("id") for c in calls]
     assert len(set(ids)) == len(ids), f"identical calls shared an id: {ids}"
-    assert {(c["name"], str(c.get("args") or {})) for c in calls} == {("lookup", "{}")}, calls
+    asked = {(c["name"], json.dumps(c.get("args") or {}, sort_keys=True)) for c in calls}
+    assert len(asked) == 1 and calls[0]["name"] == "lookup", calls
     assert len(calls) >= (2 if target.is_fake else 1), calls
 
 
