@@ -79,16 +79,17 @@ async def _respond(session: Any, calls: list[JsonDict], result: JsonDict, **extr
 
 
 @contextlib.asynccontextmanager
-async def _background_session(
+async def _declaring_session(
     target: Target, config: types.LiveConnectConfig, family: str
 ) -> AsyncIterator[tuple[Any, Tap]]:
-    """``_session``, skipped where this google-genai refuses NON_BLOCKING (1.x on Vertex AI:
-    before anything is sent)."""
+    """``_session`` for a setup whose functions declare a ``behavior``, skipped where this
+    google-genai refuses one (1.x on Vertex AI, before anything is sent: "behavior parameter
+    is not supported")."""
     async with contextlib.AsyncExitStack() as stack:
         try:
             opened = await stack.enter_async_context(_session(target, config, family))
         except ValueError as refused:
-            pytest.skip(f"this google-genai refuses NON_BLOCKING here: {refused}")
+            pytest.skip(f"this google-genai refuses a declared behavior here: {refused}")
         yield opened
 
 
@@ -106,15 +107,15 @@ async def test_a_tool_response_for_an_earlier_connections_call_is_not_acted_on(
     answers with it (or the service ends the session); on the connection that issued a call,
     the same response is answered."""
     tool = _declared("get_time", types.Behavior.NON_BLOCKING)
-    async with _background_session(target, _config(target, tools=[tool]), family) as opened:
-        session, tap = opened
+    config = _config(target, tools=[tool])
+    async with _declaring_session(target, config, family) as (session, tap):
         await _say(session, "call get_time {}", family)
         await tap.wait(lambda t: t.index(tool_call) is not None, ANSWER, "a toolCall")
         called = tap.index(tool_call) or 0
         earlier = _calls(tap.frames[called])
         handle = await _handle_after_turn(tap, called)  # the call is open in its state
     resumed = _config(target, handle=handle, tools=[tool])
-    async with _background_session(target, resumed, family) as (session, tap):
+    async with _declaring_session(target, resumed, family) as (session, tap):
         await _respond(
             session, earlier, RESULT, scheduling=types.FunctionResponseScheduling.WHEN_IDLE
         )
@@ -176,7 +177,7 @@ async def test_extended_thinking_calls_are_async_even_when_declared_blocking(
     response is sent; once the response arrives, the model answers and the status is IDLE."""
     family = "GEMINI_3_8_EXTENDED_THINKING"
     config = _config(target, tools=[_declared("get_time", types.Behavior.BLOCKING)])
-    async with _session(target, config, family) as (session, tap):
+    async with _declaring_session(target, config, family) as (session, tap):
         await _say(session, "call get_time {}", family)
         await tap.wait(lambda t: t.index(tool_call) is not None, ANSWER, "a toolCall")
         called = tap.index(tool_call) or 0
@@ -214,7 +215,7 @@ async def test_new_input_cancels_a_blocking_call_in_progress(target: Target) -> 
     answered."""
     family = "GEMINI_3_8"
     config = _config(target, tools=[_declared("get_time", types.Behavior.BLOCKING)])
-    async with _session(target, config, family) as (session, tap):
+    async with _declaring_session(target, config, family) as (session, tap):
         await _say(session, "call get_time {}", family)
         await tap.wait(lambda t: t.index(tool_call) is not None, ANSWER, "a toolCall")
         ids = [c.get("id") for c in _calls(tap.frames[tap.index(tool_call) or 0])]
@@ -244,7 +245,7 @@ async def test_identical_calls_in_one_turn_are_separate_calls(target: Target) ->
     family = "GEMINI_3_8"
     config = _config(target, tools=[_declared("lookup", types.Behavior.BLOCKING)])
     calls: list[JsonDict] = []
-    async with _session(target, config, family) as (session, tap):
+    async with _declaring_session(target, config, family) as (session, tap):
         await _say(session, "call lookup {}", family)
         start = 0
         while True:
