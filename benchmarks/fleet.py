@@ -28,6 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import re
+import statistics
 import tempfile
 import textwrap
 import time
@@ -36,7 +39,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import _scale_server
-from common import check, finite, machine, markdown_table, output_dirs, parser, write_result
+from common import (
+    check,
+    finite,
+    machine,
+    markdown_table,
+    output_dirs,
+    parser,
+    percentile,
+    write_result,
+)
 
 from adk_live_resume.handle_store import STATE_KEY
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV
@@ -53,11 +65,74 @@ HERE = Path(__file__).resolve().parent
 APP, USER = "fleet", "caller"
 AGENT = textwrap.dedent(
     """
+    import logging
+    import time
+
     from google.adk.agents import LlmAgent
+    from google.adk.sessions.database_session_service import DatabaseSessionService
 
     root_agent = LlmAgent(name="fleet", model="gemini-live-fake", instruction="Be brief.")
+
+    # The profile of a moved session: each run's start, phase by phase (one DEBUG line a
+    # run), and a probe around ADK's session load and its writes (the benchmark's, not the
+    # library's).
+    logging.getLogger("adk_live_resume.timeline").setLevel(logging.DEBUG)
+    _load = DatabaseSessionService.get_session
+    _write = DatabaseSessionService.append_event
+
+
+    async def _timed_load(self, *args, **kwargs):
+        began = time.time()
+        session = await _load(self, *args, **kwargs)
+        print(
+            f"fleet probe: session {kwargs.get('session_id')} loaded {began:.6f}"
+            f" {time.time():.6f} {len(session.events) if session else 0} events",
+            flush=True,
+        )
+        return session
+
+
+    async def _timed_write(self, session, event):
+        began = time.time()
+        written = await _write(self, session, event)
+        delta = (event.actions.state_delta if event.actions else None) or {}
+        kind = "handle" if "adk_live_resume.handle" in delta else event.author
+        print(
+            f"fleet probe: session {session.id} wrote {began:.6f} {time.time():.6f} {kind}",
+            flush=True,
+        )
+        return written
+
+
+    DatabaseSessionService.get_session = _timed_load
+    DatabaseSessionService.append_event = _timed_write
     """
 )
+
+#: The chain of a moved session's phases, each from the end of the one before (wall clock):
+#: the client sees its socket closed (detect); its websocket to another worker is accepted
+#: and ADK's handler starts the session load (reopen); ADK loads the session from the
+#: database (load); ADK's runner sets the invocation up (setup); then the run's own
+#: timeline (adk_live_resume.run_timeline); the answer reaches the client (deliver).
+PHASES = (
+    "detect",
+    "reopen",
+    "load",
+    "setup",
+    "request",
+    "handle",
+    "connect",
+    "restore",
+    "answer",
+    "deliver",
+)
+#: Time inside the chain, not a link of it: the session's database writes between its run's
+#: start and its recall reaching the client, ADK's own (the user's turn, the model's
+#: answer) and the handle store's.
+INSIDE = ("adk writes", "store writes")
+_PROBE = re.compile(r"fleet probe: session (\S+) loaded ([\d.]+) ([\d.]+) (\d+) events")
+_WROTE = re.compile(r"fleet probe: session (\S+) wrote ([\d.]+) ([\d.]+) (\S+)")
+_TIMELINE = re.compile(r"session (\S+): run started at ([\d.]+); (.*)$")
 
 
 async def _session(
@@ -95,14 +170,15 @@ async def _session(
         record["client"] = client
         return record
     await client.closed(timeout=30)
-    record["closed_at"] = time.monotonic()
+    record["closed_at"] = time.time()
     alive = workers[1:]
+    record["worker"] = alive[number % len(alive)].name
     moved = await RunLiveClient.connect(
         alive[number % len(alive)], app=APP, user=USER, session_id=session_id
     )
-    record["open_at"] = time.monotonic()
+    record["open_at"] = time.time()
     recalled = await moved.say("recall", want=lambda t: t.startswith("you said"), timeout=60)
-    record["recalled_at"] = time.monotonic()
+    record["recalled_at"] = time.time()
     prefix = "you said: "
     heard = recalled.removeprefix(prefix).split(" | ") if recalled.startswith(prefix) else []
     record["lost"] = sum(1 for text in said if text not in heard)
@@ -122,6 +198,7 @@ async def run_round(
     tmp: Path,
     address: Any,
     database: str,
+    groups: dict[str, list[int | None]],
 ) -> dict[str, Any]:
     from cryptography.fernet import Fernet
 
@@ -167,11 +244,16 @@ async def run_round(
                 raise failed[0].exception()  # type: ignore[misc]
             await asyncio.sleep(0.05)
         await asyncio.sleep(hold)
-        killed_at = time.monotonic()
+        load_before = os.getloadavg()
+        cpu = CpuMeter({"live workers": [w.proc.pid for w in fleet[1:]], **groups})
+        cpu.start()
+        killed_at = time.time()
         fleet[0].kill()
         killed.set()
         records = await asyncio.wait_for(asyncio.gather(*flows), timeout=120)
+        cpu.stop()
         ended_at = time.monotonic()
+        load_after = os.getloadavg()
         for record in records:  # the end of every run: its last handle is flushed
             await record.pop("client").websocket.close()
         await asyncio.sleep(3.0)
@@ -185,6 +267,8 @@ async def run_round(
         for worker in fleet:
             worker.kill()
     moved = [r for r in records if "recalled_at" in r]
+    logs = {w.name: w.log.read_text(errors="replace") for w in fleet[1:]}
+    phases = [moved_phases(r, logs[r["worker"]], killed_at) for r in moved]
     writes = [
         sum(
             1
@@ -207,11 +291,65 @@ async def run_round(
         "all_reopened_s": max((r["open_at"] - killed_at for r in moved), default=0.0),
         "all_recalled_s": max((r["recalled_at"] - killed_at for r in moved), default=0.0),
         "recalled_s": sorted(r["recalled_at"] - killed_at for r in moved),
+        "phases_ms": breakdown([p for p in phases if p is not None]),
+        "profiled": sum(1 for p in phases if p is not None),
+        "cpu_s_during_moves": cpu.used,
+        "load_average_at_kill": load_before,
+        "load_average_after": load_after,
         "writes_per_session_minute": sum(writes) / minutes,
         "writes_per_session": sum(writes) / sessions,
         "events_per_session": sum(len(p["events"]) for p in payloads) / sessions,
         "bytes_per_session": sum(len(json.dumps(p)) for p in payloads) / sessions,
     }
+
+
+def moved_phases(record: dict[str, Any], log: str, killed_at: float) -> dict[str, float] | None:
+    """One moved session's chain of phases (:data:`PHASES`) in ms, from the client's clock
+    and its new worker's log (``None``: the log lacks a line of its run)."""
+    session_id = record["id"]
+    load = timeline = None
+    writes: list[tuple[float, float, str]] = []
+    for line in log.splitlines():
+        wrote = _WROTE.search(line)
+        if wrote and wrote[1] == session_id:
+            writes.append((float(wrote[2]), float(wrote[3]), wrote[4]))
+        probe = _PROBE.search(line)
+        if probe and probe[1] == session_id and load is None and float(probe[2]) >= killed_at:
+            load = (float(probe[2]), float(probe[3]))
+        told = _TIMELINE.search(line)
+        if told and told[1] == session_id and float(told[2]) >= killed_at:
+            timeline = (float(told[2]), told[3])
+    if load is None or timeline is None:
+        return None
+    started, tail = timeline
+    ms = {name: float(value) for name, value in re.findall(r"(\w+) ([\d.]+) ms", tail)}
+    chain = {
+        "detect": (record["closed_at"] - killed_at) * 1000,
+        "reopen": (load[0] - record["closed_at"]) * 1000,
+        "load": (load[1] - load[0]) * 1000,
+        "setup": (started - load[1]) * 1000,
+        **{phase: ms.get(phase, float("nan")) for phase in PHASES[4:-1]},
+    }
+    answered = started + sum(ms.values()) / 1000
+    chain["deliver"] = (record["recalled_at"] - answered) * 1000
+    during = [(b, e, k) for b, e, k in writes if b >= started and e <= record["recalled_at"]]
+    chain["adk writes"] = sum(e - b for b, e, k in during if k != "handle") * 1000
+    chain["store writes"] = sum(e - b for b, e, k in during if k == "handle") * 1000
+    return chain
+
+
+def breakdown(chains: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Median and p95 of each phase over the moved sessions, in ms."""
+    summary = {}
+    for phase in (*PHASES, *INSIDE):
+        values = sorted(c[phase] for c in chains if c[phase] == c[phase])
+        if values:
+            summary[phase] = {
+                "median": statistics.median(values),
+                "p95": percentile(values, 95),
+                "max": values[-1],
+            }
+    return summary
 
 
 HEADER = [
@@ -273,18 +411,67 @@ def plot(rounds: list[dict[str, Any]], target: Path) -> None:
     save_figure(figure, target)
 
 
-def session_database(stack: contextlib.ExitStack, tmp: Path, *, quick: bool) -> str:
-    """A new database on a throwaway PostgreSQL (stopped with ``stack``); with ``--quick``,
-    a SQLite file where no PostgreSQL can run here (said so), so the smoke test runs
-    anywhere."""
+def session_database(
+    stack: contextlib.ExitStack, tmp: Path, *, quick: bool
+) -> tuple[str, int | None]:
+    """A new database on a throwaway PostgreSQL (stopped with ``stack``) and its server's
+    process group; with ``--quick``, a SQLite file where no PostgreSQL can run here (said so;
+    no group), so the smoke test runs anywhere."""
     try:
         postgres = stack.enter_context(ThrowawayPostgres())
     except PostgresUnavailable as error:
         if not quick:
             raise
         print(f"[bench] no PostgreSQL here ({error}); this smoke run uses SQLite", flush=True)
-        return f"sqlite+aiosqlite:///{tmp / 'sessions.db'}"
-    return postgres.create_database("fleet")
+        return f"sqlite+aiosqlite:///{tmp / 'sessions.db'}", None
+    return postgres.create_database("fleet"), postgres.pid
+
+
+def group_cpu_seconds(group: int | None) -> float:
+    """CPU seconds (user and system) the live processes of process group ``group`` used so
+    far (every child this benchmark starts leads a group of its own; PostgreSQL's backends
+    are in their server's). 0 where ``/proc`` cannot tell."""
+    if group is None:
+        return 0.0
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:  # (state, ppid, pgrp, ...)
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every process on the machine used so far (``/proc/stat``: all but idle
+    and iowait); 0 where it cannot be read."""
+    with contextlib.suppress(OSError, ValueError):
+        times = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        return (sum(times) - times[3] - times[4]) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+class CpuMeter:
+    """CPU seconds used between :meth:`start` and :meth:`stop`, by role."""
+
+    def __init__(self, roles: dict[str, list[int | None]]) -> None:
+        self._roles = roles
+        self._before: dict[str, float] = {}
+        self.used: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        now = {role: sum(map(group_cpu_seconds, groups)) for role, groups in self._roles.items()}
+        times = os.times()
+        now["clients (this process)"] = times.user + times.system
+        now["whole machine"] = machine_busy_seconds()
+        return now
+
+    def start(self) -> None:
+        self._before = self._now()
+
+    def stop(self) -> None:
+        after = self._now()
+        self.used = {role: after[role] - self._before[role] for role in after}
 
 
 def main() -> None:
@@ -319,7 +506,7 @@ def main() -> None:
             contextlib.ExitStack() as stack,
             _scale_server.running() as hello,
         ):
-            database = session_database(stack, Path(tmp), quick=args.quick)
+            database, postgres_group = session_database(stack, Path(tmp), quick=args.quick)
             result = asyncio.run(
                 run_round(
                     workers=workers,
@@ -331,6 +518,7 @@ def main() -> None:
                     tmp=Path(tmp),
                     address=SimpleNamespace(**hello),
                     database=database,
+                    groups={"PostgreSQL": [postgres_group], "fake server": [hello["pid"]]},
                 )
             )
         rounds.append(result)
@@ -342,11 +530,28 @@ def main() -> None:
         )
     print()
     print(markdown_table(HEADER, [row(r) for r in rounds]))
+    for r in rounds:
+        print(
+            f"\nA moved session's phases, interval {r['interval']:g} s ({r['profiled']} of"
+            f" {r['moved']} profiled; load average {r['load_average_at_kill'][0]:.1f} at the"
+            f" kill, {r['load_average_after'][0]:.1f} after):"
+        )
+        print(
+            markdown_table(
+                ["phase", "median ms", "p95 ms", "max ms"],
+                [[p, v["median"], v["p95"], v["max"]] for p, v in r["phases_ms"].items()],
+            )
+        )
+        print(
+            "CPU seconds from the kill until every recall was answered: "
+            + ", ".join(f"{role} {s:.2f}" for role, s in r["cpu_s_during_moves"].items())
+        )
     about = machine()
     print(f"\nmachine: {about['cpus']} CPUs, {about['platform']}, google-adk {about['google-adk']}")
     for r in rounds:
         check(r["moved"] > 0, "no session moved")
         check(r["turns_lost"] == 0, f"{r['turns_lost']} turns lost at interval {r['interval']}")
+        check(r["profiled"] == r["moved"], f"{r['moved'] - r['profiled']} moves not profiled")
         check(
             finite(r["all_recalled_s"], r["writes_per_session_minute"], r["bytes_per_session"]),
             "a figure is not a number",
