@@ -30,6 +30,8 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import signal
 import statistics
 import tempfile
 import textwrap
@@ -106,6 +108,31 @@ AGENT = textwrap.dedent(
 
     DatabaseSessionService.get_session = _timed_load
     DatabaseSessionService.append_event = _timed_write
+    """
+)
+
+#: With ``--profile-cpu``: the worker's event loop thread under cProfile (CPU time) from
+#: SIGUSR1 until SIGUSR2, which writes ``cpu-<pid>.prof`` beside the worker's log.
+CPU_PROFILE = textwrap.dedent(
+    """
+    import cProfile
+    import os
+    import signal
+
+    _profile = cProfile.Profile(time.process_time)
+
+
+    def _start_profile(signum, frame):
+        _profile.enable()
+
+
+    def _stop_profile(signum, frame):
+        _profile.disable()
+        _profile.dump_stats(f"cpu-{os.getpid()}.prof")
+
+
+    signal.signal(signal.SIGUSR1, _start_profile)
+    signal.signal(signal.SIGUSR2, _stop_profile)
     """
 )
 
@@ -199,12 +226,13 @@ async def run_round(
     address: Any,
     database: str,
     groups: dict[str, list[int | None]],
+    profile_cpu: bool = False,
 ) -> dict[str, Any]:
     from cryptography.fernet import Fernet
 
     (tmp / "agents" / APP).mkdir(parents=True)
     (tmp / "agents" / APP / "__init__.py").write_text("from . import agent\n")
-    (tmp / "agents" / APP / "agent.py").write_text(AGENT)
+    (tmp / "agents" / APP / "agent.py").write_text(AGENT + (CPU_PROFILE if profile_cpu else ""))
     fleet: list[ApiWorker] = []
     try:
         env = {
@@ -246,12 +274,18 @@ async def run_round(
         await asyncio.sleep(hold)
         load_before = os.getloadavg()
         cpu = CpuMeter({"live workers": [w.proc.pid for w in fleet[1:]], **groups})
+        if profile_cpu:
+            for worker in fleet[1:]:
+                worker.proc.send_signal(signal.SIGUSR1)
         cpu.start()
         killed_at = time.time()
         fleet[0].kill()
         killed.set()
         records = await asyncio.wait_for(asyncio.gather(*flows), timeout=120)
         cpu.stop()
+        if profile_cpu:
+            for worker in fleet[1:]:
+                worker.proc.send_signal(signal.SIGUSR2)
         ended_at = time.monotonic()
         load_after = os.getloadavg()
         for record in records:  # the end of every run: its last handle is flushed
@@ -267,8 +301,10 @@ async def run_round(
         for worker in fleet:
             worker.kill()
     moved = [r for r in records if "recalled_at" in r]
+    profiled_cpu = cpu_by_library(tmp) if profile_cpu else {}
     logs = {w.name: w.log.read_text(errors="replace") for w in fleet[1:]}
     phases = [moved_phases(r, logs[r["worker"]], killed_at) for r in moved]
+    last_recall = max((r["recalled_at"] for r in moved), default=killed_at)
     writes = [
         sum(
             1
@@ -293,7 +329,10 @@ async def run_round(
         "recalled_s": sorted(r["recalled_at"] - killed_at for r in moved),
         "phases_ms": breakdown([p for p in phases if p is not None]),
         "profiled": sum(1 for p in phases if p is not None),
+        "writes_during_moves": writes_between(logs.values(), killed_at, last_recall),
         "cpu_s_during_moves": cpu.used,
+        "worker_cpu_by_library_s": profiled_cpu,
+        "worker_heaviest_functions": heaviest_functions(tmp) if profile_cpu else [],
         "load_average_at_kill": load_before,
         "load_average_after": load_after,
         "writes_per_session_minute": sum(writes) / minutes,
@@ -301,6 +340,22 @@ async def run_round(
         "events_per_session": sum(len(p["events"]) for p in payloads) / sessions,
         "bytes_per_session": sum(len(json.dumps(p)) for p in payloads) / sessions,
     }
+
+
+def writes_between(logs: Any, start: float, end: float) -> dict[str, dict[str, float]]:
+    """The live workers' session writes that began and ended between ``start`` and ``end``
+    (wall clock), every session's, by kind (the handle store's, ADK's for the user's turns
+    and the model's): how many, and their summed duration in seconds."""
+    kinds: dict[str, dict[str, float]] = {}
+    for log in logs:
+        for wrote in _WROTE.finditer(log):
+            began, ended = float(wrote[2]), float(wrote[3])
+            if began >= start and ended <= end:
+                kind = "handle store" if wrote[4] == "handle" else "ADK"
+                entry = kinds.setdefault(kind, {"count": 0, "seconds": 0.0})
+                entry["count"] += 1
+                entry["seconds"] += ended - began
+    return kinds
 
 
 def moved_phases(record: dict[str, Any], log: str, killed_at: float) -> dict[str, float] | None:
@@ -336,6 +391,65 @@ def moved_phases(record: dict[str, Any], log: str, killed_at: float) -> dict[str
     chain["adk writes"] = sum(e - b for b, e, k in during if k != "handle") * 1000
     chain["store writes"] = sum(e - b for b, e, k in during if k == "handle") * 1000
     return chain
+
+
+#: Where a function's code lives -> whose it is, first match wins (paths as in site-packages).
+LIBRARIES = (
+    ("adk_live_resume", "adk-live-resume"),
+    ("google/adk", "google-adk"),
+    ("google/genai", "google-genai"),
+    ("sqlalchemy", "SQLAlchemy"),
+    ("asyncpg", "asyncpg"),
+    ("pydantic", "pydantic"),
+    ("websockets", "websockets"),
+    ("uvicorn", "uvicorn/starlette/fastapi"),
+    ("starlette", "uvicorn/starlette/fastapi"),
+    ("fastapi", "uvicorn/starlette/fastapi"),
+    ("opentelemetry", "opentelemetry"),
+    ("asyncio", "asyncio"),
+    ("ssl", "ssl"),
+    ("json", "json"),
+    ("cryptography", "cryptography"),
+)
+
+
+def heaviest_functions(directory: Path, count: int = 25) -> list[tuple[str, float, float]]:
+    """The workers' ``count`` functions with the most CPU seconds, callees included:
+    (``file:line(name)``, cumulative s, own s), from their cProfile dumps in ``directory``."""
+    import pstats
+
+    profiles = sorted(directory.glob("cpu-*.prof"))
+    if not profiles:
+        return []
+    stats = pstats.Stats(*map(str, profiles))
+    rows = [
+        (f"{Path(f).name}:{line}({name})", cumulative, own)
+        for (f, line, name), (_, _, own, cumulative, _) in stats.stats.items()  # type: ignore[attr-defined]
+        if "asyncio" not in f and f != "~"  # (the loop itself holds everything)
+    ]
+    return sorted(rows, key=lambda row: -row[1])[:count]
+
+
+def cpu_by_library(directory: Path) -> dict[str, float]:
+    """The workers' CPU seconds (their own time, not their callees') by library, from their
+    cProfile dumps in ``directory``; a built-in (``~``) counts for the library of its
+    heaviest caller."""
+    import pstats
+
+    profiles = sorted(directory.glob("cpu-*.prof"))
+    if not profiles:
+        return {}
+    stats = pstats.Stats(*map(str, profiles))
+    totals: dict[str, float] = {}
+    for (filename, _, name), (_, _, own, _, callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = filename
+        if filename == "~" and callers:
+            where = max(callers.items(), key=lambda item: item[1][2])[0][0]
+        owner = next((lib for part, lib in LIBRARIES if part in where), "other")
+        if filename == "~" and name.startswith("<method") and "ssl" in name.lower():
+            owner = "ssl"
+        totals[owner] = totals.get(owner, 0.0) + own
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
 def breakdown(chains: list[dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -493,11 +607,17 @@ def main() -> None:
     options.add_argument(
         "--hold", type=float, default=0.0, help="idle seconds between the turns and the kill"
     )
+    options.add_argument(
+        "--profile-cpu",
+        action="store_true",
+        help="cProfile the live workers from the kill until every recall is answered",
+    )
     args = options.parse_args()
     workers = args.workers or (2 if args.quick else 4)
     sessions = args.sessions or (8 if args.quick else 200)
     intervals = [float(v) for v in (args.intervals or ("30" if args.quick else "0,30")).split(",")]
     results_dir, plots_dir = output_dirs(args.quick)
+    quick = args.quick
     rounds = []
     for interval in intervals:
         began = time.monotonic()
@@ -507,20 +627,28 @@ def main() -> None:
             _scale_server.running() as hello,
         ):
             database, postgres_group = session_database(stack, Path(tmp), quick=args.quick)
-            result = asyncio.run(
-                run_round(
-                    workers=workers,
-                    sessions=sessions,
-                    interval=interval,
-                    turns=args.turns or (3 if args.quick else 12),
-                    gap=args.turn_gap if args.turn_gap is not None else (0.5 if args.quick else 5),
-                    hold=args.hold,
-                    tmp=Path(tmp),
-                    address=SimpleNamespace(**hello),
-                    database=database,
-                    groups={"PostgreSQL": [postgres_group], "fake server": [hello["pid"]]},
+            try:
+                result = asyncio.run(
+                    run_round(
+                        workers=workers,
+                        sessions=sessions,
+                        interval=interval,
+                        turns=args.turns or (3 if args.quick else 12),
+                        gap=args.turn_gap if args.turn_gap is not None else (0.5 if quick else 5),
+                        hold=args.hold,
+                        tmp=Path(tmp),
+                        address=SimpleNamespace(**hello),
+                        database=database,
+                        groups={"PostgreSQL": [postgres_group], "fake server": [hello["pid"]]},
+                        profile_cpu=args.profile_cpu,
+                    )
                 )
-            )
+            except BaseException:
+                kept = Path(tempfile.mkdtemp(prefix="adk-live-resume-fleet-logs-"))
+                for log in Path(tmp).glob("*.log"):
+                    shutil.copy(log, kept)
+                print(f"[bench] the round failed; the workers' logs are kept in {kept}")
+                raise
         rounds.append(result)
         print(
             f"[bench] interval {interval:g} s: {result['moved']} moved, {result['turns_lost']}"
@@ -546,6 +674,18 @@ def main() -> None:
             "CPU seconds from the kill until every recall was answered: "
             + ", ".join(f"{role} {s:.2f}" for role, s in r["cpu_s_during_moves"].items())
         )
+        print(
+            "Session writes on the live workers during the moves (every session's): "
+            + ", ".join(
+                f"{kind} {w['count']:.0f} ({w['seconds']:.1f} s in all)"
+                for kind, w in r["writes_during_moves"].items()
+            )
+        )
+        if r["worker_cpu_by_library_s"]:
+            print(
+                "The live workers' CPU seconds by library (cProfile, own time): "
+                + ", ".join(f"{lib} {s:.2f}" for lib, s in r["worker_cpu_by_library_s"].items())
+            )
     about = machine()
     print(f"\nmachine: {about['cpus']} CPUs, {about['platform']}, google-adk {about['google-adk']}")
     for r in rounds:
