@@ -333,6 +333,9 @@ async def run_round(
         "cpu_s_during_moves": cpu.used,
         "worker_cpu_by_library_s": profiled_cpu,
         "worker_heaviest_functions": heaviest_functions(tmp) if profile_cpu else [],
+        "worker_heaviest_of_ours": (
+            heaviest_functions(tmp, 12, "adk_live_resume") if profile_cpu else []
+        ),
         "load_average_at_kill": load_before,
         "load_average_after": load_after,
         "writes_per_session_minute": sum(writes) / minutes,
@@ -413,9 +416,13 @@ LIBRARIES = (
 )
 
 
-def heaviest_functions(directory: Path, count: int = 25) -> list[tuple[str, float, float]]:
-    """The workers' ``count`` functions with the most CPU seconds, callees included:
-    (``file:line(name)``, cumulative s, own s), from their cProfile dumps in ``directory``."""
+def heaviest_functions(
+    directory: Path, count: int = 25, within: str = ""
+) -> list[tuple[str, float, float]]:
+    """The workers' ``count`` functions with the most CPU seconds of their own (callees
+    left out: a coroutine's cumulative time is not to be trusted, it runs across awaits):
+    (``path:line(name)``, own s, calls), from their cProfile dumps in ``directory``; only
+    those whose file's path holds ``within``, if given."""
     import pstats
 
     profiles = sorted(directory.glob("cpu-*.prof"))
@@ -423,9 +430,9 @@ def heaviest_functions(directory: Path, count: int = 25) -> list[tuple[str, floa
         return []
     stats = pstats.Stats(*map(str, profiles))
     rows = [
-        (f"{Path(f).name}:{line}({name})", cumulative, own)
-        for (f, line, name), (_, _, own, cumulative, _) in stats.stats.items()  # type: ignore[attr-defined]
-        if "asyncio" not in f and f != "~"  # (the loop itself holds everything)
+        ("/".join(Path(f).parts[-3:]) + f":{line}({name})", own, calls)
+        for (f, line, name), (_, calls, own, _, _) in stats.stats.items()  # type: ignore[attr-defined]
+        if within in f
     ]
     return sorted(rows, key=lambda row: -row[1])[:count]
 
