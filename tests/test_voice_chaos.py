@@ -6,11 +6,11 @@ ADK speaks it), a handle schedule (handles after turns and at random idle points
 silent or speaking), a connection lifetime (so goAways land anywhere) and drops of every style
 (close codes, aborts, mid-answer, mid-tool-call, during a reconnect, refused handles, a server
 restart), and stalls (a connection, or the live session, that stops answering with its socket
-open: silence, empty or rejected turns; drawn from a random stream of their own, never for a
-pinned seed, whose plan stays as it failed). ADK's own work between connections is made slow
-at random: a
-``before_model_callback`` that screens every typed turn for a random time (sometimes longer
-than ``close_timeout``) and blocks some, and a session service whose writes take a random time.
+open: silence, empty or rejected turns, answers of near-silent audio; drawn from a random
+stream of their own, never for a pinned seed, whose plan stays as it failed). ADK's own work
+between connections is made slow at random: a ``before_model_callback`` that screens every
+typed turn for a random time (sometimes longer than ``close_timeout``) and blocks some, and a
+session service whose writes take a random time.
 Then a microphone task streams audio the whole time (silence between utterances) while the
 conversation runs: spoken utterances, typed turns, parallel tool calls, barge-ins (speaking
 over an answer), typed turns sent inside a window between connections (the instant the next
@@ -279,7 +279,7 @@ def make_plan(seed: int) -> VoicePlan:
     plan.audio_out = audio and not {"barge", "background", "transfer"} & {k for k, _ in plan.steps}
     stalls = random.Random(f"stall {seed}")  # (its own stream: the choices above stay)
     if seed not in {pin.seed for pin in PINNED} and stalls.random() < 0.25:
-        shape = stalls.choice(["silent", "silent", "empty", "rejected"])
+        shape = stalls.choice(["silent", "silent", "empty", "rejected", "quiet_audio"])
         plan.stall = Fault.stall(shape, session=stalls.random() < 0.3)  # type: ignore[arg-type]
         plan.stall_connection = stalls.choice([1, 2])
     return plan
