@@ -10,7 +10,8 @@ and what the server said since:
 * a typed turn (``clientContent`` or ``realtimeInput.text`` with user text) or a function
   response makes a turn *unanswered*;
 * it is answered when model output (text, a transcription piece, a tool call) that began
-  after it is followed by the end of that generation (``turnComplete``);
+  after it is followed by the end of that generation (``turnComplete``); a tool call ends
+  the output before the responses, so what the model says after them begins a generation;
 * output already streaming when the turn was sent belongs to an earlier turn: its end
   (``turnComplete`` or ``interrupted``) does not answer the new turn;
 * a ``turnComplete`` whose ``interactionStatus`` says the model's work goes on ends the
@@ -54,6 +55,14 @@ class UnansweredTurns:
         self._generating = True
         if not self._earlier_generation:
             self._answer_begun = True
+
+    def on_tool_call(self) -> None:
+        """A tool call arrived: model output, after which the model waits for the responses.
+        What it says after them begins a new generation, which may answer them, also where
+        no ``turnComplete`` ends the turn first (Gemini 2.5 native audio, Gemini 3.x Live:
+        the fake's families, from the protocol notes)."""
+        self.on_model_output()
+        self._generating = False
 
     def on_generation_end(self) -> None:
         """``turnComplete`` or ``interrupted``: the generation in progress ended."""

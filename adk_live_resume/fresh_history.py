@@ -29,6 +29,7 @@ def fresh_history(
     stored: str = "",
     cut: Sequence[tuple[str, str]] = (),
     unanswered: Sequence[str] = (),
+    answered_last: bool = False,
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -66,7 +67,56 @@ def fresh_history(
     was sent, which ADK writes to its session when it completes): each such turn moves to
     the end of the history, after that output, so that the fresh session answers it once
     (a history ending with a model turn asks for no answer).
+
+    ``answered_last`` (:meth:`~adk_live_resume.outbox.Outbox.answered_last`) says the model
+    answered the user content sent last. An answer in audio alone (output transcription
+    off) leaves no text in ADK's session, and ADK's ``send_history`` leaves audio out, so
+    the history would end with that user content and ask the fresh session to answer it a
+    second time (``turn_complete=True``, and on Gemini 3.x Live a placeholder turn besides).
+    A model turn standing for the spoken answer (:data:`SPOKEN_ANSWER`: its words are not
+    known) then ends the history, which asks for no answer. This is chosen over sending the
+    history without ``turn_complete`` through a private path of ADK's: the history stays
+    ADK's own send (its filtering, its Gemini 3.x rules), and the model still sees that the
+    turn was answered. The unanswered utterance the history holds wins: it is answered.
     """
+    history, in_history = _arranged(
+        contents, transcript, speaking, fragments, stored, cut, unanswered
+    )
+    if answered_last and not in_history and _ends_with_user_content(history):
+        history.append(types.Content(role="model", parts=[types.Part(text=SPOKEN_ANSWER)]))
+    return history, in_history
+
+
+#: The text of the model turn that stands, in a fresh history, for an answer the model
+#: gave in audio alone (see :func:`fresh_history`): neutral, short, and not words the model
+#: said.
+SPOKEN_ANSWER = "(answered aloud)"
+
+
+def _ends_with_user_content(history: Sequence[Any]) -> bool:
+    """Whether the last turn ADK's ``send_history`` keeps (one with text, a function call
+    or a function response: audio and other media parts are left out) is the user's."""
+    for content in reversed(history):
+        if any(
+            getattr(part, "text", None)
+            or getattr(part, "function_call", None) is not None
+            or getattr(part, "function_response", None) is not None
+            for part in content.parts or []
+        ):
+            return bool(content.role == "user")
+    return False
+
+
+def _arranged(
+    contents: Sequence[Any],
+    transcript: str,
+    speaking: bool,
+    fragments: Sequence[str],
+    stored: str,
+    cut: Sequence[tuple[str, str]],
+    unanswered: Sequence[str],
+) -> tuple[list[Any], bool]:
+    """:func:`fresh_history` before its closing model turn."""
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
     for turn, output in cut:

@@ -152,6 +152,7 @@ async def serve(
                     stored=outbox.utterance_transcript_stored(),
                     cut=outbox.cut_by_typed_turns(),
                     unanswered=outbox.typed_turns_unanswered(),
+                    answered_last=outbox.answered_last(),
                 )
                 replay = outbox.take_audio(
                     utterance_in_history=in_history,

@@ -103,3 +103,17 @@ def test_the_outbox_counts_a_response_sent_after_a_working_utterance_as_covered(
     outbox.turn_complete()
     outbox.covered(None)
     assert len(outbox) == 0
+
+
+def test_what_the_model_says_after_its_tool_calls_responses_answers_them() -> None:
+    """Gemini 2.5 native audio and 3.x Live send no ``turnComplete`` between a ``toolCall``
+    and the telling of its result: the responses, sent after the call, are answered by the
+    telling's end all the same."""
+    turns = UnansweredTurns()
+    turns.on_turn_sent()  # "call f"
+    turns.on_tool_call()
+    turns.on_turn_sent()  # the function response
+    turns.on_model_output()  # the result told
+    assert turns.unanswered, "telling, not told"
+    turns.on_generation_end()
+    assert not turns.unanswered

@@ -1,0 +1,131 @@
+"""A fresh history whose last user content the model answered in audio alone: pure rules.
+
+With output transcription off, ADK's session holds no text of a spoken answer and its
+``send_history`` leaves audio out, so the rebuilt history ends with the user content the
+model answered and would ask the fresh session to answer it again. The outbox says whether
+the content sent last was answered (:meth:`Outbox.answered_last`); the history then ends
+with a model turn standing for the spoken answer (:data:`SPOKEN_ANSWER`), which asks for
+no answer. Content nobody answered still ends the history, so it is answered once.
+"""
+
+from __future__ import annotations
+
+from google.genai import types
+
+from adk_live_resume.fresh_history import SPOKEN_ANSWER, fresh_history
+from adk_live_resume.outbox import Outbox
+from adk_live_resume.testing import speech_pcm
+
+from .helpers import audio_input, content, tool_response, typed_turn
+
+SPOKEN = content("model", SPOKEN_ANSWER)
+
+
+def audio_answer(outbox: Outbox) -> None:
+    """The model answers in audio alone, then ends its turn."""
+    outbox.model_audio()
+    outbox.model_audio()
+    outbox.turn_complete()
+
+
+def test_a_typed_turn_answered_aloud_is_closed_by_a_model_turn() -> None:
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("hello"))
+    assert not outbox.answered_last()
+    audio_answer(outbox)
+    assert outbox.answered_last()
+    stored = [content("user", "hello")]
+    history, in_history = fresh_history(
+        stored, "", speaking=False, answered_last=outbox.answered_last()
+    )
+    assert history == [*stored, SPOKEN] and not in_history
+    assert stored == [content("user", "hello")], "ADK's contents are not changed"
+
+
+def test_function_responses_told_aloud_are_closed_by_a_model_turn() -> None:
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("call f"))
+    outbox.tool_call(["c1"])
+    outbox.record("send_tool_response", tool_response("c1"))
+    assert not outbox.answered_last(), "the result is not told yet"
+    audio_answer(outbox)
+    assert outbox.answered_last()
+    call = types.Content(
+        role="model", parts=[types.Part(function_call=types.FunctionCall(name="f", args={}))]
+    )
+    response = types.Content(
+        role="user",
+        parts=[types.Part(function_response=types.FunctionResponse(name="f", response={}))],
+    )
+    stored = [content("user", "call f"), call, response]
+    history, _ = fresh_history(stored, "", speaking=False, answered_last=True)
+    assert history == [*stored, SPOKEN]
+
+
+def test_content_the_model_has_not_answered_still_ends_the_history() -> None:
+    outbox = Outbox(1000.0)
+    assert not outbox.answered_last(), "nothing answered on this run: a history from before"
+    outbox.record("send_client_content", typed_turn("one"))
+    audio_answer(outbox)
+    outbox.record("send_client_content", typed_turn("two"))
+    assert not outbox.answered_last()
+    outbox.model_audio()  # its answer began, and the connection died before its end
+    assert not outbox.answered_last()
+    outbox.begin_connection()
+    assert not outbox.answered_last()
+    stored = [content("user", "one"), content("user", "two")]
+    assert fresh_history(stored, "", speaking=False, answered_last=False) == (stored, False)
+
+
+def test_an_answer_of_near_silence_alone_leaves_the_turn_unanswered() -> None:
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("grove"))
+    outbox.model_audio(voiced=False)
+    outbox.turn_complete()
+    assert outbox.typed_turns_unanswered() == ["grove"]
+    assert not outbox.answered_last()
+
+
+def test_an_answer_streaming_before_the_turn_was_sent_does_not_answer_it() -> None:
+    outbox = Outbox(1000.0)
+    outbox.model_audio()  # an earlier answer, still streaming
+    outbox.record("send_client_content", typed_turn("grove"))
+    outbox.turn_complete()
+    assert not outbox.answered_last()
+
+
+def test_a_history_ending_with_model_text_or_nothing_gets_no_closing_turn() -> None:
+    told = [content("user", "hello"), content("model", "echo: hello")]
+    assert fresh_history(told, "", speaking=False, answered_last=True) == (told, False)
+    assert fresh_history([], "", speaking=False, answered_last=True) == ([], False)
+
+
+def test_a_model_turn_of_audio_alone_does_not_close_the_history() -> None:
+    """ADK's ``send_history`` leaves audio parts out: a model turn of audio alone is not sent,
+    and the user turn before it would end what the server gets."""
+    audio = types.Content(
+        role="model",
+        parts=[types.Part(inline_data=types.Blob(mime_type="audio/pcm", data=b"\0\1"))],
+    )
+    stored = [content("user", "hello"), audio]
+    history, _ = fresh_history(stored, "", speaking=False, answered_last=True)
+    assert history == [*stored, SPOKEN]
+
+
+def test_the_unanswered_utterance_in_the_history_is_answered_not_closed() -> None:
+    stored = [content("user", "one"), content("user", "o e b c")]
+    history, in_history = fresh_history(stored, "oebc", speaking=False, answered_last=True)
+    assert history == stored and in_history
+
+
+def test_an_utterance_still_spoken_leaves_and_the_answered_turn_before_it_is_closed() -> None:
+    """The user speaks on after "one" was answered aloud: the utterance's start leaves the
+    history (its audio is replayed whole), and "one" must not be answered again."""
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("one"))
+    audio_answer(outbox)
+    outbox.record("send_realtime_input", audio_input(speech_pcm("o e b c", seconds=0.2)))
+    assert outbox.answered_last(), "an utterance is not a typed turn or a function response"
+    stored = [content("user", "one"), content("user", "oebc")]
+    history, in_history = fresh_history(stored, "o e b c", speaking=True, answered_last=True)
+    assert history == [content("user", "one"), SPOKEN] and not in_history

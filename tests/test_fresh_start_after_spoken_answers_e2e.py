@@ -1,0 +1,116 @@
+"""A fresh session after answers in audio alone, end to end: real ``Runner.run_live``, real
+google-genai, real TLS websockets, the fake server. Both entry points.
+
+A voice app that turns output transcription off has the model's answers as audio parts only:
+ADK's session holds no text of them and its ``send_history`` leaves audio out, so the history
+a fresh session (the handle refused) is built from ends with the user turn the model already
+answered, and ``send_history`` asks for an answer (``turn_complete=True``; on Gemini 3.x a
+placeholder turn besides). Every user turn is answered exactly once: the fresh session must
+not answer it again, and answers the next turn once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing.driver import LiveDriver
+
+from .conftest import AgentFactory
+from .test_answers_without_transcription import audio_only
+from .test_late_results_e2e import agent_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+DIALECTS = pytest.mark.parametrize(
+    ("model", "vertex"),
+    [
+        ("gemini-live-fake", False),
+        ("gemini-live-fake", True),
+        ("gemini-3.8-live", False),
+        ("gemini-2.5-flash-native-audio-preview-09-2025", False),
+    ],
+    ids=["gemini-api", "vertex", "3.8", "native-audio"],
+)
+
+
+async def fresh_start_after_the_answer(server: FakeLiveServer, live: LiveDriver) -> None:
+    """Wait for an answer and a handle after it, then drop the
+    socket; the server refuses connection 2's handle, so connection 3 is a fresh session."""
+    await server.wait_for_connections(1)
+    first = server.connections[0]
+    await server.wait_for(lambda: bool(first.answers), 10, what="the answer")
+    await server.wait_for(lambda: bool(first.handles_issued), 5, what="a handle")
+    ends = lambda: sum(bool(getattr(e, "turn_complete", False)) for e in live.events)  # noqa: E731
+    await server.wait_for(lambda: ends() >= len(first.answers), 5, what="the answers in ADK")
+    await server.close_open(1011)
+    await server.wait_for_connections(3)
+    fresh = server.connections[2]
+    await server.wait_for(lambda: bool(fresh.client_messages), 10, what="the fresh history")
+    await asyncio.sleep(0.5)  # an answer to the history would come now
+
+
+@DIALECTS
+async def test_a_typed_turn_answered_in_audio_alone_is_not_answered_again_by_a_fresh_session(
+    make_agent: AgentFactory, model: str, vertex: bool
+) -> None:
+    async with asyncio.timeout(40), FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        agent = agent_for(make_agent, server, model, vertex, [])
+        config = audio_only(input_transcription=True)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            live.send_text("hello there")
+            await fresh_start_after_the_answer(server, live)
+            live.send_text("after the fresh start")
+            await server.wait_for(
+                lambda: "after the fresh start" in server.user_turns_answered(), 10
+            )
+            await asyncio.sleep(0.3)  # nothing more may arrive
+            await live.close()
+        fresh = server.connections[2]
+        assert fresh.resume_handle is None, "a fresh session"
+        assert server.user_turns_answered() == ["hello there", "after the fresh start"]
+        assert fresh.answered_user_turns == ["after the fresh start"], "answered once"
+
+
+@DIALECTS
+async def test_a_tool_result_told_in_audio_alone_is_not_told_again_by_a_fresh_session(
+    make_agent: AgentFactory, model: str, vertex: bool
+) -> None:
+    runs: list[str] = []
+
+    async def lookup(what: str) -> dict[str, Any]:
+        """Look something up."""
+        runs.append(what)
+        return {"what": what, "found": True}
+
+    async with asyncio.timeout(40), FakeLiveServer() as server:
+        server.script(Fault.refuse_resume(), connection=2)
+        agent = agent_for(make_agent, server, model, vertex, [lookup])
+        config = audio_only(input_transcription=True)
+        async with await LiveDriver.start(agent, run_config=config) as live:
+            live.send_text('call lookup {"what": "order"}')
+            await server.wait_for_connections(1)
+            first = server.connections[0]
+            await server.wait_for(lambda: bool(first.tool_responses), 10, what="the response")
+            await server.wait_for(
+                lambda: any(a.startswith("lookup returned") for a in first.answers),
+                10,
+                what="the telling",  # (3.8 says "lookup started" first)
+            )
+            await fresh_start_after_the_answer(server, live)
+            told = len(server.connections[2].answers)
+            live.send_text("after the fresh start")
+            await server.wait_for(
+                lambda: "after the fresh start" in server.user_turns_answered(), 10
+            )
+            await asyncio.sleep(0.3)  # nothing more may arrive
+            await live.close()
+        fresh = server.connections[2]
+        assert fresh.resume_handle is None, "a fresh session"
+        assert runs == ["order"], "the tool ran once"
+        assert told == 0, f"the fresh session told the result again: {fresh.answers}"
+        assert fresh.answered_user_turns == ["after the fresh start"], "answered once"
