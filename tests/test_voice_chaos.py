@@ -87,8 +87,8 @@ FIRST = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED", "0"))
 ONLY = os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_SEED")
 SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
 #: Seeds that once failed (most in the 2,000-seed soaks, some under load), each with the
-#: behaviour it guards; 273, 570, 32, 149, 174, 596 and 1456 failed on google-adk 1.27.2, the others
-#: on 2.13. They run in the fast suite; their plans are held by ``tests/pinned_plans.json``.
+#: behaviour it guards; 273, 570, 32, 149, 174, 596, 993 and 1456 failed on google-adk
+#: 1.27.2, the others on 2.13. They run in the fast suite; their plans are held by ``tests/pinned_plans.json``.
 PINNED = (
     PinnedSeed(9, "typed_turn_between_a_late_result_and_its_call_reaches_a_fresh_session"),
     PinnedSeed(16, "typed_turn_that_cut_output_off_is_answered_after_a_fresh_start"),
@@ -107,6 +107,8 @@ PINNED = (
     PinnedSeed(543, "answer_cut_off_with_its_connection_answers_nothing"),
     PinnedSeed(570, "failed_history_send_keeps_the_fresh_sessions_replay"),
     PinnedSeed(596, "utterances_answered_in_audio_alone_are_one_turn_in_a_fresh_history"),
+    PinnedSeed(834, "tool_results_told_in_audio_alone_are_not_told_again_by_a_fresh_session"),
+    PinnedSeed(993, "utterance_answered_in_audio_alone_is_not_answered_again_by_a_fresh_session"),
     PinnedSeed(1000, "background_result_waits_until_the_user_is_quiet"),
     PinnedSeed(1012, "failed_under_load_beside_seed_1013"),
     PinnedSeed(1013, "speech_begun_before_another_turns_answer_is_not_answered_by_it"),
