@@ -88,7 +88,8 @@ ONLY = os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_SEED")
 SEEDS = [int(ONLY)] if ONLY else list(range(FIRST, FIRST + RUNS))
 #: Seeds that once failed (most in the 2,000-seed soaks, some under load), each with the
 #: behaviour it guards; 273, 570, 32, 149, 174, 596, 993 and 1456 failed on google-adk
-#: 1.27.2, the others on 2.13. They run in the fast suite; their plans are held by ``tests/pinned_plans.json``.
+#: 1.27.2, the others on 2.13. They run in the fast suite; their plans are held by
+#: ``tests/pinned_plans.json``.
 PINNED = (
     PinnedSeed(9, "typed_turn_between_a_late_result_and_its_call_reaches_a_fresh_session"),
     PinnedSeed(16, "typed_turn_that_cut_output_off_is_answered_after_a_fresh_start"),
