@@ -147,8 +147,8 @@ class Outbox:
         self.activity = activity if activity is not None else UserActivity()
         #: Whether a typed turn or function response waits for its answer.
         self.turns = UnansweredTurns()
-        #: A generation ended after the last typed turn or function response was sent.
-        self._answered = False
+        #: A generation with model output ended on this run.
+        self._answered_once = False
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         #: Model output of a generation was seen on this connection, and no end of it.
@@ -250,7 +250,6 @@ class Outbox:
             begins = voiced or "activity_start" in sent_signals
         if text or ids:
             self.turns.on_turn_sent()
-            self._answered = False
         # A typed turn or tool response sent while the user speaks is a turn of its own.
         utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance
@@ -338,8 +337,8 @@ class Outbox:
     def turn_complete(self) -> None:
         self.activity.on_turn_complete()
         self.turns.on_generation_end()
-        if self._generating and not self.turns.unanswered:
-            self._answered = True
+        if self._generating:
+            self._answered_once = True
         self._generating = False
         self._items.append(_Fact("turn_complete"))
 
@@ -623,13 +622,16 @@ class Outbox:
 
     def answered_last(self) -> bool:
         """Whether the model answered the typed turn or function response sent last: a
-        generation with output ended after it, and no typed turn waits (not even one a
-        near-silent generation left, :meth:`typed_turns_unanswered`). False before any
-        answer on this run (a history from before it may end with a turn nobody answered).
+        generation with output begun after it ended (:class:`UnansweredTurns`), and no typed
+        turn waits (not even one a near-silent generation left,
+        :meth:`typed_turns_unanswered`). False before any answer on this run (a history
+        from before it may end with a turn nobody answered).
         The unanswered utterance is not looked at: a fresh history that holds it ends with
         it (:func:`~adk_live_resume.fresh_history.fresh_history`), else its audio goes
         after the history."""
-        return self._answered and not self.turns.unanswered and not self.typed_turns_unanswered()
+        return (
+            self._answered_once and not self.turns.unanswered and not self.typed_turns_unanswered()
+        )
 
     def typed_turns_unanswered(self) -> list[str]:
         """The typed turns held here that no answer began after (no generation began once
