@@ -34,6 +34,13 @@ def pacing_on() -> None:
     set_testing(False)
 
 
+def examples(fast: int) -> int:
+    """``fast`` examples in the suite's ``fast`` profile (each example simulates a whole
+    herd); the loaded profile's count in any other (``HYPOTHESIS_PROFILE=long``)."""
+    profile = settings.get_current_profile_name()
+    return fast if profile == "fast" else settings.default.max_examples
+
+
 def most_in_any_window(times: list[float], width: float) -> int:
     ordered = sorted(times)
     return max(bisect.bisect_left(ordered, t + width) - i for i, t in enumerate(ordered))
@@ -147,7 +154,7 @@ def _per_turn_and_left(loop: SlowLoop, size: int) -> list[tuple[int, int]]:
     return pairs
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     size=st.integers(min_value=30, max_value=1500),
     cost=st.floats(min_value=0.0, max_value=0.005),
@@ -172,7 +179,7 @@ def test_any_loop_keeps_the_spread_and_the_order(
     assert most_in_any_window([t for t, _ in loop.went], WINDOW) <= limit
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     size=st.integers(min_value=30, max_value=1500),
     cost=st.floats(min_value=0.0, max_value=0.005),
