@@ -318,6 +318,12 @@ def main() -> None:
                         f"({time.monotonic() - began:.0f} s)",
                         flush=True,
                     )
+                    if brief["turns_lost"]:
+                        print(
+                            f"[bench]   {result['error_count']} errors, the first: "
+                            + "; ".join(brief["errors"][:3]),
+                            flush=True,
+                        )
     summaries = [summarize(r) for r in rounds]
     print()
     print(table(summaries))
