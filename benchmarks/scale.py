@@ -340,6 +340,9 @@ def main() -> None:
         f"google-adk {about['google-adk']}, google-genai {about['google-genai']}, "
         f"websockets {about['websockets']} ({about['date']}; shared with other work)"
     )
+    # written before the checks, so that a round that lost sessions can be read afterwards
+    write_result(results_dir, "scale", {"rounds": rounds, "summaries": summaries})
+    plot(rounds, plots_dir / "scale.png")
     for s in summaries:
         check(s["started"] == s["sessions"], f"only {s['started']} of {s['sessions']} started")
         check(s["resumed"] == s["sessions"], f"{s['resumed']} of {s['sessions']} resumed")
@@ -350,8 +353,6 @@ def main() -> None:
             "a figure is not a number",
         )
         check(0 < s["max_window_share"] <= 1, "window share out of range")
-    write_result(results_dir, "scale", {"rounds": rounds, "summaries": summaries})
-    plot(rounds, plots_dir / "scale.png")
 
 
 if __name__ == "__main__":
