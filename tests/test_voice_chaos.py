@@ -643,8 +643,9 @@ async def _run_plan(
             in_memory = [t for t in in_memory if t not in spoken]
             remembered = [t for t in remembered if t in in_memory or t in maybe_cut]
         # Every turn is remembered once, in order; a turn the user talked over at most once.
-        assert [t for t in remembered if t not in maybe_cut] == in_memory, f"memory {remembered}"
-        assert all(remembered.count(story) <= 1 for story in maybe_cut), f"memory {remembered}"
+        why = _memory_story(server, remembered, in_memory, maybe_cut)
+        assert [t for t in remembered if t not in maybe_cut] == in_memory, why
+        assert all(remembered.count(story) <= 1 for story in maybe_cut), why
         answered = server.user_turns_answered()
         for text in set(said):  # (a step said again is a turn again: answered again)
             count = answered.count(text) - _answers_lost_unread(server, live.events, text)
@@ -725,6 +726,21 @@ def _transcription_shown(events: list[Any], *, finished: bool) -> str:
         and bool(e.input_transcription.finished) is finished
     )
     return "".join(text.split()).lower()
+
+
+def _memory_story(
+    server: FakeLiveServer, remembered: list[str], expected: list[str], maybe_cut: list[str]
+) -> str:
+    """What a failed memory check needs: the memory, what was expected, and for each connection
+    how it began (resumed or fresh, with history) and which user turns it heard and answered."""
+    lines = [f"memory {remembered}", f"expected {expected} (maybe cut: {maybe_cut})"]
+    for r in server.connections:
+        began = "resumed" if r.resumed else ("refused handle" if r.resume_handle else "fresh")
+        lines.append(
+            f"  connection {r.index} {began}, history sends {r.history_sends}, ended by "
+            f"{r.ended_by} {r.close_code}: heard {r.user_turns}, answered {r.answered_user_turns}"
+        )
+    return "\n".join(lines)
 
 
 def _left_out_by_a_late_result(
