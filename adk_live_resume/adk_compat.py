@@ -481,6 +481,46 @@ def holds_tool_calls_until_turn_complete() -> bool:
     return "tool_call_parts" in source
 
 
+#: The realtime text that asks a Gemini 3.x Live model to answer the history it was given
+#: (ADK 2.13's ``_RESPONSE_TRIGGER_TEXT``).
+HISTORY_ANSWER_TRIGGER = "."
+
+
+@functools.cache
+def sends_history_answer_trigger() -> bool:
+    """ADK's ``send_history`` asks a Gemini 3.x Live model to answer a history that ends with
+    a user turn: after ``turnComplete`` such a model starts generating only at the next user
+    input, so ADK follows the history with a placeholder realtime text (2.13's comment in
+    ``GeminiLlmConnection.send_history``). Releases that speak the 3.x dialect without it
+    (1.39, 2.6) leave the model waiting.
+
+    Found by feature: ``send_history`` sends realtime input (its source is read, never run).
+    True when the source is not readable (a frozen install): nothing is added then.
+    """
+    from google.adk.models.gemini_llm_connection import GeminiLlmConnection
+
+    try:
+        source = inspect.getsource(GeminiLlmConnection.send_history)
+    except (OSError, TypeError):
+        return True
+    return "send_realtime_input" in source
+
+
+def history_answer_trigger(connection: Any, contents: list[Any]) -> dict[str, Any] | None:
+    """The ``send_realtime_input`` arguments to send after ADK's ``send_history(contents)``
+    on ``connection`` so that the model answers the history, where ADK does not send them
+    itself (:func:`sends_history_answer_trigger`); ``None`` where nothing is owed: the
+    history ends with the model's turn (it waits for the user), or the connection does not
+    speak the Gemini 3.x Live dialect (the model answers the history's ``turnComplete``)."""
+    if not contents or getattr(contents[-1], "role", None) != "user":
+        return None
+    if getattr(connection, "_is_gemini_3_x_live", False) is not True:
+        return None
+    if sends_history_answer_trigger():
+        return None
+    return {"text": HISTORY_ANSWER_TRIGGER}
+
+
 def runs_tools_in_background() -> bool:
     """The installed ADK runs NON_BLOCKING tools in the background (see the module docstring)."""
     from google.adk.agents.invocation_context import InvocationContext
