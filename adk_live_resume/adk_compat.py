@@ -24,6 +24,10 @@ each release's wheel; see docs/supported-releases.md):
   module functions from 2.9 (with ``mode`` resume/restart). Taken from the namespace of the
   receive step actually used, so it is the class that step yields.
 * ``LlmResponse.go_away`` from 1.29; ``LiveRequestQueue.closed`` from 2.9.
+* **a history answered on Gemini 3.x Live**: newer releases follow the history
+  ``send_history`` sends with a placeholder realtime text (the model answers only at the
+  next user input); 1.39 and 2.6 speak the 3.x dialect without it. See
+  :func:`history_answer_trigger`.
 * **NON_BLOCKING tools** (run in a background task; the response goes out through the
   ``LiveRequestQueue`` when the tool ends): none up to 1.36 and 2.0 - 2.4; the
   ``InvocationContext.active_non_blocking_tool_tasks`` field keyed ``f"{tool}_{call id}"``
