@@ -78,6 +78,7 @@ from .queue_guard import QueueGuard
 from .retry_decision import seen_after_go_away
 from .retry_plan import Reconnects
 from .run_rules import RunRules
+from .run_timeline import RunTimeline
 from .serve_connection import AdkBinding, interrupted_event, serve
 from .stall_rule import StallRecoveries, give_up_message
 from .stall_watch import non_blocking_names
@@ -93,7 +94,13 @@ class LiveRun:
     """One call of ``run_live``: the request, the handle, the counters."""
 
     def __init__(
-        self, flow: Any, ctx: Any, llm: Any, policy: ResumePolicy, available: hooks.Hooks
+        self,
+        flow: Any,
+        ctx: Any,
+        llm: Any,
+        policy: ResumePolicy,
+        available: hooks.Hooks,
+        timeline: RunTimeline | None = None,
     ) -> None:
         self.flow = flow
         self.ctx = ctx
@@ -141,6 +148,8 @@ class LiveRun:
         self.stall_recoveries = StallRecoveries()
         #: The next connection opened ahead, the socket dialed early, the closer.
         self.connector = Connector(policy, llm, available, guard=lambda: self.queue_guard)
+        #: How long the start of the run took, phase by phase (told once, at DEBUG).
+        self.timeline = timeline or RunTimeline(self.session_id)
 
     @property
     def agent_name(self) -> str:
@@ -443,6 +452,7 @@ class LiveRun:
         async with contextlib.aclosing(self._prepare_request()) as pre:
             async for event in pre:
                 yield event
+        self.timeline.mark("request")
         if self.ctx.end_invocation:
             return
         if self.ctx.live_request_queue is None:
@@ -454,6 +464,7 @@ class LiveRun:
         keeper = HandleKeeper.start(self.ctx, self.policy, agent_name=self.agent_name)
         now = asyncio.get_running_loop().time()
         handles = connection_request.first_handles(self.request, self.ctx, keeper, now)
+        self.timeline.mark("handle")
         guard = QueueGuard(self.ctx.live_request_queue)
         guard.on_content(self._content_queued)
         guard.on_withheld(self._withheld)
@@ -473,6 +484,7 @@ class LiveRun:
                 await self.keeper.close()
             else:
                 self.keeper.let_go()  # the consumer is gone: the write ends in the background
+            self.timeline.tell()  # (the phases it reached, if it never answered)
             observe.run_ended(self, ending)
 
     def _withheld(self, content: Any) -> None:
@@ -671,6 +683,7 @@ async def run_live(
     ``fallback`` is the original ``run_live`` of the flow, used unchanged for models that
     have no google-genai live session underneath (anything but ADK's ``Gemini``).
     """
+    timeline = RunTimeline(str(getattr(getattr(ctx, "session", None), "id", "?")))
     surface = adk_compat.surface()
     llm = await surface.get_llm(flow, ctx)
     if not adk_compat.is_gemini(llm):
@@ -682,7 +695,7 @@ async def run_live(
     available = hooks.check()  # (once per process: install() did it, if it ran)
     startup_log.flush()  # an announcement held until logging was set up
     log_redaction.protect_adk_loggers(adk_compat.HANDLE_LOGGING_LOGGERS)
-    run = LiveRun(flow, ctx, llm, policy, available)
+    run = LiveRun(flow, ctx, llm, policy, available, timeline)
     async with contextlib.aclosing(run.events()) as events:
         async for event in events:
             yield event

@@ -42,6 +42,7 @@ from .policy import ResumePolicy
 from .queue_guard import QueueGuard
 from .retry_plan import Reconnects
 from .run_rules import RunRules
+from .run_timeline import RunTimeline
 from .tap import SessionTap
 
 logger = logging.getLogger("adk_live_resume.loop")
@@ -82,6 +83,7 @@ class ServedRun(Protocol):
     rules: RunRules
     connector: Connector
     reconnects: Reconnects
+    timeline: RunTimeline
 
     def binding(self) -> AdkBinding:
         """ADK's objects of the run, as the connection about to be served is served with them."""
@@ -114,6 +116,7 @@ async def serve(
                 outcome.decided(End.CLIENT_CLOSED)
                 return
             outcome.connected()
+            run.timeline.mark("connect")
             session = adk_compat.genai_session(connection)
             tap = SessionTap(
                 session,
@@ -158,6 +161,7 @@ async def serve(
                 outcome.sending_history()
             await send_restoration(watch, outbox, replay, history=(connection, history))
             await tap.send_due()
+            run.timeline.mark("restore")
             warn_unaccounted(outbox.context, fresh=not handle)
             if replay.dropped_audio_ms:
                 logger.warning(
@@ -198,6 +202,8 @@ async def serve(
                         watch.move("ADK reconnect request")
                         continue
                     yield event
+                    if getattr(event, "turn_complete", False):
+                        run.timeline.mark("answer")
                     if event.get_function_responses():
                         queue.send_content(event.content)
                     transfer = event.actions.transfer_to_agent if event.actions else None

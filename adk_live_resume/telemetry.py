@@ -12,7 +12,12 @@ tracing is on):
   ``.dropped_audio_ms`` (voiced user audio, i.e. speech, that left the replay window and was
   not replayed), ``.dropped_silence_ms`` (unvoiced audio that left it: nothing said lost);
 * ``adk_live_resume.gave_up``: attributes ``adk_live_resume.error`` (the exception class) and
-  ``adk_live_resume.cause``.
+  ``adk_live_resume.cause``;
+* ``adk_live_resume.run_started``: how long the start of the run took, once its first answer
+  is complete (or it ended before one): ``adk_live_resume.request_ms`` (ADK's request
+  rebuild), ``.handle_ms`` (the stored handle and its catch-up), ``.connect_ms``,
+  ``.restore_ms``, ``.answer_ms``, each from the end of the one before
+  (:mod:`adk_live_resume.run_timeline`).
 
 Metrics (meter ``adk_live_resume``):
 
@@ -96,3 +101,13 @@ def record_gave_up(error: BaseException, cause: str) -> None:
         gave_up.add(1, {"adk_live_resume.error": name})
     except Exception:
         logger.debug("OpenTelemetry gave-up signal failed", exc_info=True)
+
+
+def record_run_started(attributes: dict[str, float]) -> None:
+    """A span event with the durations of the phases of a run's start."""
+    try:
+        from opentelemetry import trace
+
+        trace.get_current_span().add_event("adk_live_resume.run_started", attributes)
+    except Exception:
+        logger.debug("OpenTelemetry run-start signal failed", exc_info=True)

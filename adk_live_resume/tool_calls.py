@@ -121,8 +121,13 @@ class ToolCallBook:
     _args: dict[str, Any] = field(default_factory=dict)
     #: Results to tell as content now (:meth:`take_late`), in the order they became due.
     _late: dict[str, LateResult] = field(default_factory=dict)
-    #: Ids issued since the newest handle, in issue order.
+    #: Ids issued since the newest handle, in issue order: the calls its state lacks, also
+    #: after resumes from it (each resumed session starts from that same state).
     _since_handle: dict[str, None] = field(default_factory=dict)
+    #: Ids issued since the newest handle or resume, in issue order: the next resume makes
+    #: them repeatable (those of earlier connections stay so in ``_repeatable`` until a
+    #: repeat takes them or the session answers).
+    _since_resume: dict[str, None] = field(default_factory=dict)
     _unknown: set[str] = field(default_factory=set)
     #: Earlier calls a repeat may answer, in issue order: id -> key.
     _repeatable: dict[str, str] = field(default_factory=dict)
@@ -154,6 +159,7 @@ class ToolCallBook:
     def on_handle(self) -> None:
         """A resumable handle arrived: its state holds every call issued so far."""
         self._since_handle.clear()
+        self._since_resume.clear()
 
     def on_calls(
         self,
@@ -173,6 +179,7 @@ class ToolCallBook:
             self._names[call_id] = name
             self._args[call_id] = args
             self._since_handle[call_id] = None
+            self._since_resume[call_id] = None
             earlier = next((e for e, k in self._repeatable.items() if k == key), None)
             if earlier is None:
                 run.append(call_id)
@@ -274,8 +281,10 @@ class ToolCallBook:
         """A new connection resumed from the newest handle. It knows no id an earlier
         connection issued: the calls issued since the handle are repeatable; a call the
         handle's state holds whose result is still to come gets it as content."""
-        missed = [i for i in self._since_handle if i in self._keys and i not in self._cancelled]
+        missed = [i for i in self._since_resume if i in self._keys and i not in self._cancelled]
         for call_id in self._keys:
+            # (a call issued since the handle is never covered, however many resumes from
+            # that handle came since: each resumed session starts from the same state)
             covered = call_id not in self._since_handle and call_id not in self._superseded
             if covered and call_id not in self._results:
                 self._as_turn.add(call_id)
@@ -283,7 +292,7 @@ class ToolCallBook:
         # Accumulated (a connection that drops again before the model repeated the call
         # must not make the call forgettable), and in issue order.
         self._repeatable.update((i, self._keys[i]) for i in missed)
-        self._since_handle.clear()
+        self._since_resume.clear()
 
     def dropped_from_replay(self, call_ids: Iterable[str]) -> None:
         """The replay to the resumed session left out the responses of ``call_ids`` (sent
@@ -344,6 +353,7 @@ class ToolCallBook:
         self._repeatable = {i: self._keys[i] for i in missed}
         self._as_turn = set(missed)
         self._since_handle.clear()
+        self._since_resume.clear()
 
     # -- questions ------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@
 
 The report names the versions (Python, google-genai, google-adk, adk-live-resume), the
 targets (the fake in both dialects; the real service, or why it was skipped), a count per
-outcome and target, and every failure with its message. Guarantee: resumption handles and
+outcome and target, every case (file and test, its other parameters kept) with its outcome on
+each target, and every failure with its message. Guarantee: resumption handles and
 API keys in failure messages are cut to short prefixes
 (:func:`adk_live_resume.log_redaction.redact_credentials`, plus bare UUIDs, the shape the
 service's handles have), so the report can be posted as it is.
@@ -41,6 +42,20 @@ class Case:
     target: str
     outcome: str
     message: str = ""
+    #: The test's file without ``.py`` (``test_field_shapes``; "" when the XML names none).
+    module: str = ""
+
+    @property
+    def case(self) -> str:
+        """The case the test asks, whatever the target: its file and its name with the target
+        taken out of its parameters (``test_field_shapes::test_x[TEXT]``)."""
+        base, _, params = self.name.partition("[")
+        inner = params.rstrip("]")
+        if self.target != "-":
+            inner = re.sub(rf"(^|-){re.escape(self.target)}(?=-|$)", "", inner, count=1)
+            inner = inner.strip("-")
+        name = f"{base}[{inner}]" if inner else base
+        return f"{self.module}::{name}" if self.module else name
 
 
 def read_cases(xml_text: str) -> list[Case]:
@@ -55,7 +70,8 @@ def read_cases(xml_text: str) -> list[Case]:
                 outcome = "failed" if kind == "failure" else kind
                 message = (found.get("message") or "") + "\n" + (found.text or "")
                 break
-        cases.append(Case(name, target_of(name), outcome, message.strip()))
+        module = element.get("classname", "").rpartition(".")[2]
+        cases.append(Case(name, target_of(name), outcome, message.strip(), module))
     return cases
 
 
@@ -100,6 +116,7 @@ def render(cases: list[Case], *, versions: dict[str, str], when: str) -> str:
     )
     if real_skips:
         lines += ["", "The real service was not tried: " + "; ".join(real_skips)]
+    lines += ["", "## Cases", "", *_case_table(cases, targets)]
     failed = [c for c in cases if c.outcome in ("failed", "error")]
     lines += ["", "## Failures", ""]
     if not failed:
@@ -108,6 +125,20 @@ def render(cases: list[Case], *, versions: dict[str, str], when: str) -> str:
         message = "\n".join(redact(case.message).splitlines()[:MESSAGE_LINES])
         lines += [f"### `{case.name}` ({case.outcome})", "", "```", message, "```", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _case_table(cases: list[Case], targets: list[str]) -> list[str]:
+    """One row per case, in the suite's order, with its outcome on each target ("" where it
+    did not run there; "no target": the cases that ask no service, as the model names')."""
+    outcomes: dict[str, dict[str, str]] = {}
+    for case in cases:
+        outcomes.setdefault(case.case, {})[case.target] = case.outcome
+    header = " | ".join("no target" if target == "-" else target for target in targets)
+    lines = [f"| case | {header} |", "|---" * (len(targets) + 1) + "|"]
+    for name, where in outcomes.items():
+        row = " | ".join(where.get(target, "") for target in targets)
+        lines.append(f"| `{name}` | {row} |")
+    return lines
 
 
 def main(argv: list[str]) -> int:

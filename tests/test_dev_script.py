@@ -157,6 +157,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 <testcase classname="tests.service.t" name="test_x[fake-vertex-TEXT-True]">
 <failure message="AssertionError: newHandle='0123456789abcdef0123' was not a UUID">
 the handle 3f2b8c1e-1d2c-4b5a-9e8f-0123456789ab, x-goog-api-key: AIzaSyREALKEY9</failure></testcase>
+<testcase classname="tests.service.m" name="test_names_agree[TEXT]"/>
 <testcase classname="tests.service.t" name="test_handles_are_uuids[real]">
 <skipped message="no GOOGLE_API_KEY (or Vertex credentials) set: the real service is not
 tried"/></testcase></testsuite></testsuites>"""
@@ -168,6 +169,7 @@ def test_the_conformance_report_counts_per_target_and_redacts_failures() -> None
     assert [(c.target, c.outcome) for c in cases] == [
         ("fake", "passed"),
         ("fake-vertex", "failed"),
+        ("-", "passed"),
         ("real", "skipped"),
     ]
     text = report.render(cases, versions={"google-genai": "2.34.0"}, when="now")
@@ -176,6 +178,26 @@ def test_the_conformance_report_counts_per_target_and_redacts_failures() -> None
     assert "### `test_x[fake-vertex-TEXT-True]` (failed)" in text
     assert "0123456789abcdef0123" not in text and "1d2c-4b5a" not in text
     assert "AIzaSyREALKEY9" not in text and "3f2b8c1e-…" in text
+
+
+def test_the_conformance_report_lists_every_case_with_its_outcome_per_target() -> None:
+    report = _report_module()
+    cases = report.read_cases(JUNIT)
+    assert [c.case for c in cases] == [
+        "t::test_handles_are_uuids",
+        "t::test_x[TEXT-True]",
+        "m::test_names_agree[TEXT]",
+        "t::test_handles_are_uuids",
+    ]
+    text = report.render(cases, versions={}, when="now")
+    table = text.partition("## Cases")[2].partition("## Failures")[0].strip().splitlines()
+    assert table == [
+        "| case | no target | fake | fake-vertex | real |",
+        "|---|---|---|---|---|",
+        "| `t::test_handles_are_uuids` |  | passed |  | skipped |",
+        "| `t::test_x[TEXT-True]` |  |  | failed |  |",
+        "| `m::test_names_agree[TEXT]` | passed |  |  |  |",
+    ]
 
 
 def test_docs_builds_the_site_strict_into_site(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,6 +106,40 @@ async def test_a_reconnect_is_a_span_event_and_metrics(
 
 
 @pytest.mark.timeout(60)
+async def test_a_runs_start_is_timed_phase_by_phase_in_a_debug_line_and_a_span_event(
+    otel: tuple[InMemoryMetricReader, InMemorySpanExporter],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, spans = otel
+    adk_live_resume.install()
+    with caplog.at_level(logging.DEBUG, logger="adk_live_resume.timeline"):
+        async with asyncio.timeout(30), FakeLiveServer() as server:
+            agent = LlmAgent(name="assistant", model=server.gemini())
+            with trace.get_tracer("test").start_as_current_span("conversation"):
+                async with await LiveDriver.start(agent) as live:
+                    assert await live.say("one") == "echo: one"
+                    await server.restart()  # (a reconnect is not the run's start)
+                    assert await live.say("two") == "echo: two"
+                    assert await live.close() is None
+    lines = [r.getMessage() for r in caplog.records if r.name == "adk_live_resume.timeline"]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"session {live.session.id}: run started at ")
+    told = dict(
+        (phase, float(ms))
+        for phase, ms in (part.split()[:2] for part in lines[0].split("; ")[1].split(", "))
+    )
+    assert list(told) == ["request", "handle", "connect", "restore", "answer"]
+    assert all(ms >= 0 for ms in told.values())
+    events = [e for s in spans.get_finished_spans() for e in s.events]
+    started = [e for e in events if e.name == "adk_live_resume.run_started"]
+    assert started, "no adk_live_resume.run_started span event"
+    assert started[-1].attributes is not None
+    assert dict(started[-1].attributes) == pytest.approx(
+        {f"adk_live_resume.{phase}_ms": ms for phase, ms in told.items()}, abs=0.05
+    )
+
+
+@pytest.mark.timeout(60)
 async def test_a_stall_recovery_is_a_span_event_with_what_was_seen(
     otel: tuple[InMemoryMetricReader, InMemorySpanExporter], runs: list[RunStats]
 ) -> None:

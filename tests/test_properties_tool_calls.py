@@ -9,7 +9,9 @@ from docs/guarantees.md ("Tool calls by id") and the module's docstring:
 
 * after a resume from a handle, the calls issued since that handle (accumulated over
   resumes that came before the model issued them anew) may be repeated, except those whose
-  exchange goes back to the model as context; after a fresh session, the calls whose result
+  exchange goes back to the model as context; a second resume from the same handle starts
+  from the same state, which lacks them still (none of them is told as content for being
+  covered); after a fresh session, the calls whose result
   its history lacks (and that no repeat took the place of);
 * only until the resumed session finished answering (a turn with model output completes);
 * the first new call with the same tool and arguments pairs with the earliest such call; it
@@ -88,7 +90,10 @@ class ToolCallMachine(RuleBasedStateMachine):
         self.book = ToolCallBook()
         self.ref = _Reference()
         self.ids = itertools.count(1)
-        self.since_handle: list[str] = []
+        #: Calls issued since the newest handle or resume (the next resume's missed calls).
+        self.since_resume: list[str] = []
+        #: Calls issued since the newest handle: its state lacks them, after any resume too.
+        self.handle_lacks: set[str] = set()
 
     @initialize()
     def start(self) -> None:
@@ -111,7 +116,8 @@ class ToolCallMachine(RuleBasedStateMachine):
             key = call_key(name, args)
             call = ref.calls[call_id] = _Call(call_id, key)
             ref.known.add(call_id)
-            self.since_handle.append(call_id)
+            self.since_resume.append(call_id)
+            self.handle_lacks.add(call_id)
             earlier = next((e for e in ref.repeatable if ref.calls[e].key == key), None)
             if earlier is None:
                 expected: tuple[str, Any] = ("run", None)
@@ -259,7 +265,8 @@ class ToolCallMachine(RuleBasedStateMachine):
     def resumable_handle(self) -> None:
         self.book.on_handle()
         self.ref.handle_knows = set(self.ref.known)
-        self.since_handle = []
+        self.since_resume = []
+        self.handle_lacks = set()
         self.ref.sent = []
 
     def _lose_unstarted(self) -> None:
@@ -277,7 +284,7 @@ class ToolCallMachine(RuleBasedStateMachine):
         self._lose_unstarted()
         assert ref.handle_knows is not None
         missed = [
-            i for i in self.since_handle if i not in ref.repeatable and i not in ref.cancelled
+            i for i in self.since_resume if i not in ref.repeatable and i not in ref.cancelled
         ]
         ref.repeatable.extend(missed)
         ref.repeatable.sort(key=lambda i: int(i[1:]))
@@ -286,15 +293,15 @@ class ToolCallMachine(RuleBasedStateMachine):
         ref.as_turn.update(
             i
             for i, c in ref.calls.items()
-            if i not in self.since_handle and c.result is None and i not in ref.superseded
+            if i not in self.handle_lacks and c.result is None and i not in ref.superseded
         )
-        finished = [i for i in self.since_handle if ref.calls[i].result is not None]
+        finished = [i for i in self.since_resume if ref.calls[i].result is not None]
         how = data.draw(st.sampled_from(["all", "none", "some"]))
         context = {"all": finished, "none": []}.get(how) or [
             i for i in finished if data.draw(st.booleans())
         ]
         dropped = [i for i in ref.sent if i not in context and data.draw(st.booleans())]
-        self.since_handle = []
+        self.since_resume = []
         ref.sent = []
         self.book.on_resumed()
         self.book.in_context(context)
@@ -331,7 +338,8 @@ class ToolCallMachine(RuleBasedStateMachine):
         ref.as_turn = set(ref.repeatable)
         ref.known = set()
         ref.handle_knows = None
-        self.since_handle = []
+        self.since_resume = []
+        self.handle_lacks = set()
         ref.sent = []
         self.book.on_fresh_session(answered_in_history=answered)
 

@@ -258,6 +258,55 @@ async def test_a_tool_asked_for_again_after_a_reconnect_runs_again(
         assert server.tool_call(new_call.id).responses == [{"balance": 40}]
 
 
+@pytest.mark.parametrize("background", [False, True], ids=["blocking", "non-blocking"])
+async def test_a_tool_running_across_two_resumes_from_one_handle_is_told_once(
+    make_agent: AgentFactory, background: bool
+) -> None:
+    """The call came after the newest handle and its tool still runs when the socket drops;
+    the next connection drops right after its setup, before any handle, so the third
+    resumes from the same handle again, the tool ending while it opens. That state lacks the
+    call as the first resumed one did: the model issues it anew (the replayed turn) and the
+    repeat gets the one result; it is not also told as content for a call the handle would
+    hold."""
+    if background and not adk_compat.runs_tools_in_background():
+        pytest.skip("the installed google-adk has no NON_BLOCKING tools (1.37 and 2.5 on)")
+    job = SlowJob(1.0)
+    tool = slow_job_tool(job) if background else job_tool_blocking(job)
+    server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
+    server.script(Fault.close(1000, after_setup=True), connection=2)
+    server.script(Fault.setup_delay(1.5), connection=3)  # (the tool ends meanwhile)
+    async with asyncio.timeout(30), server:
+        agent = make_agent(server, tools=[tool])
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("hello") == "echo: hello"
+            assert (await server.issue_handles_now())[1] is not None  # older than the call
+            mark = live.send_text('call slow_job {"job_name": "mail"}')
+            await asyncio.wait_for(job.started.wait(), 10)
+            await server.close_open(1011)
+            await server.wait_for_connections(3)
+            answer = await answer_like(live, mark, "slow_job returned", timeout=15)
+            assert answer == 'slow_job returned {"job":"mail","run":1}'
+            await asyncio.sleep(0.5)  # nothing more may arrive
+            told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+            assert told == [answer], "told once"
+            await live.close()
+        first, second, third = server.connections
+        assert job.runs == ["mail"], "the tool ran once"
+        assert second.resumed and third.resumed
+        assert third.resume_handle == second.resume_handle == first.handles_issued[-1]
+        assert late_results_told(third) == [], "not told as content besides"
+        for record in server.connections:
+            assert not record.unknown_tool_response_ids and not record.errors
+
+
+def job_tool_blocking(job: SlowJob) -> Any:
+    async def slow_job(job_name: str) -> dict[str, Any]:
+        """Run a slow job (sends an email, places an order...)."""
+        return await job(job_name)
+
+    return slow_job
+
+
 @needs_background_tools
 async def test_a_running_tool_that_fails_answers_the_repeat_with_an_error_and_never_reruns(
     make_agent: AgentFactory,

@@ -6,11 +6,11 @@ ADK speaks it), a handle schedule (handles after turns and at random idle points
 silent or speaking), a connection lifetime (so goAways land anywhere) and drops of every style
 (close codes, aborts, mid-answer, mid-tool-call, during a reconnect, refused handles, a server
 restart), and stalls (a connection, or the live session, that stops answering with its socket
-open: silence, empty or rejected turns; drawn from a random stream of their own, never for a
-pinned seed, whose plan stays as it failed). ADK's own work between connections is made slow
-at random: a
-``before_model_callback`` that screens every typed turn for a random time (sometimes longer
-than ``close_timeout``) and blocks some, and a session service whose writes take a random time.
+open: silence, empty or rejected turns, answers of near-silent audio; drawn from a random
+stream of their own, never for a pinned seed, whose plan stays as it failed). ADK's own work
+between connections is made slow at random: a ``before_model_callback`` that screens every
+typed turn for a random time (sometimes longer than ``close_timeout``) and blocks some, and a
+session service whose writes take a random time.
 Then a microphone task streams audio the whole time (silence between utterances) while the
 conversation runs: spoken utterances, typed turns, parallel tool calls, barge-ins (speaking
 over an answer), typed turns sent inside a window between connections (the instant the next
@@ -278,7 +278,7 @@ def make_plan(seed: int) -> VoicePlan:
     plan.audio_out = audio and not {"barge", "background", "transfer"} & {k for k, _ in plan.steps}
     stalls = random.Random(f"stall {seed}")  # (its own stream: the choices above stay)
     if seed not in {pin.seed for pin in PINNED} and stalls.random() < 0.25:
-        shape = stalls.choice(["silent", "silent", "empty", "rejected"])
+        shape = stalls.choice(["silent", "silent", "empty", "rejected", "quiet_audio"])
         plan.stall = Fault.stall(shape, session=stalls.random() < 0.3)  # type: ignore[arg-type]
         plan.stall_connection = stalls.choice([1, 2])
     return plan
@@ -643,8 +643,9 @@ async def _run_plan(
             in_memory = [t for t in in_memory if t not in spoken]
             remembered = [t for t in remembered if t in in_memory or t in maybe_cut]
         # Every turn is remembered once, in order; a turn the user talked over at most once.
-        assert [t for t in remembered if t not in maybe_cut] == in_memory, f"memory {remembered}"
-        assert all(remembered.count(story) <= 1 for story in maybe_cut), f"memory {remembered}"
+        why = _memory_story(server, remembered, in_memory, maybe_cut)
+        assert [t for t in remembered if t not in maybe_cut] == in_memory, why
+        assert all(remembered.count(story) <= 1 for story in maybe_cut), why
         answered = server.user_turns_answered()
         for text in set(said):  # (a step said again is a turn again: answered again)
             count = answered.count(text) - _answers_lost_unread(server, live.events, text)
@@ -725,6 +726,21 @@ def _transcription_shown(events: list[Any], *, finished: bool) -> str:
         and bool(e.input_transcription.finished) is finished
     )
     return "".join(text.split()).lower()
+
+
+def _memory_story(
+    server: FakeLiveServer, remembered: list[str], expected: list[str], maybe_cut: list[str]
+) -> str:
+    """What a failed memory check needs: the memory, what was expected, and for each connection
+    how it began (resumed or fresh, with history) and which user turns it heard and answered."""
+    lines = [f"memory {remembered}", f"expected {expected} (maybe cut: {maybe_cut})"]
+    for r in server.connections:
+        began = "resumed" if r.resumed else ("refused handle" if r.resume_handle else "fresh")
+        lines.append(
+            f"  connection {r.index} {began}, history sends {r.history_sends}, ended by "
+            f"{r.ended_by} {r.close_code}: heard {r.user_turns}, answered {r.answered_user_turns}"
+        )
+    return "\n".join(lines)
 
 
 def _left_out_by_a_late_result(
