@@ -42,6 +42,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 #: RMS (16-bit full scale 32768) above which a chunk counts as speech: about -40 dBFS.
 #: Room noise and digital silence are far below; speech at a normal level is far above.
@@ -137,6 +138,15 @@ def is_voiced(pcm: bytes, threshold_rms: float = DEFAULT_THRESHOLD_RMS) -> bool:
         if _rms(total, count) >= threshold_rms:
             return True
     return False
+
+
+def near_silent_audio(part: Any) -> bool:
+    """Whether a model's ``Part`` is audio that is all near silence (not :func:`is_voiced`):
+    what an answer of near silence, a stall's ``quiet_audio`` shape, is made of."""
+    blob = getattr(part, "inline_data", None)
+    if blob is None or not blob.data or not str(blob.mime_type or "").startswith("audio"):
+        return False
+    return not is_voiced(blob.data)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from google.genai import types
 
 from . import genai_compat, websockets_compat
+from .activity import near_silent_audio
 from .client_sends import readdressed, responses_of, without_responses
 from .connection_state import (
     Action,
@@ -268,7 +269,7 @@ class ConnectionWatch:
             if part.text and not part.thought:
                 outbox.model_text(part.text)
             else:
-                outbox.model_audio()
+                outbox.model_audio(voiced=not near_silent_audio(part))
             self.model_turn_open = self.output_in_turn = True
             self.work.output()
         if content.output_transcription and content.output_transcription.text:

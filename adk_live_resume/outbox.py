@@ -94,11 +94,17 @@ class _Fact:
     ids: tuple[str, ...] = ()
     #: Model output that begins a generation (none was in progress on this connection).
     starts: bool = False
+    #: Model audio that is all near silence (below the speech threshold): output for what a
+    #: handle covers (the server took the input in), no answer to a turn.
+    quiet: bool = False
 
 
 #: Model output without text (audio, a thought): one fact stands for a run of them.
 _MODEL_AUDIO = _Fact("model_audio")
 _MODEL_AUDIO_STARTS = _Fact("model_audio", starts=True)
+#: A run of near-silent model audio (see :attr:`_Fact.quiet`).
+_QUIET_AUDIO = _Fact("model_audio", quiet=True)
+_QUIET_AUDIO_STARTS = _Fact("model_audio", starts=True, quiet=True)
 #: Facts that are model output, whatever its form: the server took in what came before.
 _MODEL_OUTPUT = frozenset({"model_text", "model_audio", "tool_call"})
 
@@ -288,17 +294,21 @@ class Outbox:
         begins, self._generating = not self._generating, True
         return begins
 
-    def model_audio(self) -> None:
+    def model_audio(self, *, voiced: bool = True) -> None:
         """Model output without text (audio, a thought) arrived: model output as text is, for
         the utterance and the typed turns it answers and for what a handle covers (an app
         that turns output transcription off gets nothing else); it carries no text to give
-        back as context. Consecutive parts are kept as one fact."""
+        back as context. Consecutive parts are kept as one fact. ``voiced``: false for audio
+        that is all near silence, which covers as output does but answers no typed turn
+        (:meth:`typed_turns_unanswered`) unless other output follows it in its generation."""
         self.activity.on_model_output()
         self.turns.on_model_output()
         if self._generation_begins():
-            self._items.append(_MODEL_AUDIO_STARTS)
-        elif not self._items or self._items[-1] not in (_MODEL_AUDIO, _MODEL_AUDIO_STARTS):
-            self._items.append(_MODEL_AUDIO)
+            self._items.append(_MODEL_AUDIO_STARTS if voiced else _QUIET_AUDIO_STARTS)
+            return
+        run = (_MODEL_AUDIO, _MODEL_AUDIO_STARTS) if voiced else (_QUIET_AUDIO, _QUIET_AUDIO_STARTS)
+        if not self._items or self._items[-1] not in run:
+            self._items.append(_MODEL_AUDIO if voiced else _QUIET_AUDIO)
 
     def input_text(self, text: str) -> str:
         """Record an ``inputTranscription`` piece; return what of it to show the user (pass
@@ -610,14 +620,27 @@ class Outbox:
         """The typed turns held here that no answer began after (no generation began once
         they were sent), oldest first: the model has said nothing to them yet, so model
         output after one of them in ADK's session was said before the server had it (see
-        :func:`~adk_live_resume.fresh_history.fresh_history`)."""
+        :func:`~adk_live_resume.fresh_history.fresh_history`).
+
+        A generation of near-silent audio only (a stall's ``quiet_audio`` answer) said
+        nothing: the turns before it stay unanswered, so a fresh session is asked them. One
+        that begins near silent and then speaks (or says text, or calls a tool) is an answer
+        from its beginning."""
         turns: list[str] = []
+        #: Turns held when the generation in progress began near silent (None: it did not).
+        before_quiet: int | None = None
         for item in self._items:
             if isinstance(item, ClientMessage):
                 if item.user_text:
                     turns.append(item.user_text)
+            elif item.starts and item.quiet:
+                before_quiet = len(turns)
             elif item.starts:
-                turns = []
+                turns, before_quiet = [], None
+            elif item.kind in ("turn_complete", "interrupted"):
+                before_quiet = None
+            elif before_quiet is not None and item.kind in _MODEL_OUTPUT and not item.quiet:
+                turns, before_quiet = turns[before_quiet:], None
         return turns
 
     def take_audio(

@@ -27,7 +27,7 @@ from typing import Any
 
 from google.genai import types
 
-from .activity import DEFAULT_THRESHOLD_RMS, pcm_rms
+from .activity import near_silent_audio
 from .client_sends import describe, signals
 from .outbox import ClientMessage
 from .stall_rule import RESPONSE_REJECTED, Excuses, Stall, StallRule, degenerate
@@ -136,11 +136,10 @@ class StallWatch:
             blob = part.inline_data
             if part.text or part.function_call or part.thought:
                 self._content = True
+            elif near_silent_audio(part):
+                self._quiet = True
             elif blob is not None and blob.data and str(blob.mime_type or "").startswith("audio"):
-                if pcm_rms(blob.data) >= DEFAULT_THRESHOLD_RMS:
-                    self._voiced = True
-                else:
-                    self._quiet = True
+                self._voiced = True
             else:
                 self._content = True
         if content.output_transcription and content.output_transcription.text:

@@ -5,20 +5,24 @@ installed, the real google-genai SDK, a real TLS websocket on 127.0.0.1, the in-
 server): one turn answered, a ``Fault.stall`` armed on the connection, a second turn sent
 (the stalled one); the sample is the time from that send to the end of its answer, which
 comes after the loop noticed the stall and recovered: a resume with the turn replayed for
-silence, a fresh session with the conversation rebuilt for empty turns. Shapes:
+silence, a fresh session with the conversation rebuilt for a turn answered with nothing.
+Shapes:
 
 * ``silent``: no answer at all; noticed ``stall_timeout`` after the turn;
 * ``empty`` and ``rejected``: ``turnComplete`` with no content (``RESPONSE_REJECTED``);
-  noticed when that turn ends (``degenerate_turns=1`` here; the default 3 waits for three).
+  noticed when that turn ends (``degenerate_turns=1`` here; the default 3 waits for three);
+* ``quiet_audio``: an answer whose audio is near silence, then ``turnComplete``; noticed when
+  that turn ends, as the empty ones. Its runs answer in audio (``response_modalities``
+  AUDIO, with output transcription, which the fake sends only with voiced answers), where a
+  voice app meets it: the answer is longer to stream than text, which the figure beyond
+  both shows.
 
 Beside each sample, the run's reported reconnect gap (``ReconnectInfo.gap_ms``: from the
 stall's detection to the next connection ready, the turn replayed or the history sent). The
 figure to read: time to answer minus (``stall_timeout`` for silence, 0 for the other shapes)
 plus the reconnect gap, i.e. what the detection and the answer cost beyond the timer and the
-reconnect.
-``quiet_audio`` is left out: it needs an audio session (the fake sends it in any modality,
-and text sessions measure the same path as ``empty``). ``stall_timeout`` is 1 s
-here (the default 15 s would add 14 s to each silent sample and change nothing else).
+reconnect. ``stall_timeout`` is 1 s here (the default 15 s would add 14 s to each silent
+sample and change nothing else).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from common import (
 )
 
 NAME = "stall_recovery"
-SHAPES = ("silent", "empty", "rejected")
+SHAPES = ("silent", "empty", "rejected", "quiet_audio")
 STALL_TIMEOUT = 1.0
 FULL = 20
 QUICK = 2
@@ -49,6 +53,8 @@ QUICK = 2
 async def _sample(shape: str) -> tuple[float, float]:
     """One run: seconds from the stalled turn's send to its answer, and the gap (ms)."""
     from google.adk.agents import LlmAgent
+    from google.adk.agents.run_config import RunConfig
+    from google.genai import types
 
     import adk_live_resume
     from adk_live_resume import ReconnectInfo, ResumePolicy
@@ -60,7 +66,14 @@ async def _sample(shape: str) -> tuple[float, float]:
     try:
         async with FakeLiveServer() as server:
             agent = LlmAgent(name="assistant", model=server.gemini())
-            async with await LiveDriver.start(agent) as live:
+            config = None
+            if shape == "quiet_audio":  # (an audio session: see the module)
+                config = RunConfig(
+                    response_modalities=[types.Modality.AUDIO],
+                    session_resumption=types.SessionResumptionConfig(),
+                    output_audio_transcription=types.AudioTranscriptionConfig(),
+                )
+            async with await LiveDriver.start(agent, run_config=config) as live:
                 assert await live.say("one") == "echo: one"
                 server.script(Fault.stall(shape), connection=1)  # type: ignore[arg-type]
                 loop = asyncio.get_running_loop()

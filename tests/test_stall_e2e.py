@@ -167,3 +167,43 @@ async def test_stall_detection_off_waits_as_stock_adk_does(make_agent: AgentFact
                 await live.say("second", timeout=2.0)
             await live.close()
         assert len(server.connections) == 1
+
+
+def audio_answers() -> Any:
+    """A voice app's run config: answers in audio, with their transcription."""
+    from google.adk.agents.run_config import RunConfig
+    from google.genai import types
+
+    return RunConfig(
+        response_modalities=[types.Modality.AUDIO],
+        session_resumption=types.SessionResumptionConfig(),
+        output_audio_transcription=types.AudioTranscriptionConfig(),
+    )
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "vertex"])
+async def test_a_session_long_quiet_audio_stall_is_answered_once_by_a_fresh_session(
+    make_agent: AgentFactory, dialect: str
+) -> None:
+    """An answer of near-silent audio answers nothing: the session that gave it is not
+    resumed (it holds the exchange), and the fresh session is asked the turn once."""
+    policy = ResumePolicy(stall_timeout=1.0, degenerate_turns=1)
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            if dialect == "vertex":
+                agent = vertex_agent(make_agent, server, policy)
+            else:
+                agent = make_agent(server, policy=policy)
+            async with await LiveDriver.start(agent, run_config=audio_answers()) as live:
+                assert await live.say("first") == "echo: first"
+                server.script(Fault.stall("quiet_audio", session=True), connection=1)
+                assert await live.say("second", timeout=20) == "echo: second"
+                assert await live.say("third") == "echo: third"
+                assert await live.close() is None
+            first, second = server.connections
+            assert first.stalled_turns == ["second"] and not second.stalled_turns
+            assert not second.resumed and second.session_id != first.session_id
+            assert second.history_sends == 1 and second.user_turns.count("second") == 1
+            assert server.user_turns_answered() == ["first", "second", "third"]
+    assert reports.steps() == [("stall", False)]
+    assert "near silence" in reports.reconnects[0].stall

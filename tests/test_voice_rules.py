@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from google.genai import types
 
-from adk_live_resume.activity import UserActivity, is_voiced, pcm_rms
+from adk_live_resume.activity import UserActivity, is_voiced, near_silent_audio, pcm_rms
 from adk_live_resume.client_sends import audio_pcm, signals
 from adk_live_resume.fresh_history import fresh_history, user_texts
 from adk_live_resume.outbox import Outbox
@@ -420,6 +420,24 @@ def test_a_repeat_survives_a_connection_that_drops_before_the_model_asked_again(
     assert book.on_calls([("c2", "f", {})]).answer == (("c2", {"v": 1}),)
 
 
+def test_a_call_still_running_over_two_resumes_waits_for_its_repeat_not_told_as_well() -> None:
+    """Resumed twice from the same handle (the first resumed connection dropped right after
+    its setup), a call issued after that handle is still missing from the session's state:
+    its result goes to the repeat the replayed turn brings, and is not told as content too
+    (the model would tell it twice; voice soak seed 779 under load)."""
+    book = ToolCallBook()
+    book.on_handle()
+    book.on_calls([("c1", "lookup", {"item": "a"})])  # the tool runs; the socket dies
+    book.on_resumed()
+    book.on_resumed()  # dropped right after setup, resumed from the same handle again
+    book.on_result("c1", {"item": "a", "found": "yes"})  # its response reaches the send path
+    assert book.is_unknown("c1")
+    assert not book.goes_as_turn("c1"), "the repeat takes the result: not told as content too"
+    decision = book.on_calls([("c2", "lookup", {"item": "a"})])
+    assert decision.answer == (("c2", {"item": "a", "found": "yes"}),)
+    assert book.take_late() == []
+
+
 def test_parallel_calls_are_decided_one_by_one() -> None:
     book = ToolCallBook()
     book.on_calls([("a1", "a", {}), ("b1", "b", {})])
@@ -526,6 +544,48 @@ def test_a_typed_turn_an_earlier_answer_finished_after_ends_a_fresh_history() ->
     )
     called = [content("user", "two"), call, content("model", "f returned")]
     assert fresh_history(called, "", speaking=False, unanswered=["two"]) == (called, False)
+
+
+def test_a_typed_turn_answered_with_near_silence_only_ends_a_fresh_history() -> None:
+    """The user typed "grove" while a background result was being told (ADK stored the
+    telling after the turn); the model answered the turn with near-silent audio only (a
+    stall's ``quiet_audio``), which said nothing: the turn stays unanswered, so the fresh
+    history ends with it and the fresh session answers it once. An answer that begins near
+    silent and then speaks is an answer from its beginning."""
+    outbox = Outbox(1000.0)
+    outbox.model_text("job returned {")
+    outbox.record("send_client_content", typed_turn("grove"))
+    outbox.model_text('"done":"yes"}')
+    outbox.turn_complete()
+    outbox.model_audio(voiced=False)  # the answer to "grove": near silence, in two parts
+    outbox.model_audio(voiced=False)
+    outbox.turn_complete()
+    assert outbox.typed_turns_unanswered() == ["grove"]
+    told = content("model", 'job returned {"done":"yes"}')
+    stored = [content("user", "grove"), told]
+    history, _ = fresh_history(
+        stored, "", speaking=False, unanswered=outbox.typed_turns_unanswered()
+    )
+    assert history == [told, content("user", "grove")]
+    outbox.record("send_client_content", typed_turn("two"))
+    outbox.model_audio(voiced=False)  # a breath before the words
+    outbox.record("send_client_content", typed_turn("three"))  # sent while it answers "two"
+    outbox.model_audio()
+    assert outbox.typed_turns_unanswered() == ["three"]
+    outbox.turn_complete()
+    outbox.model_audio(voiced=False)
+    outbox.interrupted()  # cut off near silent: said nothing either
+    assert outbox.typed_turns_unanswered() == ["three"]
+
+
+def test_near_silent_model_audio_is_told_from_speech() -> None:
+    def part(pcm: bytes) -> types.Part:
+        return types.Part(inline_data=types.Blob(data=pcm, mime_type="audio/pcm;rate=24000"))
+
+    assert near_silent_audio(part(struct.pack("<4h", 20, -20, 20, -20)))
+    assert not near_silent_audio(part(struct.pack("<4h", 9000, -9000, 9000, -9000)))
+    assert not near_silent_audio(types.Part(text="hello"))
+    assert not near_silent_audio(part(b""))
 
 
 def test_the_outbox_names_the_output_a_typed_turn_cut_off() -> None:
