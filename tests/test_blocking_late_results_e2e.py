@@ -18,7 +18,6 @@ result arrives while the next connection already serves.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
