@@ -24,6 +24,10 @@ each release's wheel; see docs/supported-releases.md):
   module functions from 2.9 (with ``mode`` resume/restart). Taken from the namespace of the
   receive step actually used, so it is the class that step yields.
 * ``LlmResponse.go_away`` from 1.29; ``LiveRequestQueue.closed`` from 2.9.
+* **a history answered on Gemini 3.x Live**: newer releases follow the history
+  ``send_history`` sends with a placeholder realtime text (the model answers only at the
+  next user input); 1.39 and 2.6 speak the 3.x dialect without it. See
+  :func:`history_answer_trigger`.
 * **NON_BLOCKING tools** (run in a background task; the response goes out through the
   ``LiveRequestQueue`` when the tool ends): none up to 1.36 and 2.0 - 2.4; the
   ``InvocationContext.active_non_blocking_tool_tasks`` field keyed ``f"{tool}_{call id}"``
@@ -479,6 +483,46 @@ def holds_tool_calls_until_turn_complete() -> bool:
     except (OSError, TypeError):
         return parse_version(adk_version()) >= (1, 28, 0)
     return "tool_call_parts" in source
+
+
+#: The realtime text that asks a Gemini 3.x Live model to answer the history it was given
+#: (ADK 2.13's ``_RESPONSE_TRIGGER_TEXT``).
+HISTORY_ANSWER_TRIGGER = "."
+
+
+@functools.cache
+def sends_history_answer_trigger() -> bool:
+    """ADK's ``send_history`` asks a Gemini 3.x Live model to answer a history that ends with
+    a user turn: after ``turnComplete`` such a model starts generating only at the next user
+    input, so ADK follows the history with a placeholder realtime text (2.13's comment in
+    ``GeminiLlmConnection.send_history``). Releases that speak the 3.x dialect without it
+    (1.39, 2.6) leave the model waiting.
+
+    Found by feature: ``send_history`` sends realtime input (its source is read, never run).
+    True when the source is not readable (a frozen install): nothing is added then.
+    """
+    from google.adk.models.gemini_llm_connection import GeminiLlmConnection
+
+    try:
+        source = inspect.getsource(GeminiLlmConnection.send_history)
+    except (OSError, TypeError):
+        return True
+    return "send_realtime_input" in source
+
+
+def history_answer_trigger(connection: Any, contents: list[Any]) -> dict[str, Any] | None:
+    """The ``send_realtime_input`` arguments to send after ADK's ``send_history(contents)``
+    on ``connection`` so that the model answers the history, where ADK does not send them
+    itself (:func:`sends_history_answer_trigger`); ``None`` where nothing is owed: the
+    history ends with the model's turn (it waits for the user), or the connection does not
+    speak the Gemini 3.x Live dialect (the model answers the history's ``turnComplete``)."""
+    if not contents or getattr(contents[-1], "role", None) != "user":
+        return None
+    if getattr(connection, "_is_gemini_3_x_live", False) is not True:
+        return None
+    if sends_history_answer_trigger():
+        return None
+    return {"text": HISTORY_ANSWER_TRIGGER}
 
 
 def runs_tools_in_background() -> bool:

@@ -269,8 +269,11 @@ class LiveRun:
             now=now,
         )
         if changed:
-            self.rules.tool_calls.on_handle()
             if self.transparent or not work_in_progress:
+                # (on the Gemini API a handle issued while the model works holds neither the
+                # request nor the calls made for it: the request is asked again, and the
+                # model's calls for it are repeats, never told apart as well)
+                self.rules.tool_calls.on_handle()
                 self.rules.outbox.covered(last_consumed_index if self.transparent else None)
             self.ctx.live_session_resumption_handle = handles.handle
             logger.debug("new resumption handle %s", redact(handles.handle))

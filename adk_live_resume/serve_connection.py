@@ -364,6 +364,9 @@ async def send_restoration(
         if contents:
             with watch.sending_history():  # the session's state from its start on
                 await connection.send_history(contents)
+                trigger = adk_compat.history_answer_trigger(connection, contents)
+                if trigger is not None:  # (ADK's release leaves the model waiting)
+                    await tap.send_realtime_input(**trigger)
         for method, kwargs in pending:
             handed += 1
             await tap.replay(method, kwargs)

@@ -240,6 +240,7 @@ async def run_round(
     return {
         "sessions": sessions,
         "pacing": pacing,
+        "client": "patched",
         "gc_tuning": gc_tuning,
         "started": len(drivers),
         "start_seconds": start_seconds,
@@ -257,6 +258,126 @@ async def run_round(
         "errors": errors[:20],
         "error_count": len(errors),
         **recovery,
+    }
+
+
+async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) -> dict[str, Any]:
+    """The floor: N bare google-genai sessions (no ADK, no patch) in this process, through the
+    same drop, each resuming at once with its newest handle as its receive ends (the
+    detecting floor of ``resume_gap``, N at a time), then asking ``recall``. What a process
+    pays for the same reconnects with nothing of ADK's or ours: its CPU per reconnect and its
+    time until every session resumed are the floor the patched rounds are read against."""
+    from google import genai
+    from google.genai import types
+    from resume_gap import _bare_config, _bare_read, _bare_send, _BareState
+
+    os.environ["SSL_CERT_FILE"] = hello["cert_path"]
+    client = genai.Client(
+        api_key="bench", http_options=types.HttpOptions(base_url=hello["base_url"])
+    )
+    attempts: list[float] = []
+    resumes: list[float] = []
+    errors: list[str] = []
+    model = "gemini-live-fake"
+
+    async def say(session: Any, state: _BareState, text: str) -> str | None:
+        await _bare_send(session, state, text)
+        async with asyncio.timeout(TIMEOUT):
+            await _bare_read(session, state, lambda: state.settled)
+        return state.answers[-1] if state.answers else None
+
+    gc.collect()
+    rss_before = rss_bytes()
+    gate = asyncio.Semaphore(STARTING_AT_ONCE)
+    stacks: list[contextlib.AsyncExitStack] = []
+    dropped = asyncio.Event()
+
+    async def one(i: int) -> tuple[Any, _BareState] | None:
+        state = _BareState()
+        stack = contextlib.AsyncExitStack()
+        stacks.append(stack)
+        try:
+            async with gate:
+                config = _bare_config(None)
+                session = await stack.enter_async_context(
+                    client.aio.live.connect(model=model, config=config)
+                )
+                answer = await say(session, state, f"before {i}")
+                if answer != f"echo: before {i}":
+                    raise AssertionError(f"session {i} answered {answer!r}")
+        except Exception as error:
+            errors.append(f"start {i}: {_brief(error)}")
+            return None
+        return session, state
+
+    started_at = time.monotonic()
+    opened = await asyncio.gather(*(one(i) for i in range(sessions)))
+    live = {i: pair for i, pair in enumerate(opened) if pair is not None}
+    start_seconds = time.monotonic() - started_at
+    gc.collect()
+    rss_after = rss_bytes()
+    if gc_tuning:
+        tune_gc()
+
+    async def through_drop(i: int, session: Any, state: _BareState) -> bool:
+        try:
+            await _bare_read(session, state, lambda: False)  # until the connection ends
+            await dropped.wait()
+            attempts.append(time.monotonic())
+            stack = contextlib.AsyncExitStack()
+            stacks.append(stack)
+            config = _bare_config(state.handle)
+            session = await stack.enter_async_context(
+                client.aio.live.connect(model=model, config=config)
+            )
+            resumes.append(time.monotonic())
+            answer = await say(session, state, "recall")
+        except Exception as error:
+            errors.append(f"after {i}: {_brief(error)}")
+            return False
+        if answer != f"you said: before {i}":
+            errors.append(f"after {i}: answered {answer!r}")
+            return False
+        return True
+
+    cpu_before = cpu_seconds()
+    lag = LoopLag()
+    ticker = asyncio.create_task(lag.tick())
+    watching = [asyncio.create_task(through_drop(i, s, st)) for i, (s, st) in live.items()]
+    await asyncio.sleep(0)  # every reader is in its receive
+    drop = await _control(hello["control_port"], "drop")
+    dropped.set()
+    answered = await asyncio.gather(*watching)
+    cpu_recovery = cpu_seconds() - cpu_before
+    ticker.cancel()
+    at = float(drop["at"])
+    for stack in stacks:
+        with contextlib.suppress(Exception):
+            await stack.aclose()
+    return {
+        "sessions": sessions,
+        "pacing": False,
+        "client": "bare",
+        "gc_tuning": gc_tuning,
+        "started": len(live),
+        "start_seconds": start_seconds,
+        "rss_before": rss_before,
+        "rss_after": rss_after,
+        "memory_per_session": (rss_after - rss_before) / max(1, len(live)),
+        "dropped": drop["dropped"],
+        "drop_seconds": float(drop["done"]) - at,
+        "cpu_recovery": cpu_recovery,
+        "loop_lag_worst": lag.worst,
+        "gc_full_seconds": lag.gc_seconds,
+        "gc_full_collections": lag.gc_full,
+        "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        "errors": errors[:20],
+        "error_count": len(errors),
+        "attempts": [t - at for t in attempts],
+        "resumed": [t - at for t in resumes],
+        "sessions_reconnected": len(resumes),
+        "state_restored": sum(answered),
+        "turns_ok": sum(answered),
     }
 
 
@@ -278,6 +399,12 @@ def main() -> None:
     parsed.add_argument("--pacing", choices=("on", "off"), required=True)
     parsed.add_argument("--server", required=True, help="the server's hello line (JSON)")
     parsed.add_argument(
+        "--client",
+        choices=("patched", "bare"),
+        default="patched",
+        help="patched Runner.run_live sessions, or bare google-genai ones (the floor)",
+    )
+    parsed.add_argument(
         "--gc-tuning",
         choices=("on", "off"),
         default="on",
@@ -286,9 +413,12 @@ def main() -> None:
     args = parsed.parse_args()
     raise_fd_limit()
     hello = json.loads(args.server)
-    result = asyncio.run(
-        run_round(args.sessions, args.pacing == "on", hello, args.gc_tuning == "on")
-    )
+    if args.client == "bare":
+        result = asyncio.run(run_bare_round(args.sessions, hello, args.gc_tuning == "on"))
+    else:
+        result = asyncio.run(
+            run_round(args.sessions, args.pacing == "on", hello, args.gc_tuning == "on")
+        )
     sys.stdout.write(json.dumps(result) + "\n")
 
 

@@ -1,4 +1,5 @@
-"""Connect cost: the client's CPU per live connect, websockets' proxy lookup on and off.
+"""Connect cost: the client's CPU per live connect, websockets' proxy lookup on and off, and
+with the TLS session of the connection before reused.
 
 A bare google-genai client (``client.aio.live.connect``: TCP, TLS, the websocket handshake,
 the setup and its ``setupComplete``, then close) connects again and again to the fake server,
@@ -6,8 +7,12 @@ which runs in a process of its own (``_scale_server.py``), so the CPU measured
 (``time.process_time``) is the client's only. Blocks alternate: websockets' default (it looks
 a proxy up in the environment on every connect) and ``proxy=None`` (what
 ``adk_live_resume.connect_params`` passes while no proxy is configured), so a noisy
-neighbour hits both alike. Reported: CPU per connect for each, their ratio, and the lookup
-alone (``urllib.request.getproxies()`` and ``proxy_bypass()``, what websockets calls).
+neighbour hits both alike. A third kind, also interleaved, reuses the TLS session of the
+connection before (the fake server's ``ssl`` context issues TLS 1.3 session tickets, as
+Google's front ends do): every connect resumes the session (``session_reused``, counted) on
+the client's one context, so the certificate is not verified again. Reported: CPU per
+connect for each, their ratios, and the lookup alone (``urllib.request.getproxies()`` and
+``proxy_bypass()``, what websockets calls).
 
     python3 scripts/dev.py bench connect_cost            # 10 blocks of 40 connects each way
     python3 scripts/dev.py bench connect_cost --quick    # 2 blocks of 5
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import statistics
 import time
 import urllib.request
@@ -24,6 +30,34 @@ from typing import Any
 
 import _scale_server
 from common import check, finite, machine, markdown_table, output_dirs, parser, write_result
+
+
+class _ReusingSSLObject(ssl.SSLObject):
+    """An ``SSLObject`` that resumes the last TLS session its context saw for the host
+    (asyncio's ``wrap_bio`` passes no session of its own)."""
+
+    last: dict[tuple[int, str | None], ssl.SSLSession] = {}
+
+    @classmethod
+    def _create(  # type: ignore[override]
+        cls,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | None = None,
+        session: ssl.SSLSession | None = None,
+        context: ssl.SSLContext | None = None,
+    ) -> ssl.SSLObject:
+        if session is None and not server_side:
+            session = cls.last.get((id(context), server_hostname))
+        return super()._create(  # type: ignore[misc,no-any-return]
+            incoming,
+            outgoing,
+            server_side=server_side,
+            server_hostname=server_hostname,
+            session=session,
+            context=context,
+        )
 
 
 def lookup_cpu(samples: int = 2000) -> float:
@@ -50,23 +84,49 @@ async def measure(hello: dict[str, Any], blocks: int, per_block: int) -> dict[st
     def direct(*args: Any, **kwargs: Any) -> Any:
         return default(*args, **{**kwargs, "proxy": None})
 
+    reused = [0, 0]  # connects, of which resumed a TLS session
+
+    class Reusing:
+        """``ws_connect`` with ``proxy=None`` that notes each connection's TLS session."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._connect = default(*args, **{**kwargs, "proxy": None})
+
+        async def __aenter__(self) -> Any:
+            self._connection = connection = await self._connect
+            tls = connection.transport.get_extra_info("ssl_object")
+            reused[0] += 1
+            reused[1] += tls.session_reused
+            _ReusingSSLObject.last[(id(tls.context), tls.server_hostname)] = tls.session
+            return connection
+
+        async def __aexit__(self, *exc: object) -> None:
+            await self._connection.close()
+
+    context: ssl.SSLContext = client._api_client._websocket_ssl_ctx["ssl"]
     config = types.LiveConnectConfig(session_resumption=types.SessionResumptionConfig())
-    cpu: dict[str, list[float]] = {"lookup": [], "no lookup": []}
+    cpu: dict[str, list[float]] = {"lookup": [], "no lookup": [], "tls session reused": []}
 
     async def once() -> None:
         async with client.aio.live.connect(model="gemini-live-2.5-flash", config=config):
             pass
 
     await once()  # warm up (imports, the first handshake)
+    kinds = list(cpu)
     for block in range(blocks):
-        order = ("lookup", "no lookup") if block % 2 == 0 else ("no lookup", "lookup")
-        for kind in order:
-            genai_compat.set_genai_ws_connect(default if kind == "lookup" else direct)
+        for kind in kinds[block % 3 :] + kinds[: block % 3]:  # rotated: noise hits all alike
+            reusing = kind == "tls session reused"
+            context.sslobject_class = _ReusingSSLObject if reusing else ssl.SSLObject
+            genai_compat.set_genai_ws_connect(
+                default if kind == "lookup" else Reusing if reusing else direct
+            )
             began = time.process_time()
             for _ in range(per_block):
                 await once()
             cpu[kind].append((time.process_time() - began) / per_block)
     genai_compat.set_genai_ws_connect(default)
+    context.sslobject_class = ssl.SSLObject
+    cpu["reused"] = [float(n) for n in reused]
     return cpu
 
 
@@ -80,9 +140,16 @@ def main() -> None:
     lookup = lookup_cpu()
     with_lookup = statistics.median(cpu["lookup"])
     without = statistics.median(cpu["no lookup"])
+    tls = statistics.median(cpu["tls session reused"])
+    connects, resumed = cpu["reused"]
     rows = [
         ["websockets' default (proxy looked up)", f"{1000 * with_lookup:.2f}", "1.00"],
         ["proxy=None", f"{1000 * without:.2f}", f"{without / with_lookup:.3f}"],
+        [
+            f"proxy=None, TLS session reused ({resumed:.0f} of {connects:.0f} resumed)",
+            f"{1000 * tls:.2f}",
+            f"{tls / with_lookup:.3f} ({tls / without:.3f} of proxy=None)",
+        ],
         ["the lookup alone", f"{1000 * lookup:.3f}", f"{lookup / with_lookup:.3f}"],
     ]
     print(markdown_table(["connect", "CPU per connect (ms, median of blocks)", "ratio"], rows))
@@ -92,7 +159,7 @@ def main() -> None:
         f"{os.getloadavg()[0]:.1f}; {about['cpus']} CPUs, Python {about['python']}, "
         f"google-genai {about['google-genai']}, websockets {about['websockets']}"
     )
-    check(finite(with_lookup, without, lookup), "a figure is not a number")
+    check(finite(with_lookup, without, tls, lookup), "a figure is not a number")
     write_result(results_dir, "connect_cost", {"cpu": cpu, "lookup": lookup})
 
 

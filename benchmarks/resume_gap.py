@@ -28,7 +28,9 @@ a fresh session that does the same.
 goAway uses the fake's time scale (a 60 s connection lasts 0.6 s, ``timeLeft`` is 0.2 s) and a
 ``go_away_margin`` scaled with it (0.05 s), so that a goAway comes every sample. For goAway
 mid-answer, a turn whose answer takes about 70 ms is sent 30 ms before the goAway is due;
-samples where the goAway did not land in the answer are redone (and counted).
+samples where the goAway did not land in the answer are redone (and counted), and so are
+samples whose first turn, before any fault, was not answered within 3 s (a loaded machine:
+nothing was measured).
 
 ``--rtt-ms N`` puts a :class:`~adk_live_resume.testing.LatencyRelay` between every client
 and the servers (N/2 ms each way, the TCP handshake's round trip included): the gap then holds
@@ -120,6 +122,9 @@ class Outcome:
     turn_cut: bool = False
     turn_lost: bool = False
     misplaced: bool = False  # goAway did not land where the style wants it: redo
+    #: The turn before the fault was not answered within STEP_TIMEOUT (a loaded machine):
+    #: nothing was measured, redo.
+    unready: bool = False
 
 
 @dataclass
@@ -222,7 +227,10 @@ async def _client_sample(server: Any, address: Any, style: str, variant: str) ->
 
 
 async def _through_fault(server: Any, live: Any, style: str, first: int) -> Outcome:
-    await live.say("hello", timeout=STEP_TIMEOUT)
+    try:
+        await live.say("hello", timeout=STEP_TIMEOUT)
+    except TimeoutError:
+        return Outcome(unready=True)
     await asyncio.sleep(0.02)  # the handle that follows turnComplete reaches the client
     marks: list[int] = []
 
@@ -410,8 +418,11 @@ async def _detecting_floor_sample(server: Any, client: Any, style: str) -> Outco
     reaction: asyncio.Task[Any] | None = None
     try:
         session = await connect()
-        if not await say(session, "hello"):
-            return Outcome(turn_lost=True)
+        try:
+            if not await say(session, "hello"):
+                return Outcome(turn_lost=True)
+        except TimeoutError:
+            return Outcome(unready=True)
         reaction = asyncio.create_task(resume(session))
         outcome = await _gap_through(
             server, first, style, lambda: _bare_send(session, state, LONG_TURN)
@@ -491,7 +502,7 @@ async def measure(drops: int, one_way: float = 0.0) -> dict[str, dict[str, Serie
                             outcome = await _client_sample(
                                 server, addresses[id(server)], style, variant
                             )
-                        if not outcome.misplaced:
+                        if not (outcome.misplaced or outcome.unready):
                             break
                         entry.redone += 1
                         await _settle(drop_server, goaway_server)

@@ -23,11 +23,14 @@ attempts, all resumed within 3 s, no turn lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +42,11 @@ WINDOW = 0.1  # seconds: "attempts per 100 ms"
 GOAL_SESSIONS = 500
 
 
-def run_round(sessions: int, pacing: bool, gc_tuning: bool, timeout: float) -> dict[str, Any]:
-    """One round in fresh processes: the server's and the sessions'."""
+def run_round(
+    sessions: int, pacing: bool, gc_tuning: bool, timeout: float, *, bare: bool = False
+) -> dict[str, Any]:
+    """One round in fresh processes: the server's and the sessions' (patched, or the bare
+    google-genai floor with ``bare``)."""
     with _scale_server.running() as hello:
         client = subprocess.run(
             [
@@ -52,6 +58,8 @@ def run_round(sessions: int, pacing: bool, gc_tuning: bool, timeout: float) -> d
                 "on" if pacing else "off",
                 "--gc-tuning",
                 "on" if gc_tuning else "off",
+                "--client",
+                "bare" if bare else "patched",
                 "--server",
                 json.dumps(hello),
             ],
@@ -66,6 +74,19 @@ def run_round(sessions: int, pacing: bool, gc_tuning: bool, timeout: float) -> d
         )
     result: dict[str, Any] = json.loads(client.stdout.strip().splitlines()[-1])
     return result
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` processes spinning on the CPU beside the rounds (a busy machine)."""
+    from adk_live_resume.testing.children import reap, spawn
+
+    spinners = [spawn([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            reap(spinner, signal.SIGKILL)
 
 
 def most_in_any_window(times: list[float], width: float) -> int:
@@ -86,6 +107,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     sessions = result["sessions"]
     return {
         "sessions": sessions,
+        "client": result.get("client", "patched"),
         "pacing": result["pacing"],
         "gc_tuning": result["gc_tuning"],
         "started": result["started"],
@@ -98,6 +120,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "max_window_share": most_in_any_window(attempts, WINDOW) / max(1, len(attempts)),
         "memory_per_session_kib": result["memory_per_session"] / 1024,
         "cpu_recovery_s": result["cpu_recovery"],
+        "cpu_per_reconnect_ms": 1000 * result["cpu_recovery"] / max(1, len(resumed)),
         "loop_lag_worst_s": result["loop_lag_worst"],
         "gc_full_s": result["gc_full_seconds"],
         "errors": result["errors"],
@@ -108,6 +131,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
 def table(summaries: list[dict[str, Any]]) -> str:
     header = [
         "sessions",
+        "client",
         "pacing",
         "gc tuning",
         "resumed",
@@ -119,12 +143,14 @@ def table(summaries: list[dict[str, Any]]) -> str:
         "max share in 100 ms",
         "memory/session (KiB)",
         "client CPU (s)",
+        "CPU per reconnect (ms)",
         "full GC (s)",
     ]
     rows = [
         [
             s["sessions"],
-            "on" if s["pacing"] else "off",
+            s["client"],
+            "-" if s["client"] == "bare" else "on" if s["pacing"] else "off",
             "on" if s["gc_tuning"] else "off",
             f"{s['resumed']}/{s['sessions']}",
             s["turns_lost"],
@@ -135,6 +161,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
             f"{100 * s['max_window_share']:.1f}%",
             round(s["memory_per_session_kib"]),
             s["cpu_recovery_s"],
+            round(s["cpu_per_reconnect_ms"], 2),
             s["gc_full_s"],
         ]
         for s in summaries
@@ -142,9 +169,40 @@ def table(summaries: list[dict[str, Any]]) -> str:
     return markdown_table(header, rows)
 
 
+def ratios(summaries: list[dict[str, Any]]) -> list[str]:
+    """Per size, all resumed paced over unpaced (the pacer's cost) and each patched kind over
+    the bare SDK (the floor), median over the rounds; CPU per reconnect likewise."""
+    lines = []
+    for size in sorted({s["sessions"] for s in summaries}):
+        of_size = [s for s in summaries if s["sessions"] == size]
+
+        def median(kind: str, key: str, rounds: list[dict[str, Any]] = of_size) -> float:
+            values = sorted(
+                s[key]
+                for s in rounds
+                if ("bare" if s["client"] == "bare" else "on" if s["pacing"] else "off") == kind
+            )
+            return values[len(values) // 2] if values else float("nan")
+
+        off, on, bare = (median(k, "all_resumed_s") for k in ("off", "on", "bare"))
+        cpu = {k: median(k, "cpu_per_reconnect_ms") for k in ("off", "on", "bare")}
+        lines.append(
+            f"{size} sessions: all resumed paced / unpaced {on / off:.2f}x "
+            f"({on:.2f} s / {off:.2f} s); paced / bare SDK {on / bare:.2f}x, unpaced / bare "
+            f"SDK {off / bare:.2f}x (bare {bare:.2f} s); CPU per reconnect (ms) paced "
+            f"{cpu['on']:.2f}, unpaced {cpu['off']:.2f}, bare SDK {cpu['bare']:.2f} "
+            f"({cpu['on'] / cpu['bare']:.2f}x)"
+        )
+    return lines
+
+
 def verdicts(summaries: list[dict[str, Any]]) -> list[str]:
     """The issue's goals, for the paced rounds at 500 sessions (worst round)."""
-    paced = [s for s in summaries if s["pacing"] and s["sessions"] == GOAL_SESSIONS]
+    paced = [
+        s
+        for s in summaries
+        if s["pacing"] and s["sessions"] == GOAL_SESSIONS and s["client"] == "patched"
+    ]
     if not paced:
         return [f"(no paced round at {GOAL_SESSIONS} sessions: goals not assessed)"]
     share = max(s["max_window_share"] for s in paced)
@@ -174,7 +232,13 @@ def plot(rounds: list[dict[str, Any]], target: Path) -> None:
     figure, axes = plt.subplots(len(sizes), 1, figsize=(9, 3.2 * len(sizes)), squeeze=False)
     for axis, size in zip(axes[:, 0], sizes, strict=True):
         for pacing, colour in ((False, "tab:red"), (True, "tab:blue")):
-            chosen = [r for r in rounds if r["sessions"] == size and r["pacing"] == pacing]
+            chosen = [
+                r
+                for r in rounds
+                if r["sessions"] == size
+                and r["pacing"] == pacing
+                and r.get("client", "patched") == "patched"
+            ]
             if not chosen:
                 continue
             attempts = chosen[0]["attempts"]  # the first round of each kind
@@ -210,39 +274,75 @@ def main() -> None:
         default="on",
         help="gc.freeze() and higher gc thresholds in the sessions' process once they are up",
     )
+    options.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="processes spinning on the CPU beside every round (a busy machine; default 0)",
+    )
+    options.add_argument(
+        "--floor",
+        action="store_true",
+        help="a round of bare google-genai sessions (no ADK) beside each pair: the floor",
+    )
     args = options.parse_args()
     sizes = args.sessions or ([20] if args.quick else [GOAL_SESSIONS, 1000])
     repeat = args.repeat or (1 if args.quick else 2)
     results_dir, plots_dir = output_dirs(args.quick)
     rounds: list[dict[str, Any]] = []
-    for size in sizes:
-        # alternate off/on, then on/off, so a noisy neighbour hits both alike
-        order = [(i % 2 == 0) != pacing for i in range(repeat) for pacing in (True, False)]
-        for pacing in order:
-            began = time.monotonic()
-            result = run_round(size, pacing, args.gc_tuning == "on", timeout=120 + 0.5 * size)
-            rounds.append(result)
-            brief = summarize(result)
-            print(
-                f"[bench] {size} sessions, pacing {'on' if pacing else 'off'}: "
-                f"{brief['resumed']} resumed, {brief['turns_lost']} turns lost, all within "
-                f"{brief['all_resumed_s']:.2f} s, max {100 * brief['max_window_share']:.1f}% "
-                f"of attempts in 100 ms, pacer {brief['pacer']}, load "
-                f"{os.getloadavg()[0]:.1f} ({time.monotonic() - began:.0f} s)",
-                flush=True,
-            )
+    kinds = ["off", "on", *(["bare"] if args.floor else [])]
+    with busy_processes(args.busy):
+        for size in sizes:
+            for i in range(repeat):
+                # the order rotates, so that a noisy neighbour hits every kind alike
+                for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
+                    began = time.monotonic()
+                    result = run_round(
+                        size,
+                        kind == "on",
+                        args.gc_tuning == "on",
+                        timeout=120 + 0.5 * size,
+                        bare=kind == "bare",
+                    )
+                    result["load"] = os.getloadavg()[0]
+                    rounds.append(result)
+                    brief = summarize(result)
+                    what = "bare SDK" if kind == "bare" else f"pacing {kind}"
+                    print(
+                        f"[bench] {size} sessions, {what}: {brief['resumed']} resumed, "
+                        f"{brief['turns_lost']} turns lost, all within "
+                        f"{brief['all_resumed_s']:.2f} s, max "
+                        f"{100 * brief['max_window_share']:.1f}% of attempts in 100 ms, CPU "
+                        f"{brief['cpu_per_reconnect_ms']:.2f} ms per reconnect, pacer "
+                        f"{brief['pacer']}, load {result['load']:.1f} "
+                        f"({time.monotonic() - began:.0f} s)",
+                        flush=True,
+                    )
+                    if brief["turns_lost"]:
+                        print(
+                            f"[bench]   {result['error_count']} errors, the first: "
+                            + "; ".join(brief["errors"][:3]),
+                            flush=True,
+                        )
     summaries = [summarize(r) for r in rounds]
     print()
     print(table(summaries))
     print()
+    for line in ratios(summaries):
+        print(line)
+    print()
     for line in verdicts(summaries):
         print(line)
+    print(f"({args.busy} busy processes beside the rounds)")
     about = machine()
     print(
         f"\nmachine: {about['cpus']} CPUs, {about['platform']}, Python {about['python']}, "
         f"google-adk {about['google-adk']}, google-genai {about['google-genai']}, "
         f"websockets {about['websockets']} ({about['date']}; shared with other work)"
     )
+    # written before the checks, so that a round that lost sessions can be read afterwards
+    write_result(results_dir, "scale", {"rounds": rounds, "summaries": summaries})
+    plot(rounds, plots_dir / "scale.png")
     for s in summaries:
         check(s["started"] == s["sessions"], f"only {s['started']} of {s['sessions']} started")
         check(s["resumed"] == s["sessions"], f"{s['resumed']} of {s['sessions']} resumed")
@@ -253,8 +353,6 @@ def main() -> None:
             "a figure is not a number",
         )
         check(0 < s["max_window_share"] <= 1, "window share out of range")
-    write_result(results_dir, "scale", {"rounds": rounds, "summaries": summaries})
-    plot(rounds, plots_dir / "scale.png")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=100_000,
+    # HYPOTHESIS_MAX_EXAMPLES=5000 for a shorter soak of one test
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "100000")),
     # Shorter runs of the state machines, so that 100,000 of them take minutes, not an hour.
     stateful_step_count=25,
     deadline=None,

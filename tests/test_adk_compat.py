@@ -152,3 +152,26 @@ def test_without_adk_source_the_tool_call_hold_is_told_by_release(
     expected = adk_compat.parse_version(adk_compat.adk_version()) >= (1, 28, 0)
     assert adk_compat.holds_tool_calls_until_turn_complete() is expected
     assert read is expected, "the source says what the release says"
+
+
+@pytest.mark.parametrize(
+    ("gemini_3_live", "last_role", "adk_sends_it", "expected"),
+    [
+        (True, "user", False, {"text": adk_compat.HISTORY_ANSWER_TRIGGER}),
+        (True, "user", True, None),  # ADK asks for the answer itself: never twice
+        (True, "model", False, None),  # the model waits for the user: nothing to answer
+        (False, "user", False, None),  # other models answer the history's turnComplete
+    ],
+)
+def test_a_fresh_history_is_followed_by_the_answer_trigger_only_where_adk_leaves_it_out(
+    monkeypatch: pytest.MonkeyPatch,
+    gemini_3_live: bool,
+    last_role: str,
+    adk_sends_it: bool,
+    expected: dict[str, str] | None,
+) -> None:
+    monkeypatch.setattr(adk_compat, "sends_history_answer_trigger", lambda: adk_sends_it)
+    connection = SimpleNamespace(_is_gemini_3_x_live=gemini_3_live)
+    contents = [SimpleNamespace(role="user"), SimpleNamespace(role=last_role)]
+    assert adk_compat.history_answer_trigger(connection, contents) == expected
+    assert adk_compat.history_answer_trigger(connection, []) is None

@@ -22,7 +22,7 @@ import pytest
 from google.adk.agents import LlmAgent
 
 import adk_live_resume
-from adk_live_resume import ResumableLlmAgent
+from adk_live_resume import ResumableLlmAgent, ResumePolicy
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.records import ConnectionRecord
@@ -53,7 +53,12 @@ IDS = pytest.mark.parametrize("old_ids", [False, True], ids=["ids-per-connection
 
 
 def agent_for(
-    make_agent: AgentFactory, server: FakeLiveServer, model: str, vertex: bool, tools: list[Any]
+    make_agent: AgentFactory,
+    server: FakeLiveServer,
+    model: str,
+    vertex: bool,
+    tools: list[Any],
+    policy: ResumePolicy | None = None,
 ) -> Any:
     """An agent through the entry point ``make_agent`` stands for, on either dialect."""
     kwargs: dict[str, Any] = dict(
@@ -63,9 +68,9 @@ def agent_for(
         tools=tools,
     )
     if make_agent.entry == "install":  # type: ignore[attr-defined]
-        adk_live_resume.install()
+        adk_live_resume.install(policy)
         return LlmAgent(**kwargs)
-    return ResumableLlmAgent(**kwargs)
+    return ResumableLlmAgent(resume_policy=policy, **kwargs)
 
 
 async def told_once(live: LiveDriver, mark: int, job: str) -> None:

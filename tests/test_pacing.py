@@ -174,6 +174,25 @@ def test_a_ticket_let_through_holds_its_place_until_its_run_goes_or_gives_up(
     assert schedule.next_turn() == pytest.approx(0.45 - 0.05)
 
 
+def test_the_queue_behind_a_held_run_waits_until_it_goes(pacing_on: None) -> None:
+    """A run let through ahead of its time that finds the window full is held; until it goes,
+    nobody behind it is let through, even when the window has room again: a run let through
+    then would be scheduled before the held run's retry and go first (the order of asking)."""
+    schedule = PacerSchedule()
+    for _ in range(2):  # limit 2 (burst 2, no share): two go at once and fill the window
+        assert schedule.arrive(0.0, 1000.0, 2, 0.0).started == 0.0
+    first, held, behind = (schedule.arrive(0.0, 1000.0, 2, 0.0) for _ in range(3))
+    schedule.ahead = 0.05  # a measured loop turn: let through 50 ms ahead of their time
+    assert schedule.let_through(0.06) == [first, held]  # the window frees at 0.1
+    assert not schedule.go(first, 0.06) and not schedule.go(held, 0.06)  # too early: held
+    assert schedule.go(first, 0.1)  # goes on its retry; ``held`` has not retried yet
+    # at 0.2 the window holds nothing and has room, but ``held`` still holds its place
+    assert schedule.let_through(0.2) == []
+    assert schedule.go(held, 0.2)
+    assert schedule.let_through(0.2) == [behind]
+    assert schedule.go(behind, 0.2)
+
+
 def test_a_cancelled_ticket_leaves_the_queue(pacing_on: None) -> None:
     schedule = PacerSchedule()
     schedule.arrive(0.0, 10.0, 1, 0.0)

@@ -15,7 +15,6 @@ drop right then resumes from it and the answer still comes, once, without the to
 from __future__ import annotations
 
 import asyncio
-from importlib.metadata import version
 
 import pytest
 
@@ -70,16 +69,6 @@ async def test_without_empty_updates_the_same_move_is_at_once_too(
             await live.close()
 
 
-#: google-adk releases where the fresh session rebuilt for a late Gemini 3.1 tool result is
-#: not answered (its rebuilt history ends with the function response): a known gap.
-_FRESH_HISTORY_UNANSWERED = {(1, 39), (2, 6)}
-
-
-@pytest.mark.skipif(
-    tuple(int(p) for p in version("google-adk").split(".")[:2]) in _FRESH_HISTORY_UNANSWERED,
-    reason="known gap on google-adk 1.39 and 2.6: the fresh session rebuilt for a late"
-    " Gemini 3.1 tool result is not answered (see the changelog's Known issues)",
-)
 async def test_a_drop_after_the_handle_that_follows_a_tool_response_still_gets_the_answer(
     make_agent: AgentFactory,
 ) -> None:
