@@ -147,8 +147,11 @@ class Outbox:
         self.activity = activity if activity is not None else UserActivity()
         #: Whether a typed turn or function response waits for its answer.
         self.turns = UnansweredTurns()
-        #: A generation with model output ended on this run.
-        self._answered_once = False
+        #: The generation in progress said something (text, voiced audio, a tool call).
+        self._saying = False
+        #: The last generation with output that ended said something: false before any
+        #: on this run, and after one of near-silent audio alone (a stall's answer).
+        self._said = False
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         #: Model output of a generation was seen on this connection, and no end of it.
@@ -207,7 +210,7 @@ class Outbox:
         """Client message numbering restarts on every connection; a generation in progress
         on the last one was cut off with it."""
         self._index = 0
-        self._generating = False
+        self._generating = self._saying = False
         self.activity.on_generation_cut()
         self.turns.on_new_connection()
         self.echo.new_connection()
@@ -287,6 +290,7 @@ class Outbox:
 
     def model_text(self, text: str) -> None:
         if text:
+            self._saying = True
             self.activity.on_model_output()
             self.turns.on_model_output()
             self._items.append(_Fact("model_text", text, starts=self._generation_begins()))
@@ -303,6 +307,7 @@ class Outbox:
         back as context. Consecutive parts are kept as one fact. ``voiced``: false for audio
         that is all near silence, which covers as output does but answers no typed turn
         (:meth:`typed_turns_unanswered`) unless other output follows it in its generation."""
+        self._saying = self._saying or voiced
         self.activity.on_model_output()
         self.turns.on_model_output()
         if self._generation_begins():
@@ -327,6 +332,7 @@ class Outbox:
         return self.echo.piece(current, text)
 
     def tool_call(self, ids: Iterable[str]) -> None:
+        self._saying = True
         self.activity.on_model_output()
         self.turns.on_tool_call()
         self._items.append(_Fact("tool_call", ids=tuple(ids), starts=self._generation_begins()))
@@ -338,8 +344,8 @@ class Outbox:
         self.activity.on_turn_complete()
         self.turns.on_generation_end()
         if self._generating:
-            self._answered_once = True
-        self._generating = False
+            self._said = self._saying
+        self._generating = self._saying = False
         self._items.append(_Fact("turn_complete"))
 
     def work_goes_on(self) -> None:
@@ -354,7 +360,7 @@ class Outbox:
         later handle holds that input, though nothing answered it (not a turn's end)."""
         self.activity.on_generation_cut()
         self.turns.on_generation_end()
-        self._generating = False
+        self._generating = self._saying = False
         self._items.append(_Fact("interrupted"))
 
     def covered(self, last_consumed_index: int | None) -> None:
@@ -624,14 +630,14 @@ class Outbox:
         """Whether the model answered the typed turn or function response sent last: a
         generation with output begun after it ended (:class:`UnansweredTurns`), and no typed
         turn waits (not even one a near-silent generation left,
-        :meth:`typed_turns_unanswered`). False before any answer on this run (a history
-        from before it may end with a turn nobody answered).
+        :meth:`typed_turns_unanswered`), and the last generation to end said something. False
+        before any answer on this run (a history from before it may end with a turn nobody
+        answered), and after an answer of near-silent audio alone (a stall's, whose turn may
+        have left this record with a later handle: the fresh session is asked it again).
         The unanswered utterance is not looked at: a fresh history that holds it ends with
         it (:func:`~adk_live_resume.fresh_history.fresh_history`), else its audio goes
         after the history."""
-        return (
-            self._answered_once and not self.turns.unanswered and not self.typed_turns_unanswered()
-        )
+        return self._said and not self.turns.unanswered and not self.typed_turns_unanswered()
 
     def typed_turns_unanswered(self) -> list[str]:
         """The typed turns held here that no answer began after (no generation began once

@@ -129,3 +129,18 @@ def test_an_utterance_still_spoken_leaves_and_the_answered_turn_before_it_is_clo
     stored = [content("user", "one"), content("user", "oebc")]
     history, in_history = fresh_history(stored, "o e b c", speaking=True, answered_last=True)
     assert history == [content("user", "one"), SPOKEN] and not in_history
+
+
+def test_a_near_silent_answer_whose_turn_a_handle_covered_leaves_it_unanswered() -> None:
+    """A stall's answer (near-silent audio alone) to "two", then a handle whose state holds
+    "two": the record forgets the turn, but the fresh session the stall recovery starts
+    must still be asked it."""
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("one"))
+    audio_answer(outbox)
+    outbox.record("send_client_content", typed_turn("two"))
+    outbox.model_audio(voiced=False)
+    outbox.turn_complete()
+    outbox.covered(2)
+    assert outbox.typed_turns_unanswered() == []
+    assert not outbox.answered_last()
