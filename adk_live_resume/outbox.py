@@ -306,9 +306,12 @@ class Outbox:
         that turns output transcription off gets nothing else); it carries no text to give
         back as context. Consecutive parts are kept as one fact. ``voiced``: false for audio
         that is all near silence, which covers as output does but answers no typed turn
-        (:meth:`typed_turns_unanswered`) unless other output follows it in its generation."""
+        (:meth:`typed_turns_unanswered`) unless other output follows it in its generation,
+        and no utterance: the user heard nothing, so the utterance stays unanswered (its
+        audio is replayed whole to a resumed session) until voiced output comes."""
         self._saying = self._saying or voiced
-        self.activity.on_model_output()
+        if voiced:
+            self.activity.on_model_output()
         self.turns.on_model_output()
         if self._generation_begins():
             self._items.append(_MODEL_AUDIO_STARTS if voiced else _QUIET_AUDIO_STARTS)
@@ -504,8 +507,8 @@ class Outbox:
                 pending.update(item.ids)
             elif item.kind == "input_text":
                 answered = False
-            elif item.kind in ("model_text", "model_audio"):
-                answered = True
+            elif item.kind in ("model_text", "model_audio") and not item.quiet:
+                answered = True  # (near silence said nothing: the turn is still open)
             elif item.kind == "turn_complete" and not pending and answered:
                 resolved = position
         return resolved

@@ -820,3 +820,32 @@ def test_a_running_call_covered_by_the_handle_is_not_repeatable() -> None:
     assert book.take_repeat("c1") is None
     assert book.goes_as_turn("c1"), "its response goes as content, once"
     assert not book.goes_as_turn("c1")
+
+
+def test_an_utterance_answered_with_near_silence_only_is_replayed_whole() -> None:
+    """The model answered an utterance with near-silent audio only (a stall's
+    ``quiet_audio``): the user heard nothing, so the utterance stays unanswered and a resumed
+    session gets its audio whole, however much silence followed; voiced audio answers it."""
+
+    def spoken_then_answered(voiced: bool) -> Outbox:
+        outbox = Outbox(audio_window_ms=200, max_utterance_ms=3000)
+        for _ in range(50):  # 1 s of speech
+            outbox.record("send_realtime_input", audio_input(SPEECH))
+        outbox.input_text("grove")  # (the server transcribed it)
+        for _ in range(30):  # 600 ms of quiet: the utterance ended
+            outbox.record("send_realtime_input", audio_input(QUIET))
+        outbox.model_audio(voiced=voiced)
+        outbox.model_audio(voiced=voiced)
+        outbox.turn_complete()
+        for _ in range(100):  # 2 s more of quiet, far past the replay window
+            outbox.record("send_realtime_input", audio_input(QUIET))
+        return outbox
+
+    quiet = spoken_then_answered(voiced=False)
+    assert quiet.activity.unanswered
+    replay = quiet.take_replay()
+    assert replay.dropped_audio_ms == 0, "the utterance is replayed whole"
+    assert sum(m.audio_ms for m in replay.messages) >= 1000
+    spoken = spoken_then_answered(voiced=True)
+    assert not spoken.activity.unanswered
+    assert spoken.take_replay().dropped_audio_ms >= 1000 - 40, "answered: it may leave"
