@@ -126,5 +126,7 @@ async def test_an_async_tool_still_running_when_the_session_leaves_is_told_once(
         assert server.tool_call(repeat.id).responses == [RESULT]
         assert late_results_told(second) == []
     if how == "move":
-        assert first.go_away_sent and first.ended_by == "client"
+        # (the loop closes it at the deadline, or, on a loop made slow by a loaded machine,
+        # the server's deadline close comes first: a move either way, the same guarantees)
+        assert first.go_away_sent and first.ended_by in ("client", "deadline")
     clean(server.connections)

@@ -74,6 +74,7 @@ from google.genai import types
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, chunk_encoding, early_dial
+from adk_live_resume.fresh_history import SPOKEN_ANSWER
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.protocol import pick, pick_list
@@ -810,7 +811,10 @@ def _left_out_by_a_late_result(
     record, turns = _newest_fresh_history(server)
     if not turns:
         return []
-    results = [pick(part, "functionResponse") for part in pick_list(turns[-1], "parts")]
+    last = turns[-1]
+    if len(turns) > 1 and [pick(p, "text") for p in pick_list(last, "parts")] == [SPOKEN_ANSWER]:
+        last = turns[-2]  # (the loop's closing turn for an answer ADK's history lacks)
+    results = [pick(part, "functionResponse") for part in pick_list(last, "parts")]
     if not results or any(r is None for r in results):
         return []
     jobs = [n for n in plan.jobs if any(f"'{n}'" in str(r) or f'"{n}"' in str(r) for r in results)]
