@@ -15,12 +15,14 @@ noisy neighbour hits both, and reports ratios and distributions, never absolute 
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
 import importlib.metadata
 import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -47,10 +49,11 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 
 def output_dirs(quick: bool) -> tuple[Path, Path]:
-    """Where results and plots go: the committed directories, or a temporary one for
-    ``--quick``."""
+    """Where results and plots go: the committed directories, or for ``--quick`` a temporary
+    one, removed when the benchmark's process exits (a smoke run leaves nothing behind)."""
     if quick:
         scratch = Path(tempfile.mkdtemp(prefix="adk-live-resume-bench-"))
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
         return scratch, scratch
     RESULTS.mkdir(parents=True, exist_ok=True)
     PLOTS.mkdir(parents=True, exist_ok=True)
