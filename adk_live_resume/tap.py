@@ -40,7 +40,9 @@ send, and gives ADK one behaviour on all releases:
   with :class:`ConnectionRetired` at once, without waiting for the old socket's close: no
   message of the old connection reaches ADK after that.
 
-Guarantee: the tap never swallows an exception and never reorders messages.
+Guarantee: the tap never reorders messages and never swallows an exception, but one: a held
+send that fails on the reading side because the socket is gone (the reading goes on through
+what the socket delivered before it went, then reports the loss itself).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from google.genai import types
 from . import genai_compat
 from .chunk_encoding import ChunkEncoder
 from .context_updates import CONTEXT_UPDATE, KNOWN_SENDS
+from .errors import classify
 
 
 def _tool_turn_end() -> types.LiveServerMessage:
@@ -199,7 +202,7 @@ class SessionTap:
                 if self._retired:
                     raise self._retirement()
                 passed = await self._filter(message)
-                await self._send_due()  # (a turn's end may make a held send due)
+                await self._send_due_while_reading()  # (a turn's end may make one due)
                 if passed is not None:
                     yield passed
                     if self._end_tool_turns and passed.tool_call is not None:
@@ -280,6 +283,17 @@ class SessionTap:
     async def send_due(self) -> None:
         """Send what the listener holds and is due now (:meth:`TapListener.due_sends`)."""
         await self._send_due()
+
+    async def _send_due_while_reading(self) -> None:
+        """Send what is due now from the reading side. A socket already gone does not end the
+        reading: the messages it delivered before it went are still read, to the last (a
+        turn's end among them); what could not be sent stays in the outbox, recorded by
+        :meth:`TapListener.due_sends`, for the next connection."""
+        try:
+            await self._send_due()
+        except Exception as error:
+            if classify(error) is None:
+                raise
 
     async def _send_due(self) -> None:
         for name, arguments in self._listener.due_sends():
