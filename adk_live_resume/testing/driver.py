@@ -165,11 +165,23 @@ class LiveDriver:
         deadline = loop.time() + timeout
         while True:
             start = mark
+            flushed: int | None = None  # a model text passed on whole, its turn not ended yet
             for index in range(mark, len(self.events)):
                 event = self.events[index]
                 if getattr(event, "interrupted", False):
                     start = index + 1  # an earlier answer was cut off: not part of this one
+                    flushed = None
+                elif _has_text(event, partial=False):
+                    flushed = index
+                elif flushed is not None and _has_text(event, partial=True):
+                    # A new answer streams after a text passed on whole without its turn's
+                    # end: that answer was cut off (ADK 1.x passes a cut answer's text on
+                    # without its ``interrupted`` mark).
+                    start, flushed = flushed + 1, None
+                if _has_calls(event):
+                    flushed = None  # (text before a tool call: the answer goes on after it)
                 if getattr(event, "turn_complete", False):
+                    flushed = None
                     segment = self.events[start : index + 1]
                     text = answer_text(segment)
                     if not text or (skip is not None and skip(text)):
@@ -240,6 +252,22 @@ class LiveDriver:
     ) -> None:
         if not self.ended:
             await self.cancel()
+
+
+def _has_text(event: Any, *, partial: bool) -> bool:
+    """Whether ``event`` is the model's, with answer text (not thoughts), partial or not."""
+    if getattr(event, "author", "user") == "user" or bool(event.partial) != partial:
+        return False
+    content = getattr(event, "content", None)
+    return any(p.text and not p.thought for p in getattr(content, "parts", None) or [])
+
+
+def _has_calls(event: Any) -> bool:
+    """Whether ``event`` carries tool calls or their responses."""
+    content = getattr(event, "content", None)
+    return any(
+        p.function_call or p.function_response for p in getattr(content, "parts", None) or []
+    )
 
 
 def answer_text(events: list[Any]) -> str:
