@@ -90,7 +90,7 @@ async def test_a_held_send_failing_on_a_lost_socket_does_not_cut_the_reading_sho
             listener = HeldResultListener()
             tap = SessionTap(session, listener)
             passed: list[types.LiveServerMessage] = []
-            with pytest.raises(Exception) as ended:  # noqa: PT011 (the SDK's error for a close)
+            with pytest.raises(Exception) as ended:
                 while True:  # (google-genai's receive stops at each turn's end)
                     async for message in tap.receive():
                         passed.append(message)
