@@ -25,10 +25,9 @@ from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
-from .helpers import late_results_told
-from .test_extended_thinking_late_results_e2e import GatedLookup, lookup_tool
+from .helpers import SlowTool, end_once_away, late_results_told, slow_lookup_tool, told_once
 from .test_late_results_e2e import agent_for, clean
-from .test_tool_calls_e2e import answer_like, answers, needs_background_tools
+from .test_tool_calls_e2e import needs_background_tools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -53,28 +52,17 @@ LOOKED_UP = 'slow_lookup returned {"found":"yes","item":"x"}'
 async def test_a_blocking_call_still_running_when_the_socket_drops_is_told_once(
     make_agent: AgentFactory, model: str, vertex: bool, kind: str
 ) -> None:
-    lookup = GatedLookup()
+    lookup = SlowTool(gated=True)
     async with asyncio.timeout(45), FakeLiveServer() as server:
-        agent = agent_for(make_agent, server, model, vertex, [lookup_tool(lookup, kind)])
+        agent = agent_for(make_agent, server, model, vertex, [slow_lookup_tool(lookup, kind)])
         async with await LiveDriver.start(agent) as live:
             assert await live.say("one") == "echo: one"
             mark = live.send_text(REQUEST)
             await asyncio.wait_for(lookup.started.wait(), 10)
             first = server.connections[0]
             await server.close_open(1011, "Internal error")
-            if kind == "background":
-                await server.wait_for_connections(2)
-            else:
-                # ADK reads on, and the next connection is set up, only once a tool it runs
-                # in its receive step ended: the tool ends well after the drop
-                await asyncio.sleep(1.0)
-            lookup.gate.set()
-            told = await answer_like(live, mark, "slow_lookup returned", timeout=20)
-            assert told == LOOKED_UP
-            await asyncio.sleep(0.5)  # nothing more may arrive
-            assert [a for a in answers(live, mark) if a.startswith("slow_lookup returned")] == [
-                LOOKED_UP
-            ], "told once"
+            await end_once_away(server, lookup, kind)
+            await told_once(live, mark, LOOKED_UP, timeout=20, quiet=0.5)
             assert await live.say("recall") == f"you said: one | {REQUEST}"
             await live.close()
     assert lookup.runs == ["x"], "the tool ran once"

@@ -29,8 +29,8 @@ from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.handles import HandleSchedule
 
 from .conftest import AgentFactory
+from .helpers import answer_like, answers
 from .test_late_results_e2e import agent_for
-from .test_tool_calls_e2e import answer_like, answers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

@@ -15,7 +15,6 @@ both dialects, the tool run by ADK in its receive step or in the background (NON
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
@@ -23,10 +22,10 @@ from adk_live_resume import ResumePolicy
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory, non_blocking
-from .helpers import late_results_told
+from .conftest import AgentFactory
+from .helpers import SlowTool, end_once_away, late_results_told, slow_lookup_tool, told_once
 from .test_late_results_e2e import agent_for, clean
-from .test_tool_calls_e2e import answer_like, answers, needs_background_tools
+from .test_tool_calls_e2e import needs_background_tools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -35,33 +34,6 @@ POLICY = ResumePolicy(go_away_margin=0.05)
 REQUEST = 'call slow_lookup {"item": "x"}'
 RESULT = {"item": "x", "found": "yes"}
 LOOKED_UP = 'slow_lookup returned {"found":"yes","item":"x"}'
-
-
-class GatedLookup:
-    """A lookup that runs until the test opens its gate, counting its runs."""
-
-    def __init__(self) -> None:
-        self.runs: list[str] = []
-        self.started = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def __call__(self, item: str) -> dict[str, str]:
-        """Look an item up (takes a while)."""
-        self.runs.append(item)
-        self.started.set()
-        await self.gate.wait()
-        return {"item": item, "found": "yes"}
-
-
-def lookup_tool(lookup: GatedLookup, kind: str) -> Any:
-    """``lookup`` as ADK runs it: in its receive step ("receive-step") or NON_BLOCKING in
-    the background ("background")."""
-
-    async def slow_lookup(item: str) -> dict[str, str]:
-        """Look an item up (takes a while)."""
-        return await lookup(item)
-
-    return non_blocking(slow_lookup) if kind == "background" else slow_lookup
 
 
 KINDS = pytest.mark.parametrize(
@@ -76,9 +48,9 @@ DIALECTS = pytest.mark.parametrize("vertex", [False, True], ids=["gemini-api", "
 async def test_an_async_tool_still_running_when_the_session_leaves_is_told_once(
     make_agent: AgentFactory, kind: str, vertex: bool, how: str
 ) -> None:
-    lookup = GatedLookup()
+    lookup = SlowTool(gated=True)
     async with asyncio.timeout(45), FakeLiveServer() as server:
-        tools = [lookup_tool(lookup, kind)]
+        tools = [slow_lookup_tool(lookup, kind)]
         agent = agent_for(make_agent, server, MODEL, vertex, tools, policy=POLICY)
         async with await LiveDriver.start(agent) as live:
             mark = live.send_text(REQUEST)
@@ -93,19 +65,8 @@ async def test_an_async_tool_still_running_when_the_session_leaves_is_told_once(
                 assert server.go_away_now(0.6) == [1]
             else:
                 await server.close_open(1011, "Internal error")
-            if kind == "background":
-                await server.wait_for_connections(2)
-            else:
-                # ADK reads on, and the next connection is set up, only once a tool it runs
-                # in its receive step ended: the tool ends well after the connection did
-                await asyncio.sleep(1.0)
-            lookup.gate.set()
-            told = await answer_like(live, mark, "slow_lookup returned", timeout=15)
-            assert told == LOOKED_UP
-            await asyncio.sleep(0.5)  # nothing more may arrive
-            assert [a for a in answers(live, mark) if a.startswith("slow_lookup returned")] == [
-                LOOKED_UP
-            ], "told once"
+            await end_once_away(server, lookup, kind)
+            await told_once(live, mark, LOOKED_UP, timeout=15, quiet=0.5)
             await live.close()
     assert lookup.runs == ["x"], "the tool ran once"
     assert first.answers == ["slow_lookup started"], "the first connection told nothing"

@@ -28,14 +28,8 @@ from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.records import ConnectionRecord
 
 from .conftest import AgentFactory
-from .helpers import late_results_told
-from .test_tool_calls_e2e import (
-    SlowJob,
-    answer_like,
-    answers,
-    needs_background_tools,
-    slow_job_tool,
-)
+from .helpers import SlowTool, answer_like, late_results_told, slow_job_tool, told_once
+from .test_tool_calls_e2e import needs_background_tools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60), needs_background_tools]
 
@@ -73,13 +67,9 @@ def agent_for(
     return ResumableLlmAgent(resume_policy=policy, **kwargs)
 
 
-async def told_once(live: LiveDriver, mark: int, job: str) -> None:
-    """The job's result is told once; nothing more arrives."""
-    expected = f'slow_job returned {{"job":"{job}","run":1}}'
-    assert await answer_like(live, mark, "slow_job returned", timeout=15) == expected
-    await asyncio.sleep(0.4)  # nothing more may arrive
-    told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-    assert told == [expected], "told once"
+def result_of(job: str) -> str:
+    """How the model tells the slow job's first run for ``job``."""
+    return f'slow_job returned {{"job":"{job}","run":1}}'
 
 
 def clean(records: list[ConnectionRecord]) -> None:
@@ -93,7 +83,7 @@ def clean(records: list[ConnectionRecord]) -> None:
 async def test_a_running_call_the_handle_covers_is_told_once_after_the_session_leaves(
     make_agent: AgentFactory, old_ids: bool, model: str, vertex: bool, how: str
 ) -> None:
-    job = SlowJob(1.5)
+    job = SlowTool(1.5)
     async with asyncio.timeout(40):
         async with FakeLiveServer(tool_ids_outlive_connection=old_ids) as server:
             agent = agent_for(make_agent, server, model, vertex, [slow_job_tool(job)])
@@ -109,7 +99,7 @@ async def test_a_running_call_the_handle_covers_is_told_once_after_the_session_l
                 else:
                     await server.close_open(1011)
                 await server.wait_for_connections(2)
-                await told_once(live, mark, "order")
+                await told_once(live, mark, result_of("order"), timeout=15, quiet=0.4)
                 await live.close()
             second = server.connections[1]
             assert second.resumed and second.resume_handle == first.handles_issued[-1]
@@ -131,21 +121,10 @@ async def test_a_result_sent_to_the_connection_that_dropped_is_told_once_as_cont
     # The job's response reaches the old connection, which closes on it: no handle covers
     # it, and the resumed session takes no toolResponse under the old id. The replay
     # leaves it out; it goes as content instead, once.
-    gate = asyncio.Event()
-    job = SlowJob(0.0)
-
-    async def slow_job(job_name: str) -> dict[str, Any]:
-        """Run a slow job (sends an email, places an order...)."""
-        await gate.wait()
-        return await job(job_name)
-
-    from .conftest import non_blocking
-
+    job = SlowTool(gated=True)
     async with asyncio.timeout(40):
         async with FakeLiveServer(tool_ids_outlive_connection=old_ids) as server:
-            agent = agent_for(
-                make_agent, server, "gemini-live-fake", vertex, [non_blocking(slow_job)]
-            )
+            agent = agent_for(make_agent, server, "gemini-live-fake", vertex, [slow_job_tool(job)])
             async with await LiveDriver.start(agent) as live:
                 mark = live.send_text('call slow_job {"job_name": "mail"}')
                 assert await answer_like(live, mark, "slow_job started")
@@ -155,9 +134,9 @@ async def test_a_result_sent_to_the_connection_that_dropped_is_told_once_as_cont
                     Fault.close(1011, after_client_messages=len(first.client_messages) + 1),
                     connection=1,
                 )
-                gate.set()
+                job.gate.set()
                 await server.wait_for_connections(2)
-                await told_once(live, mark, "mail")
+                await told_once(live, mark, result_of("mail"), timeout=15, quiet=0.4)
                 await live.close()
             second = server.connections[1]
             assert [r.get("id") for r in first.tool_responses] == [first.tool_calls[0].id]

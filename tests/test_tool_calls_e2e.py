@@ -17,18 +17,29 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from google.adk.tools.function_tool import FunctionTool
 
 from adk_live_resume import adk_compat
 from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
-from adk_live_resume.testing.driver import LiveDriver, answer_text
+from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.handles import HandleSchedule
 from adk_live_resume.tool_calls import ENDED_WITHOUT_RESULT
 
 from .conftest import AgentFactory, non_blocking, stream_pcm
-from .helpers import balance_tool, late_results_told
+from .helpers import (
+    SlowTool,
+    answer_like,
+    answers,
+    balance_tool,
+    late_results_told,
+    slow_job_tool,
+    told_once,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+#: What the slow job answers for its first run, for "mail" and for "order".
+MAIL_RESULT = 'slow_job returned {"job":"mail","run":1}'
+ORDER_RESULT = 'slow_job returned {"job":"order","run":1}'
 
 needs_background_tools = pytest.mark.skipif(
     not adk_compat.runs_tools_in_background(),
@@ -36,60 +47,9 @@ needs_background_tools = pytest.mark.skipif(
 )
 
 
-def answers(live: LiveDriver, mark: int) -> list[str]:
-    """The texts of the completed turns with text after event ``mark``."""
-    texts: list[str] = []
-    start = mark
-    for index in range(mark, len(live.events)):
-        event = live.events[index]
-        if getattr(event, "interrupted", False):
-            start = index + 1
-        if getattr(event, "turn_complete", False):
-            text = answer_text(live.events[start : index + 1])
-            start = index + 1
-            if text:
-                texts.append(text)
-    return texts
-
-
-async def answer_like(live: LiveDriver, mark: int, prefix: str, timeout: float = 10) -> str:
-    async with asyncio.timeout(timeout):
-        while True:
-            found = [text for text in answers(live, mark) if text.startswith(prefix)]
-            if found:
-                return found[0]
-            await asyncio.sleep(0.02)
-
-
-class SlowJob:
-    """A NON_BLOCKING tool that takes ``seconds`` and counts its runs."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.runs: list[str] = []
-        self.started = asyncio.Event()
-        self.ended = asyncio.Event()
-
-    async def __call__(self, job: str) -> dict[str, Any]:
-        """Run a slow job (sends an email, places an order...)."""
-        self.runs.append(job)
-        self.started.set()
-        await asyncio.sleep(self.seconds)
-        self.ended.set()
-        return {"job": job, "run": len(self.runs)}
-
-
-def slow_job_tool(job: SlowJob) -> FunctionTool:
-    async def slow_job(job_name: str) -> dict[str, Any]:
-        """Run a slow job (sends an email, places an order...)."""
-        return await job(job_name)
-
-    return non_blocking(slow_job)
-
-
 @contextlib.asynccontextmanager
 async def job_then_fresh_start(
-    make_agent: AgentFactory, job: SlowJob, run_config: Any = None
+    make_agent: AgentFactory, job: SlowTool, run_config: Any = None
 ) -> AsyncIterator[tuple[FakeLiveServer, LiveDriver, int]]:
     """Start the mail job, speak on (so the fresh history ends with a later turn), and drop
     the socket while it runs; the server refuses connection 2's handle, so connection 3 is a
@@ -113,21 +73,11 @@ async def job_then_fresh_start(
             assert not record.unknown_tool_response_ids and not record.errors
 
 
-async def told_once(live: LiveDriver, mark: int) -> str:
-    """The job's result, once told; nothing more arrives."""
-    answer = await answer_like(live, mark, "slow_job returned", timeout=15)
-    assert answer == 'slow_job returned {"job":"mail","run":1}'
-    await asyncio.sleep(0.3)  # nothing more may arrive
-    told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-    assert told == [answer], "told once"
-    return answer
-
-
 @needs_background_tools
 async def test_a_running_non_blocking_tool_runs_once_and_its_result_goes_to_the_repeat(
     make_agent: AgentFactory,
 ) -> None:
-    job = SlowJob(1.0)
+    job = SlowTool(1.0)
     async with asyncio.timeout(30):
         server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
         async with server:
@@ -140,8 +90,7 @@ async def test_a_running_non_blocking_tool_runs_once_and_its_result_goes_to_the_
                 await asyncio.wait_for(job.started.wait(), 10)
                 await server.close_open(1011)
                 await server.wait_for_connections(2)
-                answer = await answer_like(live, mark, "slow_job returned")
-                assert answer == 'slow_job returned {"job":"mail","run":1}'
+                assert await answer_like(live, mark, "slow_job returned") == MAIL_RESULT
                 await asyncio.sleep(0.3)  # nothing more may arrive
                 await live.close()
             first, second = server.connections
@@ -167,7 +116,7 @@ async def test_a_running_non_blocking_call_covered_by_the_handle_is_told_once_as
     # The resumed session takes no toolResponse under an id an earlier connection issued
     # (the field; the fake's default): the result goes as content naming the call, its
     # arguments and its result, once, whether or not the server would take the old id.
-    job = SlowJob(1.0)
+    job = SlowTool(1.0)
     async with asyncio.timeout(30), FakeLiveServer(tool_ids_outlive_connection=old_ids) as server:
         agent = make_agent(server, tools=[slow_job_tool(job)])
         async with await LiveDriver.start(agent) as live:
@@ -178,11 +127,7 @@ async def test_a_running_non_blocking_call_covered_by_the_handle_is_told_once_as
             await server.wait_for(lambda: len(first.handles_issued) == 1, 5, what="a handle")
             await server.close_open(1011)
             await server.wait_for_connections(2)
-            answer = await answer_like(live, mark, "slow_job returned")
-            assert answer == 'slow_job returned {"job":"order","run":1}'
-            await asyncio.sleep(0.3)  # nothing more may arrive
-            told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-            assert told == [answer], "told once"
+            await told_once(live, mark, ORDER_RESULT)
             await live.close()
         second = server.connections[1]
         assert job.runs == ["order"]
@@ -270,8 +215,8 @@ async def test_a_tool_running_across_two_resumes_from_one_handle_is_told_once(
     hold."""
     if background and not adk_compat.runs_tools_in_background():
         pytest.skip("the installed google-adk has no NON_BLOCKING tools (1.37 and 2.5 on)")
-    job = SlowJob(1.0)
-    tool = slow_job_tool(job) if background else job_tool_blocking(job)
+    job = SlowTool(1.0)
+    tool = slow_job_tool(job, "background" if background else "receive-step")
     server = FakeLiveServer(handle_schedule=HandleSchedule(on_turn_complete=False))
     server.script(Fault.close(1000, after_setup=True), connection=2)
     server.script(Fault.setup_delay(1.5), connection=3)  # (the tool ends meanwhile)
@@ -284,11 +229,7 @@ async def test_a_tool_running_across_two_resumes_from_one_handle_is_told_once(
             await asyncio.wait_for(job.started.wait(), 10)
             await server.close_open(1011)
             await server.wait_for_connections(3)
-            answer = await answer_like(live, mark, "slow_job returned", timeout=15)
-            assert answer == 'slow_job returned {"job":"mail","run":1}'
-            await asyncio.sleep(0.5)  # nothing more may arrive
-            told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-            assert told == [answer], "told once"
+            await told_once(live, mark, MAIL_RESULT, timeout=15, quiet=0.5)
             await live.close()
         first, second, third = server.connections
         assert job.runs == ["mail"], "the tool ran once"
@@ -297,14 +238,6 @@ async def test_a_tool_running_across_two_resumes_from_one_handle_is_told_once(
         assert late_results_told(third) == [], "not told as content besides"
         for record in server.connections:
             assert not record.unknown_tool_response_ids and not record.errors
-
-
-def job_tool_blocking(job: SlowJob) -> Any:
-    async def slow_job(job_name: str) -> dict[str, Any]:
-        """Run a slow job (sends an email, places an order...)."""
-        return await job(job_name)
-
-    return slow_job
 
 
 @needs_background_tools
@@ -351,7 +284,7 @@ async def test_a_result_that_comes_after_a_fresh_start_reaches_the_fresh_session
     # the ADK session, holds the user's request but not the call (ADK leaves out a call
     # without its response), so the model issues the call anew. That repeat waits for the
     # running call's result instead of running the tool again; the user is told it once.
-    job = SlowJob(1.0)
+    job = SlowTool(1.0)
     async with asyncio.timeout(30):
         async with FakeLiveServer() as server:
             server.script(Fault.refuse_resume(), connection=2)
@@ -362,11 +295,7 @@ async def test_a_result_that_comes_after_a_fresh_start_reaches_the_fresh_session
                 await asyncio.wait_for(job.started.wait(), 10)
                 await server.close_open(1011)
                 await server.wait_for_connections(3)
-                answer = await answer_like(live, mark, "slow_job returned")
-                assert answer == 'slow_job returned {"job":"mail","run":1}'
-                await asyncio.sleep(0.3)  # nothing more may arrive
-                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
-                assert told == [answer], "told once"
+                await told_once(live, mark, MAIL_RESULT)
                 assert await live.say("recall") == (
                     'you said: hello | call slow_job {"job_name": "mail"}'
                 )
@@ -385,10 +314,10 @@ async def test_a_late_result_reaches_a_fresh_session_that_does_not_ask_again(
     # As above, but the user spoke on after starting the job: the fresh session's history
     # ends with that later turn, so the model does not issue the call anew. The result, when
     # the tool ends, goes to it once as a turn that carries it, and is told once.
-    job = SlowJob(1.0)
+    job = SlowTool(1.0)
     async with asyncio.timeout(30):
         async with job_then_fresh_start(make_agent, job) as (server, live, mark):
-            await told_once(live, mark)
+            await told_once(live, mark, MAIL_RESULT, timeout=15)
         fresh = server.connections[2]
         assert fresh.tool_calls == [], "the fresh session did not ask again"
         assert late_results_told(fresh) == [
@@ -405,7 +334,7 @@ async def test_a_call_lost_with_its_connection_runs_once_across_two_fresh_starts
     # (no handle yet) issues the call anew and that repeat runs the job. Another drop, another
     # fresh start: the model issues it a third time, and that repeat must wait for the job
     # that runs, not pair with the call that never ran and start the job again.
-    job = SlowJob(2.0)
+    job = SlowTool(2.0)
     async with asyncio.timeout(40):
         async with FakeLiveServer() as server:
             server.script(Fault.close(1012, mid_tool_call=True), connection=1)
@@ -439,7 +368,7 @@ async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
     # Voice soak seed 1000. As above, but the job ends while the user speaks to the fresh
     # session: the turn carrying its result, sent then, would end the utterance there and the
     # model would answer its two halves apart. It waits until the utterance is answered.
-    job = SlowJob(2.5)
+    job = SlowTool(2.5)
     async with asyncio.timeout(40):
         async with job_then_fresh_start(make_agent, job) as (server, live, mark):
             spoken = await _fresh_setup_done(server, live, job)
@@ -449,11 +378,11 @@ async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
             await stream_pcm(live, silence_pcm(1.0), pace=4.0)
             answer = await answer_like(live, spoken, "echo: ", timeout=15)
             assert answer == "echo: spoken over the result", "heard whole"
-            await told_once(live, mark)
+            await told_once(live, mark, MAIL_RESULT, timeout=15)
         assert "spoken over the result" in server.connections[2].user_turns
 
 
-async def _fresh_setup_done(server: FakeLiveServer, live: LiveDriver, job: SlowJob) -> int:
+async def _fresh_setup_done(server: FakeLiveServer, live: LiveDriver, job: SlowTool) -> int:
     """Wait for the fresh session's setup, the job still running; return the event mark."""
     await server.wait_for(lambda: server.connections[2].setup is not None)
     assert not job.ended.is_set()
@@ -476,7 +405,7 @@ async def test_a_held_result_goes_when_the_answer_ends_even_with_the_microphone_
             automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
         ),
     )
-    job = SlowJob(2.0)
+    job = SlowTool(2.0)
     async with asyncio.timeout(40):
         async with job_then_fresh_start(make_agent, job, config) as (server, live, mark):
             spoken = await _fresh_setup_done(server, live, job)
@@ -486,7 +415,7 @@ async def test_a_held_result_goes_when_the_answer_ends_even_with_the_microphone_
             live.queue.send_activity_end()
             answer = await answer_like(live, spoken, "echo: ", timeout=15)
             assert answer == "echo: said with the button", "heard whole"
-            await told_once(live, mark)
+            await told_once(live, mark, MAIL_RESULT, timeout=15)
 
 
 @needs_background_tools
