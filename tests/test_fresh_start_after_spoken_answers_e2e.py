@@ -37,6 +37,10 @@ DIALECTS = pytest.mark.parametrize(
 )
 
 
+#: The turn typed once the fresh session is up.
+AFTER = "after the fresh start"
+
+
 async def fresh_start_after_the_answer(server: FakeLiveServer, live: LiveDriver) -> None:
     """Wait for an answer and a handle after it, then drop the
     socket; the server refuses connection 2's handle, so connection 3 is a fresh session."""
@@ -53,6 +57,18 @@ async def fresh_start_after_the_answer(server: FakeLiveServer, live: LiveDriver)
     await asyncio.sleep(0.5)  # an answer to the history would come now
 
 
+async def the_next_turn_answered_once(server: FakeLiveServer, live: LiveDriver) -> None:
+    """Type a turn to the fresh session and close the run once it is answered (and nothing
+    more arrived): the fresh session, which has no handle, answered it and nothing else."""
+    live.send_text(AFTER)
+    await server.wait_for(lambda: AFTER in server.user_turns_answered(), 10)
+    await asyncio.sleep(0.3)  # nothing more may arrive
+    await live.close()
+    fresh = server.connections[2]
+    assert fresh.resume_handle is None, "a fresh session"
+    assert fresh.answered_user_turns == [AFTER], "answered once"
+
+
 @DIALECTS
 async def test_a_typed_turn_answered_in_audio_alone_is_not_answered_again_by_a_fresh_session(
     make_agent: AgentFactory, model: str, vertex: bool
@@ -64,16 +80,8 @@ async def test_a_typed_turn_answered_in_audio_alone_is_not_answered_again_by_a_f
         async with await LiveDriver.start(agent, run_config=config) as live:
             live.send_text("hello there")
             await fresh_start_after_the_answer(server, live)
-            live.send_text("after the fresh start")
-            await server.wait_for(
-                lambda: "after the fresh start" in server.user_turns_answered(), 10
-            )
-            await asyncio.sleep(0.3)  # nothing more may arrive
-            await live.close()
-        fresh = server.connections[2]
-        assert fresh.resume_handle is None, "a fresh session"
-        assert server.user_turns_answered() == ["hello there", "after the fresh start"]
-        assert fresh.answered_user_turns == ["after the fresh start"], "answered once"
+            await the_next_turn_answered_once(server, live)
+        assert server.user_turns_answered() == ["hello there", AFTER]
 
 
 @DIALECTS
@@ -102,15 +110,8 @@ async def test_a_tool_result_told_in_audio_alone_is_not_told_again_by_a_fresh_se
                 what="the telling",  # (3.8 says "lookup started" first)
             )
             await fresh_start_after_the_answer(server, live)
-            told = len(server.connections[2].answers)
-            live.send_text("after the fresh start")
-            await server.wait_for(
-                lambda: "after the fresh start" in server.user_turns_answered(), 10
-            )
-            await asyncio.sleep(0.3)  # nothing more may arrive
-            await live.close()
-        fresh = server.connections[2]
-        assert fresh.resume_handle is None, "a fresh session"
+            fresh = server.connections[2]
+            told = len(fresh.answers)
+            await the_next_turn_answered_once(server, live)
         assert runs == ["order"], "the tool ran once"
         assert told == 0, f"the fresh session told the result again: {fresh.answers}"
-        assert fresh.answered_user_turns == ["after the fresh start"], "answered once"
