@@ -78,6 +78,11 @@ async def _respond(session: Any, calls: list[JsonDict], result: JsonDict, **extr
     )
 
 
+async def _respond_when_idle(session: Any, calls: list[JsonDict]) -> None:
+    """Answer ``calls`` with :data:`RESULT`, the responses scheduled ``WHEN_IDLE``."""
+    await _respond(session, calls, RESULT, scheduling=types.FunctionResponseScheduling.WHEN_IDLE)
+
+
 @contextlib.asynccontextmanager
 async def _declaring_session(
     target: Target, config: types.LiveConnectConfig, family: str
@@ -116,9 +121,7 @@ async def test_a_tool_response_for_an_earlier_connections_call_is_not_acted_on(
         handle = await _handle_after_turn(tap, called)  # the call is open in its state
     resumed = _config(target, handle=handle, tools=[tool])
     async with _declaring_session(target, resumed, family) as (session, tap):
-        await _respond(
-            session, earlier, RESULT, scheduling=types.FunctionResponseScheduling.WHEN_IDLE
-        )
+        await _respond_when_idle(session, earlier)
         await asyncio.sleep(QUIET)
         answers = [f for f in tap.frames if model_output(f)]
         assert not answers, f"a response under an earlier connection's id was answered: {answers}"
@@ -130,12 +133,7 @@ async def test_a_tool_response_for_an_earlier_connections_call_is_not_acted_on(
         called = tap.index(tool_call) or 0
         await _handle_after_turn(tap, called)  # its turn is over
         start = len(tap.frames)
-        await _respond(
-            session,
-            _calls(tap.frames[called]),
-            RESULT,
-            scheduling=types.FunctionResponseScheduling.WHEN_IDLE,
-        )
+        await _respond_when_idle(session, _calls(tap.frames[called]))
         await tap.wait(lambda t: t.index(turn_complete, start) is not None, ANSWER, "an answer")
 
 
@@ -189,12 +187,7 @@ async def test_extended_thinking_calls_are_async_even_when_declared_blocking(
         ended = tap.frames[tap.index(turn_complete, called) or 0]
         assert status(ended) == "IN_PROGRESS", ended
         start = len(tap.frames)
-        await _respond(
-            session,
-            _calls(tap.frames[called]),
-            RESULT,
-            scheduling=types.FunctionResponseScheduling.WHEN_IDLE,
-        )
+        await _respond_when_idle(session, _calls(tap.frames[called]))
         await tap.wait(
             lambda t: t.index(lambda f: status(f) == "IDLE", start) is not None,
             ANSWER,
