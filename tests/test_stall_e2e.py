@@ -54,8 +54,12 @@ class Reports:
         return [(r.reason, r.state_restored) for r in self.reconnects]
 
 
-def vertex_agent(make_agent: AgentFactory, server: FakeLiveServer, policy: ResumePolicy) -> Any:
-    """The agent ``make_agent`` would make, on the Vertex AI dialect."""
+def agent_on(
+    dialect: str, make_agent: AgentFactory, server: FakeLiveServer, policy: ResumePolicy
+) -> Any:
+    """The agent ``make_agent`` would make, on ``dialect`` ("gemini" or "vertex")."""
+    if dialect != "vertex":
+        return make_agent(server, policy=policy)
     model = server.gemini(vertex=True)
     if make_agent.entry == "install":
         adk_live_resume.install(policy)
@@ -70,10 +74,7 @@ async def test_a_silent_stall_is_resumed_and_the_turn_answered_once(
     caplog.set_level(logging.WARNING, logger="adk_live_resume")
     with Reports() as reports:
         async with FakeLiveServer() as server:
-            if dialect == "vertex":
-                agent = vertex_agent(make_agent, server, STALL)
-            else:
-                agent = make_agent(server, policy=STALL)
+            agent = agent_on(dialect, make_agent, server, STALL)
             async with await LiveDriver.start(agent) as live:
                 assert await live.say("first") == "echo: first"
                 server.script(Fault.stall(), connection=1)
@@ -190,10 +191,7 @@ async def test_a_session_long_quiet_audio_stall_is_answered_once_by_a_fresh_sess
     policy = ResumePolicy(stall_timeout=1.0, degenerate_turns=1)
     with Reports() as reports:
         async with FakeLiveServer() as server:
-            if dialect == "vertex":
-                agent = vertex_agent(make_agent, server, policy)
-            else:
-                agent = make_agent(server, policy=policy)
+            agent = agent_on(dialect, make_agent, server, policy)
             async with await LiveDriver.start(agent, run_config=audio_answers()) as live:
                 assert await live.say("first") == "echo: first"
                 server.script(Fault.stall("quiet_audio", session=True), connection=1)
