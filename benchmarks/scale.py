@@ -23,14 +23,11 @@ attempts, all resumed within 3 s, no turn lost.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,19 +71,6 @@ def run_round(
         )
     result: dict[str, Any] = json.loads(client.stdout.strip().splitlines()[-1])
     return result
-
-
-@contextlib.contextmanager
-def busy_processes(count: int) -> Iterator[None]:
-    """``count`` processes spinning on the CPU beside the rounds (a busy machine)."""
-    from adk_live_resume.testing.children import reap, spawn
-
-    spinners = [spawn([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for spinner in spinners:
-            reap(spinner, signal.SIGKILL)
 
 
 def most_in_any_window(times: list[float], width: float) -> int:
@@ -286,6 +270,8 @@ def main() -> None:
         help="a round of bare google-genai sessions (no ADK) beside each pair: the floor",
     )
     args = options.parse_args()
+    from adk_live_resume.testing.children import busy_processes
+
     sizes = args.sessions or ([20] if args.quick else [GOAL_SESSIONS, 1000])
     repeat = args.repeat or (1 if args.quick else 2)
     results_dir, plots_dir = output_dirs(args.quick)

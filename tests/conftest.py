@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -16,7 +14,6 @@ from hypothesis import HealthCheck, settings
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
-from adk_live_resume.testing.children import reap, spawn
 
 # Property tests (tests/test_properties_*.py): a fast profile in the suite, a long one for a
 # soak of the pure rules (``HYPOTHESIS_PROFILE=long``, docs/development.md).
@@ -142,18 +139,6 @@ def adk_screens_live_content() -> bool:
 
     module = importlib.import_module(adk_compat.surface().live_module)
     return callable(getattr(module, "screen_live_user_content", None))
-
-
-@contextlib.contextmanager
-def busy_processes(count: int) -> Iterator[None]:
-    """``count`` processes that spin on the CPU for the duration of the block: a slow event
-    loop opens the windows between connections that an idle one hides."""
-    spinners = [spawn([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for spinner in spinners:
-            reap(spinner, signal.SIGKILL)
 
 
 #: 20 ms of 16-bit mono PCM at 16 kHz, the chunk a microphone sends.

@@ -184,6 +184,26 @@ def test_a_second_sigterm_ends_the_process_at_once_while_the_first_one_unwinds(
     assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
+def test_busy_processes_spin_for_the_block_and_are_killed_after_it_even_on_an_error() -> None:
+    with pytest.raises(RuntimeError, match="in the block"), children.busy_processes(2) as busy:
+        spinners = [_process(proc.pid) for proc in busy]
+        assert len(spinners) == 2 and all(proc in children.live() for proc in busy)
+        burnt = _cpu_ticks(busy[0].pid)
+        time.sleep(0.3)
+        assert _cpu_ticks(busy[0].pid) > burnt, "it spins on the CPU"
+        raise RuntimeError("in the block")
+    assert _wait_gone(spinners, 5) == []
+    assert all(proc.returncode == -signal.SIGKILL for proc in busy)
+    assert not any(proc in children.live() for proc in busy)
+
+
+def _cpu_ticks(pid: int) -> int:
+    """User and system CPU time ``pid`` used so far, in clock ticks (/proc/<pid>/stat)."""
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def test_spawn_refuses_to_share_the_callers_session() -> None:
     with pytest.raises(TypeError, match="new session"):
         children.spawn(["true"], start_new_session=False)

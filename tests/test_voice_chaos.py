@@ -76,10 +76,11 @@ import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, chunk_encoding, early_dial
 from adk_live_resume.fresh_history import SPOKEN_ANSWER
 from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, silence_pcm, speech_pcm
+from adk_live_resume.testing.children import busy_processes
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.protocol import pick, pick_list
 
-from .conftest import adk_screens_live_content, busy_processes, non_blocking, our_tasks
+from .conftest import adk_screens_live_content, non_blocking, our_tasks
 from .faultplans import RETRYABLE, random_fault, restart_after, run_seed
 from .pinned_seeds import PinnedSeed, pinned_params
 

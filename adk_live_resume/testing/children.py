@@ -33,13 +33,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import concurrent.futures
 
-__all__ = ["die_with_parent", "exit_on_sigterm", "live", "reap", "reap_all", "spawn"]
+__all__ = [
+    "busy_processes",
+    "die_with_parent",
+    "exit_on_sigterm",
+    "live",
+    "reap",
+    "reap_all",
+    "spawn",
+]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -220,6 +228,21 @@ def _reap(proc: subprocess.Popen[Any], signum: int | None, grace: float, *, send
         with _lock:
             if _children.get(proc.pid, (None, 0))[0] is proc:
                 del _children[proc.pid]
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[list[subprocess.Popen[Any]]]:
+    """``count`` children (:func:`spawn`) that spin on the CPU for the duration of the block,
+    then are killed (:func:`reap`): a busy machine, whose slow event loop opens the windows
+    between connections that an idle one hides. Yields the children."""
+    spinners: list[subprocess.Popen[Any]] = []
+    try:
+        for _ in range(count):
+            spinners.append(spawn([sys.executable, "-c", "while True: pass"]))
+        yield spinners
+    finally:
+        for spinner in spinners:
+            reap(spinner, signal.SIGKILL)
 
 
 def reap_all(grace: float = 5.0) -> None:
