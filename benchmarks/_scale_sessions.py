@@ -26,6 +26,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from _scale_server import raise_fd_limit
@@ -137,6 +138,79 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+class RoundMeter:
+    """What every kind of round measures alike: the memory the sessions take and the time
+    they take to start, the CPU and the event loop's lag over the recovery, the errors."""
+
+    def __init__(self, sessions: int, gc_tuning: bool) -> None:
+        self.sessions = sessions
+        self.gc_tuning = gc_tuning
+        self.errors: list[str] = []
+        self.rss_before = self.rss_after = 0
+        self.start_seconds = self.cpu_recovery = 0.0
+        self.lag: LoopLag | None = None
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Around the start of every session: the memory before and after (collected
+        first), the time it took; then the garbage collector is tuned (``--gc-tuning on``)."""
+        gc.collect()
+        self.rss_before = rss_bytes()
+        started_at = time.monotonic()
+        yield
+        self.start_seconds = time.monotonic() - started_at
+        gc.collect()
+        self.rss_after = rss_bytes()
+        if self.gc_tuning:
+            tune_gc()
+
+    @contextlib.asynccontextmanager
+    async def recovering(self) -> AsyncIterator[None]:
+        """Around the recovery: the CPU it took and how late the loop ran."""
+        cpu_before = cpu_seconds()
+        self.lag = lag = LoopLag()
+        ticker = asyncio.create_task(lag.tick())
+        yield
+        self.cpu_recovery = cpu_seconds() - cpu_before
+        ticker.cancel()
+
+    def check_before(self, i: int, answer: str | None) -> None:
+        """Session ``i``'s first answer is its echo, or the session failed."""
+        if answer != f"echo: before {i}":
+            raise AssertionError(f"session {i} answered {answer!r}")
+
+    def recalled(self, i: int, answer: str | None) -> bool:
+        """Whether session ``i`` recalled its turn from before the drop (an error if not)."""
+        if answer != f"you said: before {i}":
+            self.errors.append(f"after {i}: answered {answer!r}")
+            return False
+        return True
+
+    def figures(self, client: str, started: int, drop: dict[str, Any]) -> dict[str, Any]:
+        """The figures every kind of round reports, ``drop`` the server's reply to it."""
+        at = float(drop["at"])
+        assert self.lag is not None, "figures of a round that did not recover"
+        return {
+            "sessions": self.sessions,
+            "client": client,
+            "gc_tuning": self.gc_tuning,
+            "started": started,
+            "start_seconds": self.start_seconds,
+            "rss_before": self.rss_before,
+            "rss_after": self.rss_after,
+            "memory_per_session": (self.rss_after - self.rss_before) / max(1, started),
+            "dropped": drop["dropped"],
+            "drop_seconds": float(drop["done"]) - at,
+            "cpu_recovery": self.cpu_recovery,
+            "loop_lag_worst": self.lag.worst,
+            "gc_full_seconds": self.lag.gc_seconds,
+            "gc_full_collections": self.lag.gc_full,
+            "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            "errors": self.errors[:20],
+            "error_count": len(self.errors),
+        }
+
+
 async def run_round(
     sessions: int, pacing: bool, hello: dict[str, Any], gc_tuning: bool
 ) -> dict[str, Any]:
@@ -159,20 +233,15 @@ async def run_round(
     model = counting_model(Address(hello["base_url"], hello["cert_path"]), attempts)
     agent = LlmAgent(name="scale", model=model, instruction="Answer briefly.")
     runner = InMemoryRunner(agent=agent, app_name="scale")
-    errors: list[str] = []
-
-    gc.collect()
-    rss_before = rss_bytes()
+    meter = RoundMeter(sessions, gc_tuning)
+    errors = meter.errors
     gate = asyncio.Semaphore(STARTING_AT_ONCE)
-    started_at = time.monotonic()
 
     async def start(i: int) -> LiveDriver | None:
         async with gate:
             driver = await LiveDriver.start(agent, runner=runner, user_id=f"user-{i}")
             try:
-                answer = await driver.say(f"before {i}", timeout=TIMEOUT)
-                if answer != f"echo: before {i}":
-                    raise AssertionError(f"session {i} answered {answer!r}")
+                meter.check_before(i, await driver.say(f"before {i}", timeout=TIMEOUT))
                 await wait_for_handle(driver)
             except Exception as error:
                 errors.append(f"start {i}: {_brief(error)}")
@@ -180,13 +249,9 @@ async def run_round(
                 return None
             return driver
 
-    started = await asyncio.gather(*(start(i) for i in range(sessions)))
+    with meter.starting():
+        started = await asyncio.gather(*(start(i) for i in range(sessions)))
     drivers = {i: d for i, d in enumerate(started) if d is not None}
-    start_seconds = time.monotonic() - started_at
-    gc.collect()
-    rss_after = rss_bytes()
-    if gc_tuning:
-        tune_gc()
 
     resumes.clear()
     connects_before = len(attempts)
@@ -197,11 +262,6 @@ async def run_round(
 
         profiler = cProfile.Profile()
         profiler.enable()
-    cpu_before = cpu_seconds()
-    lag = LoopLag()
-    ticker = asyncio.create_task(lag.tick())
-    drop = await _control(hello["control_port"], "drop")
-    marks = {i: driver.send_text("recall") for i, driver in drivers.items()}
 
     async def after(i: int, driver: LiveDriver) -> bool:
         try:
@@ -209,14 +269,12 @@ async def run_round(
         except Exception as error:
             errors.append(f"after {i}: {_brief(error)}")
             return False
-        if answer != f"you said: before {i}":
-            errors.append(f"after {i}: answered {answer!r}")
-            return False
-        return True
+        return meter.recalled(i, answer)
 
-    answered = await asyncio.gather(*(after(i, d) for i, d in drivers.items()))
-    cpu_recovery = cpu_seconds() - cpu_before
-    ticker.cancel()
+    async with meter.recovering():
+        drop = await _control(hello["control_port"], "drop")
+        marks = {i: driver.send_text("recall") for i, driver in drivers.items()}
+        answered = await asyncio.gather(*(after(i, d) for i, d in drivers.items()))
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(str(profile))
@@ -238,25 +296,9 @@ async def run_round(
     await asyncio.gather(*(close(d) for d in drivers.values()))
     adk_live_resume.uninstall()
     return {
-        "sessions": sessions,
+        **meter.figures("patched", len(drivers), drop),
         "pacing": pacing,
-        "client": "patched",
-        "gc_tuning": gc_tuning,
-        "started": len(drivers),
-        "start_seconds": start_seconds,
-        "rss_before": rss_before,
-        "rss_after": rss_after,
-        "memory_per_session": (rss_after - rss_before) / max(1, len(drivers)),
-        "dropped": drop["dropped"],
-        "drop_seconds": float(drop["done"]) - at,
-        "cpu_recovery": cpu_recovery,
-        "loop_lag_worst": lag.worst,
-        "gc_full_seconds": lag.gc_seconds,
-        "gc_full_collections": lag.gc_full,
         "pacer": _pacer_counts(),
-        "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
-        "errors": errors[:20],
-        "error_count": len(errors),
         **recovery,
     }
 
@@ -277,7 +319,8 @@ async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) 
     )
     attempts: list[float] = []
     resumes: list[float] = []
-    errors: list[str] = []
+    meter = RoundMeter(sessions, gc_tuning)
+    errors = meter.errors
     model = "gemini-live-fake"
 
     async def say(session: Any, state: _BareState, text: str) -> str | None:
@@ -286,8 +329,6 @@ async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) 
             await _bare_read(session, state, lambda: state.settled)
         return state.answers[-1] if state.answers else None
 
-    gc.collect()
-    rss_before = rss_bytes()
     gate = asyncio.Semaphore(STARTING_AT_ONCE)
     stacks: list[contextlib.AsyncExitStack] = []
     dropped = asyncio.Event()
@@ -302,22 +343,15 @@ async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) 
                 session = await stack.enter_async_context(
                     client.aio.live.connect(model=model, config=config)
                 )
-                answer = await say(session, state, f"before {i}")
-                if answer != f"echo: before {i}":
-                    raise AssertionError(f"session {i} answered {answer!r}")
+                meter.check_before(i, await say(session, state, f"before {i}"))
         except Exception as error:
             errors.append(f"start {i}: {_brief(error)}")
             return None
         return session, state
 
-    started_at = time.monotonic()
-    opened = await asyncio.gather(*(one(i) for i in range(sessions)))
+    with meter.starting():
+        opened = await asyncio.gather(*(one(i) for i in range(sessions)))
     live = {i: pair for i, pair in enumerate(opened) if pair is not None}
-    start_seconds = time.monotonic() - started_at
-    gc.collect()
-    rss_after = rss_bytes()
-    if gc_tuning:
-        tune_gc()
 
     async def through_drop(i: int, session: Any, state: _BareState) -> bool:
         try:
@@ -335,44 +369,21 @@ async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) 
         except Exception as error:
             errors.append(f"after {i}: {_brief(error)}")
             return False
-        if answer != f"you said: before {i}":
-            errors.append(f"after {i}: answered {answer!r}")
-            return False
-        return True
+        return meter.recalled(i, answer)
 
-    cpu_before = cpu_seconds()
-    lag = LoopLag()
-    ticker = asyncio.create_task(lag.tick())
-    watching = [asyncio.create_task(through_drop(i, s, st)) for i, (s, st) in live.items()]
-    await asyncio.sleep(0)  # every reader is in its receive
-    drop = await _control(hello["control_port"], "drop")
-    dropped.set()
-    answered = await asyncio.gather(*watching)
-    cpu_recovery = cpu_seconds() - cpu_before
-    ticker.cancel()
+    async with meter.recovering():
+        watching = [asyncio.create_task(through_drop(i, s, st)) for i, (s, st) in live.items()]
+        await asyncio.sleep(0)  # every reader is in its receive
+        drop = await _control(hello["control_port"], "drop")
+        dropped.set()
+        answered = await asyncio.gather(*watching)
     at = float(drop["at"])
     for stack in stacks:
         with contextlib.suppress(Exception):
             await stack.aclose()
     return {
-        "sessions": sessions,
+        **meter.figures("bare", len(live), drop),
         "pacing": False,
-        "client": "bare",
-        "gc_tuning": gc_tuning,
-        "started": len(live),
-        "start_seconds": start_seconds,
-        "rss_before": rss_before,
-        "rss_after": rss_after,
-        "memory_per_session": (rss_after - rss_before) / max(1, len(live)),
-        "dropped": drop["dropped"],
-        "drop_seconds": float(drop["done"]) - at,
-        "cpu_recovery": cpu_recovery,
-        "loop_lag_worst": lag.worst,
-        "gc_full_seconds": lag.gc_seconds,
-        "gc_full_collections": lag.gc_full,
-        "fd_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
-        "errors": errors[:20],
-        "error_count": len(errors),
         "attempts": [t - at for t in attempts],
         "resumed": [t - at for t in resumes],
         "sessions_reconnected": len(resumes),
