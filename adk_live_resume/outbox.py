@@ -147,7 +147,9 @@ class Outbox:
         self.activity = activity if activity is not None else UserActivity()
         #: Whether a typed turn or function response waits for its answer.
         self.turns = UnansweredTurns()
-        #: The generation in progress said something (text, voiced audio, a tool call).
+        #: The generation in progress said something (text, voiced audio). A tool call or a
+        #: pause while the model works ends its output: what follows is a generation of its
+        #: own, which says something or not.
         self._saying = False
         #: The last generation with output that ended said something: false before any
         #: on this run, and after one of near-silent audio alone (a stall's answer).
@@ -335,13 +337,13 @@ class Outbox:
         return self.echo.piece(current, text)
 
     def tool_call(self, ids: Iterable[str]) -> None:
-        self._saying = True
         self.activity.on_model_output()
         self.turns.on_tool_call()
         self._items.append(_Fact("tool_call", ids=tuple(ids), starts=self._generation_begins()))
         # The model waits for the responses: what it says after them answers them, even
-        # where no turnComplete ends the turn first (native audio, Gemini 3.x Live).
-        self._generating = False
+        # where no turnComplete ends the turn first (native audio, Gemini 3.x Live), and
+        # says something only if it is not near silence alone.
+        self._generating = self._saying = False
 
     def turn_complete(self) -> None:
         self.activity.on_turn_complete()
@@ -356,13 +358,15 @@ class Outbox:
         utterance ended, answering nothing; the next output begins a new generation (what
         follows, for a handle, shows the server took in what was sent meanwhile)."""
         self.turns.on_generation_paused()
-        self._generating = False
+        self._generating = self._saying = False
 
     def interrupted(self) -> None:
         """The server cut off a generation: it had taken in the input that started it, so a
         later handle holds that input, though nothing answered it (not a turn's end)."""
         self.activity.on_generation_cut()
         self.turns.on_generation_end()
+        if self._generating and not self._saying:
+            self._said = False  # (cut near silence said nothing; cut speech is no new answer)
         self._generating = self._saying = False
         self._items.append(_Fact("interrupted"))
 
@@ -633,10 +637,12 @@ class Outbox:
         """Whether the model answered the typed turn or function response sent last: a
         generation with output begun after it ended (:class:`UnansweredTurns`), and no typed
         turn waits (not even one a near-silent generation left,
-        :meth:`typed_turns_unanswered`), and the last generation to end said something. False
-        before any answer on this run (a history from before it may end with a turn nobody
-        answered), and after an answer of near-silent audio alone (a stall's, whose turn may
-        have left this record with a later handle: the fresh session is asked it again).
+        :meth:`typed_turns_unanswered`), and the last generation to end said something (a
+        tool call or a pause of the model's work ends one: what follows is a generation of
+        its own). False before any answer on this run (a history from before it may end
+        with a turn nobody answered), and after an answer of near-silent audio alone, ended
+        or cut (a stall's, whose turn may have left this record with a later handle: the
+        fresh session is asked it again).
         The unanswered utterance is not looked at: a fresh history that holds it ends with
         it (:func:`~adk_live_resume.fresh_history.fresh_history`), else its audio goes
         after the history."""

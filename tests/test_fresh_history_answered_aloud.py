@@ -144,3 +144,47 @@ def test_a_near_silent_answer_whose_turn_a_handle_covered_leaves_it_unanswered()
     outbox.covered(2)
     assert outbox.typed_turns_unanswered() == []
     assert not outbox.answered_last()
+
+
+def _answered_then_called(outbox: Outbox) -> None:
+    """ "one" answered aloud; then the model calls a tool and gets its response."""
+    outbox.record("send_client_content", typed_turn("one"))
+    audio_answer(outbox)
+    outbox.record("send_client_content", typed_turn("call f"))
+    outbox.model_text("calling f")
+    outbox.tool_call(["c1"])
+    outbox.record("send_tool_response", tool_response("c1"))
+
+
+def test_a_function_response_answered_with_near_silence_after_the_call_stays_unanswered() -> None:
+    """The tool call said something, but its response is a turn of its own: near silence
+    after it (a stall's answer, ended or cut) answers nothing, so a fresh session is asked
+    to tell the result (found by the property in test_properties_near_silence.py)."""
+    for end in ("turn_complete", "interrupted"):
+        outbox = Outbox(1000.0)
+        _answered_then_called(outbox)
+        outbox.model_audio(voiced=False)
+        getattr(outbox, end)()
+        assert not outbox.turns.unanswered, end
+        assert not outbox.answered_last(), end
+        outbox.model_audio()
+        outbox.turn_complete()
+        assert outbox.answered_last(), f"{end}: an answer aloud after it answers it"
+
+
+def test_near_silence_after_the_models_work_paused_does_not_answer_a_turn_sent_meanwhile() -> None:
+    """The model was speaking when the function response went, then said its work goes on
+    (a ``turnComplete`` with IN_PROGRESS): what it said began before the response, and the
+    near silence after the pause answers nothing, so the response stays unanswered."""
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("one"))
+    audio_answer(outbox)
+    outbox.record("send_client_content", typed_turn("call f"))
+    outbox.tool_call(["c1"])
+    outbox.model_text("let me see")
+    outbox.record("send_tool_response", tool_response("c1"))
+    outbox.work_goes_on()
+    outbox.model_audio(voiced=False)
+    outbox.turn_complete()
+    assert not outbox.turns.unanswered
+    assert not outbox.answered_last()
