@@ -40,6 +40,14 @@ MODEL_RATE = 24000
 #: 330: these stay far below it) and voiced (far above).
 QUIET_PEAKS = (0, 20, 120)
 VOICED_PEAKS = (2000, 9000)
+#: What a generation is made of: model output, and tool calls (answered at once, or later).
+GENERATION_STEPS: tuple[str | int, ...] = (
+    "text",
+    *QUIET_PEAKS,
+    *VOICED_PEAKS,
+    "tool call",
+    "tool call answered",
+)
 
 
 def _sine(peak: int, ms: int, rate: int) -> bytes:
@@ -62,9 +70,9 @@ def _model_part(peak: int) -> types.Part:
 
 
 class AnsweredLast(RuleBasedStateMachine):
-    """Typed turns, tool calls and their responses, model output aloud and near silent, ends
-    of generations (whole, paused while the model works, interrupted), handles and resumes,
-    against the rule of :meth:`Outbox.answered_last`."""
+    """Typed turns, generations (model output aloud and near silent, tool calls and their
+    responses, each way a generation ends), handles and resumes, against the rule of
+    :meth:`Outbox.answered_last`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -99,38 +107,33 @@ class AnsweredLast(RuleBasedStateMachine):
         self.open_calls.remove(call_id)
         self.record("send_tool_response", tool_response(call_id, "tool"))
 
-    @rule()
-    def model_text(self) -> None:
-        self.outbox.model_text("answer ")
-        self.output(aloud=True)
-
-    @rule(peak=st.sampled_from(QUIET_PEAKS + VOICED_PEAKS))
-    def model_audio(self, peak: int) -> None:
-        self.outbox.model_audio(voiced=not near_silent_audio(_model_part(peak)))
-        self.output(aloud=peak in VOICED_PEAKS)
-
-    @rule()
-    def tool_call(self) -> None:
-        call_id = f"c{next(self.calls)}"
-        self.open_calls.append(call_id)
-        self.outbox.tool_call([call_id])
-        self.output(aloud=True)
-
-    @rule()
-    def turn_complete(self) -> None:
-        self.outbox.turn_complete()
-        self.output_since_end = False
-
-    @rule()
-    def work_goes_on(self) -> None:
-        """A ``turnComplete`` whose ``interactionStatus`` says the model's work goes on."""
-        self.outbox.work_goes_on()
-        self.output_since_end = False
-
-    @rule()
-    def interrupted(self) -> None:
-        self.outbox.interrupted()
-        self.output_since_end = False
+    @rule(
+        steps=st.lists(st.sampled_from(GENERATION_STEPS), min_size=1, max_size=5),
+        end=st.sampled_from(["turn_complete", "interrupted", "work_goes_on", "none"]),
+    )
+    def generation(self, steps: list[str | int], end: str) -> None:
+        """Model output (text, audio parts by their peak, a tool call, which ADK may answer
+        at once) and how the generation ends: ``turnComplete``, ``interrupted``, a
+        ``turnComplete`` whose ``interactionStatus`` says the model's work goes on, or not yet
+        (what comes next may come in the middle of it)."""
+        for step in steps:
+            if step == "text":
+                self.outbox.model_text("answer ")
+                self.output(aloud=True)
+            elif isinstance(step, int):
+                self.outbox.model_audio(voiced=not near_silent_audio(_model_part(step)))
+                self.output(aloud=step in VOICED_PEAKS)
+            else:
+                call_id = f"c{next(self.calls)}"
+                self.outbox.tool_call([call_id])
+                self.output(aloud=True)
+                if step == "tool call answered":
+                    self.record("send_tool_response", tool_response(call_id, "tool"))
+                else:
+                    self.open_calls.append(call_id)
+        if end != "none":
+            getattr(self.outbox, end)()
+            self.output_since_end = False
 
     @rule()
     def handle(self) -> None:
