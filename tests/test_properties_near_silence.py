@@ -10,7 +10,8 @@ written from the rule alone:
   voiced audio, a tool call) came after the last user turn (a typed turn or a function
   response, replayed ones included); a near-silent answer, or none, leaves it false, however
   handles and resumes trimmed the record of that turn. A whole answer aloud to every turn,
-  with nothing in progress before it, makes it true;
+  with nothing in progress before it, makes it true, and a handle changes it in neither
+  direction;
 * model audio that is near silent (:func:`~adk_live_resume.activity.near_silent_audio`, as
   the connection watch reads each part) answers no utterance: the utterance stays unanswered
   and a resumed session gets its audio whole, whatever silence followed and whether a handle
@@ -137,7 +138,11 @@ class AnsweredLast(RuleBasedStateMachine):
 
     @rule()
     def handle(self) -> None:
+        """A handle trims the record, not what was answered: whether the last turn was
+        answered is the same after it."""
+        before = self.outbox.answered_last()
         self.outbox.covered(None)
+        assert self.outbox.answered_last() == before, "a handle changed answered_last"
 
     @rule()
     def drop_and_resume(self) -> None:
