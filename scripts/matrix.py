@@ -21,7 +21,8 @@ xdist workers (the end-to-end tests mostly wait on the fake server; see ``dev.TE
 A failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
 bug, and a pass there is reported as flaky but still fails the release (a flake is a bug to
 fix, never retried away). ``--python 3.13`` builds the environments with that interpreter
-(``dev.find_python``); a missing one fails unless ``--if-python-present``. Ends with a summary
+(``dev.find_python``), ``--python 3.12,3.13`` tests each release under each (``--jobs`` at a
+time); a missing one fails unless ``--if-python-present`` (then the others run). Ends with a summary
 table; exits non-zero if any release failed.
 
 ``--dependency-bounds``: for each release, two more environments, with the oldest and with the
@@ -380,7 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         default=TEST_WORKERS,
         help="pytest-xdist workers per release (default %(default)s; 0: in order)",
     )
-    parser.add_argument("--python", help="build the environments with this Python (3.12, 3.13)")
+    parser.add_argument(
+        "--python",
+        help="build the environments with this Python (3.12, 3.13; a comma list tests each"
+        " release under each, --jobs at a time)",
+    )
     parser.add_argument(
         "--if-python-present",
         action="store_true",
@@ -400,20 +405,28 @@ def main(argv: list[str] | None = None) -> int:
             versions.append(newest)
     if not versions:
         parser.error("no google-adk release left to test")
-    if args.python:
+    pythons: list[str | None] = [p.strip() for p in (args.python or "").split(",") if p.strip()]
+    if pythons and args.dependency_bounds:
+        parser.error("--python and --dependency-bounds do not go together")
+    for python in list(pythons):
         try:
-            find_python(args.python)
+            find_python(str(python))
         except MissingPython as missing:
             print(f"[matrix] {missing}", flush=True)
-            return 0 if args.if_python_present else 2
+            if not args.if_python_present:
+                return 2
+            pythons.remove(python)
+    if args.python and not pythons:
+        return 0  # (--if-python-present: none of them is here)
     log_dir: Path = args.log_dir or Path(tempfile.mkdtemp(prefix="adk-matrix-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     selection = ([] if args.full else list(E2E_SELECTION)) + list(args.pytest_args)
     what = "whole suite" if args.full else "end-to-end scenarios"
     started = time.monotonic()
     results = {
-        v: Result(f"{v} py{args.python}" if args.python else v, adk=v, python_version=args.python)
+        (label := f"{v} py{p}" if p else v): Result(label, adk=v, python_version=p)
         for v in versions
+        for p in pythons or [None]
     }
     if args.dependency_bounds:
         plain = dict(results)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adk_live_resume.testing.faults import Flap
 from adk_live_resume.testing.handles import HandleStore
+from adk_live_resume.testing.model import Turn, turns_overlap
 from adk_live_resume.testing.records import ConnectionRecord, ToolCallRecord
 from adk_live_resume.testing.rest import RestCall
 from adk_live_resume.testing.settings import SharedState
@@ -68,3 +69,24 @@ def test_a_cancelled_call_a_failed_rest_call_and_flapping() -> None:
     assert shared.flap == Flap(1011)
     shared.flapping(None)
     assert shared.flap is None
+
+
+def _exchange(text: str) -> list[Turn]:
+    return [Turn("user", text), Turn("model", f"echo: {text}")]
+
+
+def test_a_history_sent_again_overlaps_the_memory_it_began() -> None:
+    memory = _exchange("alpha") + _exchange("bravo")
+    assert turns_overlap(memory, _exchange("alpha") + _exchange("bravo") + _exchange("cedar"))
+
+
+def test_an_exchange_sent_again_as_context_overlaps_the_end_of_memory() -> None:
+    memory = _exchange("alpha") + _exchange("bravo")
+    assert turns_overlap(memory, _exchange("bravo"))
+
+
+def test_an_exchange_said_again_word_for_word_later_is_no_resend() -> None:
+    """The same words said twice are two exchanges: the second, replayed as context to a
+    session that lacks it, matches the first only in the middle of memory."""
+    memory = _exchange("zulu") + _exchange("alpha") + _exchange("bravo")
+    assert not turns_overlap(memory, _exchange("alpha"))

@@ -653,6 +653,7 @@ async def _run_plan(
             # checked there; every turn was answered exactly once (below).
             in_memory = [t for t in in_memory if t not in spoken]
             remembered = [t for t in remembered if t in in_memory or t in maybe_cut]
+        remembered = _once_if_heard_again_after_a_stall(server, remembered, spoken)
         # Every turn is remembered once, in order; a turn the user talked over at most once.
         why = _memory_story(server, remembered, in_memory, maybe_cut)
         assert [t for t in remembered if t not in maybe_cut] == in_memory, why
@@ -781,6 +782,30 @@ def _joined_by_a_fresh_history(
                 joined[start:stop] = ["".join(joined[start:stop])]
                 break
     return joined
+
+
+def _once_if_heard_again_after_a_stall(
+    server: FakeLiveServer, remembered: list[str], spoken: list[str]
+) -> list[str]:
+    """``remembered`` with an utterance a stall left unanswered counted once where a resumed
+    session heard it again right after it.
+
+    A stalled utterance (answered with near-silent audio, or with nothing) is replayed whole
+    to the session resumed after the connection ends, a drop that comes before the stall is
+    noticed included: the handle may hold the utterance already, and nothing tells (the Gemini
+    API's handles do not say what they hold), so the session may remember it twice, and
+    answers it once (docs/guarantees.md, stalled sessions)."""
+    stalled = {t for record in server.connections for t in record.stalled_turns}
+    heard_again = {
+        t
+        for t in spoken
+        if t in stalled and any(r.resumed and t in r.user_turns for r in server.connections)
+    }
+    kept: list[str] = []
+    for text in remembered:
+        if not (kept and text == kept[-1] and text in heard_again):
+            kept.append(text)
+    return kept
 
 
 def _memory_story(

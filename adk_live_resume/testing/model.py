@@ -225,9 +225,14 @@ def turns_overlap(memory: Sequence[Turn], turns: Sequence[Turn]) -> bool:
     """True when ``turns`` begins with turns that memory already holds, in the same order.
 
     That is, some run of consecutive turns in memory equals the first ``min(2, len(turns))``
-    or more turns of ``turns`` (a replayed history followed by new turns still counts).
+    or more turns of ``turns`` (a replayed history followed by new turns still counts), and
+    that run begins memory (a history sent again) or ends it (an exchange the session took
+    in, sent again as context). A run in between is an exchange said again word for word
+    later in the conversation: a new exchange, whose replay is no resend.
     """
     need = min(2, len(turns))
+    if not need:
+        return False
     for start in range(len(memory)):
         matched = 0
         while (
@@ -236,7 +241,7 @@ def turns_overlap(memory: Sequence[Turn], turns: Sequence[Turn]) -> bool:
             and memory[start + matched] == turns[matched]
         ):
             matched += 1
-        if need and matched >= need:
+        if matched >= need and (start == 0 or start + matched == len(memory)):
             return True
     return False
 
