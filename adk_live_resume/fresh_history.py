@@ -30,6 +30,7 @@ def fresh_history(
     cut: Sequence[tuple[str, str]] = (),
     unanswered: Sequence[str] = (),
     answered_last: bool = False,
+    responses_sent_last: frozenset[str] | None = None,
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -78,11 +79,21 @@ def fresh_history(
     history without ``turn_complete`` through a private path of ADK's: the history stays
     ADK's own send (its filtering, its Gemini 3.x rules), and the model still sees that the
     turn was answered. The unanswered utterance the history holds wins: it is answered.
+    ``answered_last`` speaks of what the run sent: function responses that end the history
+    and are not among ``responses_sent_last`` (:attr:`~adk_live_resume.outbox.Outbox.
+    responses_sent_last`; ``None``: not checked) were never sent (a tool ended as its
+    connection went: ADK's session holds the response, its queue still the send), so
+    nothing answered them, and the history ends with them: the fresh session answers them.
     """
     history, in_history = _arranged(
         contents, transcript, speaking, fragments, stored, cut, unanswered
     )
-    if answered_last and not in_history and _ends_with_user_content(history):
+    if (
+        answered_last
+        and not in_history
+        and _ends_with_user_content(history)
+        and (responses_sent_last is None or _last_responses(history) <= responses_sent_last)
+    ):
         history.append(types.Content(role="model", parts=[types.Part(text=SPOKEN_ANSWER)]))
     return history, in_history
 
@@ -93,9 +104,9 @@ def fresh_history(
 SPOKEN_ANSWER = "(answered aloud)"
 
 
-def _ends_with_user_content(history: Sequence[Any]) -> bool:
-    """Whether the last turn ADK's ``send_history`` keeps (one with text, a function call
-    or a function response: audio and other media parts are left out) is the user's."""
+def _last_kept(history: Sequence[Any]) -> Any:
+    """The last turn ADK's ``send_history`` keeps (one with text, a function call or a
+    function response: audio and other media parts are left out), or ``None``."""
     for content in reversed(history):
         if any(
             getattr(part, "text", None)
@@ -103,8 +114,21 @@ def _ends_with_user_content(history: Sequence[Any]) -> bool:
             or getattr(part, "function_response", None) is not None
             for part in content.parts or []
         ):
-            return bool(content.role == "user")
-    return False
+            return content
+    return None
+
+
+def _ends_with_user_content(history: Sequence[Any]) -> bool:
+    """Whether the last turn ADK's ``send_history`` keeps is the user's."""
+    last = _last_kept(history)
+    return last is not None and bool(last.role == "user")
+
+
+def _last_responses(history: Sequence[Any]) -> frozenset[str]:
+    """The ids of the function responses the last turn ``send_history`` keeps carries."""
+    last = _last_kept(history)
+    responses = [getattr(part, "function_response", None) for part in last.parts or []]
+    return frozenset(str(r.id) for r in responses if r is not None and r.id)
 
 
 def _arranged(

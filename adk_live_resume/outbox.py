@@ -154,6 +154,8 @@ class Outbox:
         #: The last generation with output that ended said something: false before any
         #: on this run, and after one of near-silent audio alone (a stall's answer).
         self._said = False
+        #: The ids of the function responses sent since the last typed turn (this run).
+        self.responses_sent_last: frozenset[str] = frozenset()
         self._items: list[ClientMessage | _Fact] = []
         self._index = 0
         #: Model output of a generation was seen on this connection, and no end of it.
@@ -255,6 +257,10 @@ class Outbox:
             begins = voiced or "activity_start" in sent_signals
         if text or ids:
             self.turns.on_turn_sent()
+        if text:
+            self.responses_sent_last = frozenset()
+        if ids:
+            self.responses_sent_last |= frozenset(ids)
         # A typed turn or tool response sent while the user speaks is a turn of its own.
         utterance = activity.utterances if activity.unanswered and spoken else 0
         starts = utterance > self._last_utterance

@@ -153,6 +153,7 @@ async def serve(
                     cut=outbox.cut_by_typed_turns(),
                     unanswered=outbox.typed_turns_unanswered(),
                     answered_last=outbox.answered_last(),
+                    responses_sent_last=outbox.responses_sent_last,
                 )
                 replay = outbox.take_audio(
                     utterance_in_history=in_history,

@@ -188,3 +188,45 @@ def test_near_silence_after_the_models_work_paused_does_not_answer_a_turn_sent_m
     outbox.turn_complete()
     assert not outbox.turns.unanswered
     assert not outbox.answered_last()
+
+
+def test_function_responses_never_sent_end_the_history_unanswered() -> None:
+    """A tool ended as its connection went: ADK's session holds the response, its queue still
+    the send. The run answered what it sent last, but not that response: the fresh session
+    is asked to answer it, not told it was."""
+    outbox = Outbox(1000.0)
+    outbox.record("send_client_content", typed_turn("hello"))
+    outbox.model_text("echo: hello")
+    outbox.turn_complete()
+    outbox.record("send_client_content", typed_turn("call f"))
+    outbox.tool_call(["c2"])
+    outbox.turn_complete()
+    assert outbox.answered_last(), "as far as the run sent: the call answered the turn"
+    call = types.Content(
+        role="model",
+        parts=[types.Part(function_call=types.FunctionCall(id="c2", name="f", args={}))],
+    )
+    response = types.Content(
+        role="user",
+        parts=[types.Part(function_response=types.FunctionResponse(id="c2", name="f"))],
+    )
+    stored = [content("user", "call f"), call, response]
+    history, _ = fresh_history(
+        stored,
+        "",
+        speaking=False,
+        answered_last=outbox.answered_last(),
+        responses_sent_last=outbox.responses_sent_last,
+    )
+    assert history == stored, "the response was never sent: nothing answered it"
+    outbox.record("send_tool_response", tool_response("c2"))
+    outbox.model_text("f returned")
+    outbox.turn_complete()
+    history, _ = fresh_history(
+        stored,
+        "",
+        speaking=False,
+        answered_last=outbox.answered_last(),
+        responses_sent_last=outbox.responses_sent_last,
+    )
+    assert history == [*stored, SPOKEN], "sent and answered: closed"

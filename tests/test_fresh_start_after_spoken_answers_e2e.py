@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory
+from .helpers import SlowTool, slow_lookup_tool
 from .test_answers_without_transcription import audio_only
 from .test_late_results_e2e import agent_for
 
@@ -115,3 +116,49 @@ async def test_a_tool_result_told_in_audio_alone_is_not_told_again_by_a_fresh_se
             await the_next_turn_answered_once(server, live)
         assert runs == ["order"], "the tool ran once"
         assert told == 0, f"the fresh session told the result again: {fresh.answers}"
+
+
+@pytest.mark.parametrize("vertex", [False, True], ids=["gemini-api", "vertex"])
+async def test_a_tool_result_its_connection_lost_before_the_send_is_told_by_a_fresh_session(
+    make_agent: AgentFactory, vertex: bool
+) -> None:
+    """The socket goes while a tool runs and the microphone streams (its next chunk fails
+    on the gone socket, which ends ADK's sender); the next handshake is refused for a while
+    (``Retry-After``), and the tool ends meanwhile: ADK's session holds its response, its
+    queue the send, which no connection took. Then the handle is refused. The fresh session's
+    history ends with that response, which nothing answered (text answers here, so no
+    spoken-answer turn may close it): the fresh session tells the result, once."""
+    lookup = SlowTool(gated=True)
+    async with asyncio.timeout(40), FakeLiveServer() as server:
+        server.script(Fault.refuse_handshake(503, retry_after=1.0), connection=2)
+        server.script(Fault.refuse_resume(), connection=3)
+        tool = slow_lookup_tool(lookup, "receive-step")
+        agent = agent_for(make_agent, server, "gemini-live-fake", vertex, [tool])
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("hello", timeout=10) == "echo: hello"
+            live.send_text('call slow_lookup {"item": "parcel"}')
+            await asyncio.wait_for(lookup.started.wait(), 10)
+
+            async def microphone() -> None:
+                while not lookup.gate.is_set():
+                    live.send_audio(silence_pcm(20))
+                    await asyncio.sleep(0.02)
+
+            streaming = asyncio.create_task(microphone())
+            await server.close_open(1011)
+            await server.wait_for_connections(2)
+            await asyncio.sleep(0.2)  # (the sender fails on the gone socket)
+            lookup.gate.set()  # (ends while the loop waits out the Retry-After)
+            await streaming
+            await server.wait_for_connections(4)
+            fresh = server.connections[3]
+            await server.wait_for(
+                lambda: any(a.startswith("slow_lookup returned") for a in fresh.answers),
+                10,
+                what="the result told by the fresh session",
+            )
+            await asyncio.sleep(0.3)  # nothing more may arrive
+        assert fresh.resume_handle is None, "a fresh session"
+        assert lookup.runs == ["parcel"], "the tool ran once"
+        told = [a for c in server.connections for a in c.answers if a.startswith("slow_lookup")]
+        assert len(told) == 1, f"told {len(told)}x: {told}"
