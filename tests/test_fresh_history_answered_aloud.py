@@ -211,22 +211,19 @@ def test_function_responses_never_sent_end_the_history_unanswered() -> None:
         parts=[types.Part(function_response=types.FunctionResponse(id="c2", name="f"))],
     )
     stored = [content("user", "call f"), call, response]
-    history, _ = fresh_history(
-        stored,
-        "",
-        speaking=False,
-        answered_last=outbox.answered_last(),
-        responses_sent_last=outbox.responses_sent_last,
-    )
-    assert history == stored, "the response was never sent: nothing answered it"
+
+    def rebuilt() -> list[types.Content]:
+        history, _ = fresh_history(
+            stored,
+            "",
+            speaking=False,
+            answered_last=outbox.answered_last(),
+            responses_sent_last=outbox.responses_sent_last,
+        )
+        return history
+
+    assert rebuilt() == stored, "the response was never sent: nothing answered it"
     outbox.record("send_tool_response", tool_response("c2"))
     outbox.model_text("f returned")
     outbox.turn_complete()
-    history, _ = fresh_history(
-        stored,
-        "",
-        speaking=False,
-        answered_last=outbox.answered_last(),
-        responses_sent_last=outbox.responses_sent_last,
-    )
-    assert history == [*stored, SPOKEN], "sent and answered: closed"
+    assert rebuilt() == [*stored, SPOKEN], "sent and answered: closed"
