@@ -16,7 +16,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 async def _inject(proxy: FaultProxy, fault: str) -> None:
     if fault == "go_away":
-        proxy.go_away(0.5)
+        # Time enough to move before the proxy's deadline close even on a loaded machine
+        # (with 0.5 s, a move whose next connection took longer ended by the deadline).
+        proxy.go_away(5.0)
     elif fault == "close_1011":
         proxy.close(1011, "injected")
     elif fault == "abort":
