@@ -88,11 +88,13 @@ def fresh_history(
     history, in_history = _arranged(
         contents, transcript, speaking, fragments, stored, cut, unanswered
     )
+    last = _last_kept(history)
     if (
         answered_last
         and not in_history
-        and _ends_with_user_content(history)
-        and (responses_sent_last is None or _last_responses(history) <= responses_sent_last)
+        and last is not None
+        and last.role == "user"
+        and (responses_sent_last is None or _response_ids(last) <= responses_sent_last)
     ):
         history.append(types.Content(role="model", parts=[types.Part(text=SPOKEN_ANSWER)]))
     return history, in_history
@@ -118,16 +120,9 @@ def _last_kept(history: Sequence[Any]) -> Any:
     return None
 
 
-def _ends_with_user_content(history: Sequence[Any]) -> bool:
-    """Whether the last turn ADK's ``send_history`` keeps is the user's."""
-    last = _last_kept(history)
-    return last is not None and bool(last.role == "user")
-
-
-def _last_responses(history: Sequence[Any]) -> frozenset[str]:
-    """The ids of the function responses the last turn ``send_history`` keeps carries."""
-    last = _last_kept(history)
-    responses = [getattr(part, "function_response", None) for part in last.parts or []]
+def _response_ids(content: Any) -> frozenset[str]:
+    """The ids of the function responses ``content`` carries."""
+    responses = [getattr(part, "function_response", None) for part in content.parts or []]
     return frozenset(str(r.id) for r in responses if r is not None and r.id)
 
 
