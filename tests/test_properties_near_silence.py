@@ -3,8 +3,8 @@
 A stall's ``quiet_audio`` answer (the fake's ``Fault.stall("quiet_audio")``, from the field
 reports in the protocol notes, "Stalls") is model audio that is all near silence: the user
 heard nothing. Two rules of :class:`~adk_live_resume.outbox.Outbox` follow from it
-(docs/guarantees.md, "Nothing lost, nothing said twice"), each played against a reference
-written from the rule alone:
+(docs/guarantees.md, "Nothing lost, nothing said twice"), and a fresh history reads a third
+beside the first; each is played against a reference written from the rule alone:
 
 * :meth:`Outbox.answered_last` is true only after an answer that said something (text,
   voiced audio, a tool call) came after the last user turn (a typed turn or a function
@@ -12,6 +12,9 @@ written from the rule alone:
   handles and resumes trimmed the record of that turn. A whole answer aloud to every turn,
   with nothing in progress before it, makes it true, and a handle changes it in neither
   direction;
+* :attr:`Outbox.responses_sent_last` (whether a fresh history whose last turn is function
+  responses may close it as answered) holds the ids of every function response sent since the
+  last typed turn, replayed ones included, whatever handles and resumes came between;
 * model audio that is near silent (:func:`~adk_live_resume.activity.near_silent_audio`, as
   the connection watch reads each part) answers no utterance: the utterance stays unanswered
   and a resumed session gets its audio whole, whatever silence followed and whether a handle
@@ -86,11 +89,17 @@ class AnsweredLast(RuleBasedStateMachine):
         self.said_since_turn = False
         #: Model output came since the last end of a generation (or new connection).
         self.output_since_end = False
+        #: The reference: the ids of the function responses sent since the last typed turn.
+        self.responses_since_typed: set[str] = set()
 
     def record(self, method: str, kwargs: dict[str, object]) -> ClientMessage:
         message = self.outbox.record(method, kwargs)
         if message.user_text or message.response_ids:
             self.said_since_turn = False  # a user turn: nothing answered it yet
+        if method == "send_client_content" and kwargs["turn_complete"]:
+            self.responses_since_typed.clear()  # a typed turn (a replay's context is not one)
+        for response in kwargs.get("function_responses") or []:
+            self.responses_since_typed.add(response.id)  # type: ignore[attr-defined]
         return message
 
     def output(self, *, aloud: bool) -> None:
@@ -165,6 +174,13 @@ class AnsweredLast(RuleBasedStateMachine):
         self.outbox.turn_complete()
         self.said_since_turn = True
         assert self.outbox.answered_last(), "a whole answer aloud answered the last turn"
+
+    @invariant()
+    def the_responses_sent_last_are_those_since_the_last_typed_turn(self) -> None:
+        """What a fresh history asks of the outbox (``fresh_history(responses_sent_last=)``):
+        every function response sent since the last typed turn, replayed ones included, and
+        none sent before it; handles and resumes change nothing of it."""
+        assert self.outbox.responses_sent_last == self.responses_since_typed
 
     @invariant()
     def answered_only_after_something_was_said_since_the_last_turn(self) -> None:
