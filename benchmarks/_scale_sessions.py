@@ -149,6 +149,8 @@ class RoundMeter:
         self.rss_before = self.rss_after = 0
         self.start_seconds = self.cpu_recovery = 0.0
         self.lag: LoopLag | None = None
+        #: When each session's ``recall`` was answered right (``time.monotonic()``).
+        self.recalled_at: list[float] = []
 
     @contextlib.contextmanager
     def starting(self) -> Iterator[None]:
@@ -184,6 +186,7 @@ class RoundMeter:
         if answer != f"you said: before {i}":
             self.errors.append(f"after {i}: answered {answer!r}")
             return False
+        self.recalled_at.append(time.monotonic())
         return True
 
     def figures(self, client: str, started: int, drop: dict[str, Any]) -> dict[str, Any]:
@@ -200,6 +203,8 @@ class RoundMeter:
             "rss_after": self.rss_after,
             "memory_per_session": (self.rss_after - self.rss_before) / max(1, started),
             "dropped": drop["dropped"],
+            # when each session was back for its user: its turn after the drop answered
+            "recalled": [t - at for t in self.recalled_at],
             "drop_seconds": float(drop["done"]) - at,
             "cpu_recovery": self.cpu_recovery,
             "loop_lag_worst": self.lag.worst,

@@ -10,7 +10,9 @@ higher thresholds, ``_scale_sessions.tune_gc``; ``--gc-tuning off`` not to): a u
 setting for a process that holds many long-lived sessions.
 
 Reported per round: sessions resumed (state restored from the handle), turns lost, time from
-the drop until every session resumed, connection attempts (``Gemini.connect`` calls) per
+the drop until every session resumed (reconnected with its state) and until every session
+recalled (its turn after the drop answered: back for its user; the median too), connection
+attempts (``Gemini.connect`` calls) per
 second and the largest share of them in any 100 ms window (sliding), memory per session
 (RSS growth over the N sessions / N), and the client's CPU and full garbage collections
 during the recovery. Goals (issue 10, at 500 sessions): no 100 ms window above 10% of the
@@ -87,6 +89,7 @@ def most_in_any_window(times: list[float], width: float) -> int:
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
     attempts = sorted(result["attempts"])
     resumed = sorted(result["resumed"])
+    recalled = sorted(result.get("recalled", []))
     span = attempts[-1] - attempts[0] if len(attempts) > 1 else 0.0
     sessions = result["sessions"]
     return {
@@ -99,6 +102,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "turns_lost": sessions - result["turns_ok"],
         "all_resumed_s": resumed[-1] if resumed else float("nan"),
         "median_resumed_s": resumed[len(resumed) // 2] if resumed else float("nan"),
+        "all_recalled_s": recalled[-1] if recalled else float("nan"),
+        "median_recalled_s": recalled[len(recalled) // 2] if recalled else float("nan"),
         "attempts": len(attempts),
         "attempts_per_s": len(attempts) / span if span > 0 else float("nan"),
         "max_window_share": most_in_any_window(attempts, WINDOW) / max(1, len(attempts)),
@@ -122,6 +127,8 @@ def table(summaries: list[dict[str, Any]]) -> str:
         "turns lost",
         "all resumed (s)",
         "median resumed (s)",
+        "all recalled (s)",
+        "median recalled (s)",
         "attempts",
         "attempts/s",
         "max share in 100 ms",
@@ -140,6 +147,8 @@ def table(summaries: list[dict[str, Any]]) -> str:
             s["turns_lost"],
             s["all_resumed_s"],
             s["median_resumed_s"],
+            s["all_recalled_s"],
+            s["median_recalled_s"],
             s["attempts"],
             s["attempts_per_s"],
             f"{100 * s['max_window_share']:.1f}%",
@@ -169,13 +178,18 @@ def ratios(summaries: list[dict[str, Any]]) -> list[str]:
             return values[len(values) // 2] if values else float("nan")
 
         off, on, bare = (median(k, "all_resumed_s") for k in ("off", "on", "bare"))
+        back = {k: median(k, "all_recalled_s") for k in ("off", "on", "bare")}
+        half = {k: median(k, "median_recalled_s") for k in ("off", "on", "bare")}
         cpu = {k: median(k, "cpu_per_reconnect_ms") for k in ("off", "on", "bare")}
         lines.append(
             f"{size} sessions: all resumed paced / unpaced {on / off:.2f}x "
-            f"({on:.2f} s / {off:.2f} s); paced / bare SDK {on / bare:.2f}x, unpaced / bare "
-            f"SDK {off / bare:.2f}x (bare {bare:.2f} s); CPU per reconnect (ms) paced "
-            f"{cpu['on']:.2f}, unpaced {cpu['off']:.2f}, bare SDK {cpu['bare']:.2f} "
-            f"({cpu['on'] / cpu['bare']:.2f}x)"
+            f"({on:.2f} s / {off:.2f} s); all recalled paced / unpaced "
+            f"{back['on'] / back['off']:.2f}x ({back['on']:.2f} s / {back['off']:.2f} s), "
+            f"median recalled {half['on'] / half['off']:.2f}x ({half['on']:.2f} s / "
+            f"{half['off']:.2f} s); paced / bare SDK {on / bare:.2f}x, unpaced / bare "
+            f"SDK {off / bare:.2f}x (bare {bare:.2f} s; all recalled {back['bare']:.2f} s); "
+            f"CPU per reconnect (ms) paced {cpu['on']:.2f}, unpaced {cpu['off']:.2f}, bare "
+            f"SDK {cpu['bare']:.2f} ({cpu['on'] / cpu['bare']:.2f}x)"
         )
     return lines
 
@@ -297,7 +311,8 @@ def main() -> None:
                     print(
                         f"[bench] {size} sessions, {what}: {brief['resumed']} resumed, "
                         f"{brief['turns_lost']} turns lost, all within "
-                        f"{brief['all_resumed_s']:.2f} s, max "
+                        f"{brief['all_resumed_s']:.2f} s (all recalled "
+                        f"{brief['all_recalled_s']:.2f} s), max "
                         f"{100 * brief['max_window_share']:.1f}% of attempts in 100 ms, CPU "
                         f"{brief['cpu_per_reconnect_ms']:.2f} ms per reconnect, pacer "
                         f"{brief['pacer']}, load {result['load']:.1f} "
