@@ -102,13 +102,14 @@ def counting_model(address: Address, attempts: list[float]) -> Any:
     )
 
 
-async def wait_for_handle(driver: Any) -> None:
-    """Wait until the session has a resumption handle (it follows the turn's end)."""
+async def wait_for_handle(driver: Any, older: Any = None) -> None:
+    """Wait until the session has a resumption handle (it follows the turn's end), one
+    other than ``older`` if given."""
     import adk_live_resume
 
     async with asyncio.timeout(TIMEOUT):
         # the handle arrives with no event to wait on: poll
-        while adk_live_resume.current_handle(driver.queue) is None:  # noqa: ASYNC110
+        while adk_live_resume.current_handle(driver.queue) in (None, older):  # noqa: ASYNC110
             await asyncio.sleep(0.01)
 
 
@@ -151,6 +152,10 @@ class RoundMeter:
         self.lag: LoopLag | None = None
         #: When each session's ``recall`` was answered right (``time.monotonic()``).
         self.recalled_at: list[float] = []
+        #: What each session said before the drop (``<word> <i>``), which ``recall`` repeats.
+        self.said: tuple[str, ...] = ("before",)
+        #: The CPU of one turn of every session at once, no drop (:meth:`steady_turn`).
+        self.cpu_turn = float("nan")
 
     @contextlib.contextmanager
     def starting(self) -> Iterator[None]:
@@ -165,6 +170,23 @@ class RoundMeter:
         self.rss_after = rss_bytes()
         if self.gc_tuning:
             tune_gc()
+
+    @contextlib.asynccontextmanager
+    async def steady_turn(self) -> AsyncIterator[None]:
+        """Around one more turn of every session at once (``again <i>``), before the drop:
+        its CPU is what a turn costs without a reconnect, which the recovery's ``recall``
+        also costs (CPU per reconnect less this, per session: the reconnect's own)."""
+        cpu_before = cpu_seconds()
+        yield
+        self.cpu_turn = cpu_seconds() - cpu_before
+        self.said = ("before", "again")
+
+    def check_again(self, i: int, answer: str | None) -> bool:
+        """Session ``i``'s steady turn was answered with its echo (an error if not)."""
+        if answer != f"echo: again {i}":
+            self.errors.append(f"again {i}: answered {answer!r}")
+            return False
+        return True
 
     @contextlib.asynccontextmanager
     async def recovering(self) -> AsyncIterator[None]:
@@ -183,7 +205,7 @@ class RoundMeter:
 
     def recalled(self, i: int, answer: str | None) -> bool:
         """Whether session ``i`` recalled its turn from before the drop (an error if not)."""
-        if answer != f"you said: before {i}":
+        if answer != "you said: " + " | ".join(f"{word} {i}" for word in self.said):
             self.errors.append(f"after {i}: answered {answer!r}")
             return False
         self.recalled_at.append(time.monotonic())
@@ -207,6 +229,7 @@ class RoundMeter:
             "recalled": [t - at for t in self.recalled_at],
             "drop_seconds": float(drop["done"]) - at,
             "cpu_recovery": self.cpu_recovery,
+            "cpu_turn": self.cpu_turn,
             "loop_lag_worst": self.lag.worst,
             "gc_full_seconds": self.lag.gc_seconds,
             "gc_full_collections": self.lag.gc_full,
@@ -217,7 +240,7 @@ class RoundMeter:
 
 
 async def run_round(
-    sessions: int, pacing: bool, hello: dict[str, Any], gc_tuning: bool
+    sessions: int, pacing: bool, hello: dict[str, Any], gc_tuning: bool, share: float | None = None
 ) -> dict[str, Any]:
     from google.adk.agents import LlmAgent
     from google.adk.runners import InMemoryRunner
@@ -227,6 +250,8 @@ async def run_round(
     from adk_live_resume.testing import LiveDriver
 
     policy = ResumePolicy() if pacing else ResumePolicy(process_reconnect_rate=0)
+    if share is not None:
+        policy = policy.replace(process_reconnect_share=share)
     adk_live_resume.install(policy)
     attempts: list[float] = []
     resumes: list[tuple[float, str, bool, int]] = []
@@ -257,6 +282,18 @@ async def run_round(
     with meter.starting():
         started = await asyncio.gather(*(start(i) for i in range(sessions)))
     drivers = {i: d for i, d in enumerate(started) if d is not None}
+
+    async def again(i: int, driver: LiveDriver) -> None:
+        try:
+            meter.check_again(i, await driver.say(f"again {i}", timeout=TIMEOUT))
+        except Exception as error:
+            errors.append(f"again {i}: {_brief(error)}")
+
+    older = {i: adk_live_resume.current_handle(d.queue) for i, d in drivers.items()}
+    async with meter.steady_turn():
+        await asyncio.gather(*(again(i, d) for i, d in drivers.items()))
+    # the drop comes after each turn's handle (polled: not in the turn's CPU)
+    await asyncio.gather(*(wait_for_handle(d, older[i]) for i, d in drivers.items()))
 
     resumes.clear()
     connects_before = len(attempts)
@@ -358,6 +395,15 @@ async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) 
         opened = await asyncio.gather(*(one(i) for i in range(sessions)))
     live = {i: pair for i, pair in enumerate(opened) if pair is not None}
 
+    async def again(i: int, session: Any, state: _BareState) -> None:
+        try:
+            meter.check_again(i, await say(session, state, f"again {i}"))  # (and its handle)
+        except Exception as error:
+            errors.append(f"again {i}: {_brief(error)}")
+
+    async with meter.steady_turn():
+        await asyncio.gather(*(again(i, s, st) for i, (s, st) in live.items()))
+
     async def through_drop(i: int, session: Any, state: _BareState) -> bool:
         try:
             await _bare_read(session, state, lambda: False)  # until the connection ends
@@ -426,6 +472,11 @@ def main() -> None:
         default="on",
         help="tune_gc() once the sessions are up (default on)",
     )
+    parsed.add_argument(
+        "--share",
+        type=float,
+        help="process_reconnect_share of the patched sessions' policy (default: the default)",
+    )
     args = parsed.parse_args()
     raise_fd_limit()
     hello = json.loads(args.server)
@@ -433,7 +484,7 @@ def main() -> None:
         result = asyncio.run(run_bare_round(args.sessions, hello, args.gc_tuning == "on"))
     else:
         result = asyncio.run(
-            run_round(args.sessions, args.pacing == "on", hello, args.gc_tuning == "on")
+            run_round(args.sessions, args.pacing == "on", hello, args.gc_tuning == "on", args.share)
         )
     sys.stdout.write(json.dumps(result) + "\n")
 

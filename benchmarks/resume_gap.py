@@ -306,19 +306,47 @@ async def _gap_through(
     )
 
 
-def _bare_config(handle: str | None) -> Any:
-    """A bare google-genai live config: text answers, resumption on (with ``handle``, if any)."""
+def _bare_config(handle: str | None, setup: Any = None) -> Any:
+    """A bare google-genai live config: text answers, resumption on (with ``handle``, if any);
+    with ``setup`` (a ``LiveConnectConfig``), that setup with ``handle`` in it instead."""
     from google.genai import types
 
+    resumption = types.SessionResumptionConfig(handle=handle)
+    if setup is not None:
+        return setup.model_copy(update={"session_resumption": resumption})
     return types.LiveConnectConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig(handle=handle),
+        response_modalities=[types.Modality.TEXT], session_resumption=resumption
     )
 
 
-async def _floor_sample(server: Any, client: Any) -> Outcome:
-    """A bare google-genai connect + setup with a valid handle of this server."""
-    config = _bare_config(server.handles_issued()[-1])
+async def agent_setup(server: Any, address: Any) -> Any:
+    """The live config the patched run asks google-genai for (the agent's setup: ADK's system
+    instruction, its transcription settings; no handle), taken from one patched sample: the
+    floors connect with it, so that every client sends the server the same setup and the
+    floors' gaps hold the same google-genai work (its converters) as the runs'."""
+    import google.genai.live as genai_live
+
+    seen: list[Any] = []
+    original = genai_live.AsyncLive.connect
+
+    def connect(self: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("config"))
+        return original(self, **kwargs)
+
+    genai_live.AsyncLive.connect = connect  # type: ignore[method-assign]
+    try:
+        outcome = await _client_sample(server, address, "abort", "patched")
+    finally:
+        genai_live.AsyncLive.connect = original  # type: ignore[method-assign]
+    if outcome.gap is None or not seen or seen[0] is None:
+        raise RuntimeError(f"the setup sample did not connect and resume: {outcome}")
+    return _bare_config(None, seen[0])
+
+
+async def _floor_sample(server: Any, client: Any, setup: Any = None) -> Outcome:
+    """A bare google-genai connect + setup with a valid handle of this server (``setup``:
+    the config it goes in, see :func:`agent_setup`)."""
+    config = _bare_config(server.handles_issued()[-1], setup)
     index = len(server.connections)
     started = asyncio.get_running_loop().time()
     async with client.aio.live.connect(model="gemini-live-fake", config=config):
@@ -384,7 +412,9 @@ async def _bare_read(session: Any, state: _BareState, stop: Callable[[], bool]) 
         return False
 
 
-async def _detecting_floor_sample(server: Any, client: Any, style: str) -> Outcome:
+async def _detecting_floor_sample(
+    server: Any, client: Any, style: str, setup: Any = None
+) -> Outcome:
     """A bare google-genai session through the same fault as the patched loop, resuming as
     fast as the SDK lets it: at once when the receive ends (a drop) or on goAway with no
     answer outstanding; with one, after its turnComplete and the handle that follows. The
@@ -397,7 +427,7 @@ async def _detecting_floor_sample(server: Any, client: Any, style: str) -> Outco
     async def connect() -> Any:
         stack = stacks[-1]
         connect_calls.append(asyncio.get_running_loop().time())
-        config = _bare_config(state.handle)
+        config = _bare_config(state.handle, setup)
         return await stack.enter_async_context(
             client.aio.live.connect(model="gemini-live-fake", config=config)
         )
@@ -483,6 +513,8 @@ async def measure(drops: int, one_way: float = 0.0) -> dict[str, dict[str, Serie
                 else server
             )
         clients = {key: address.genai_client() for key, address in addresses.items()}
+        setup = await agent_setup(drop_server, addresses[id(drop_server)])
+        await _settle(drop_server, goaway_server)
         for round_number in range(drops):
             for style in STYLES:
                 server = goaway_server if style.startswith("goaway") else drop_server
@@ -491,13 +523,13 @@ async def measure(drops: int, one_way: float = 0.0) -> dict[str, dict[str, Serie
                     await _settle(drop_server, goaway_server)
                     client = clients[id(server)]
                     if variant == "floor":
-                        entry.add(await _floor_sample(server, client))
+                        entry.add(await _floor_sample(server, client, setup))
                         continue
                     if entry.no_reconnect and not entry.gaps:
                         continue  # this ADK does not reconnect from this fault: say so once
                     for _ in range(MAX_REDOS):
                         if variant == "floor_detect":
-                            outcome = await _detecting_floor_sample(server, client, style)
+                            outcome = await _detecting_floor_sample(server, client, style, setup)
                         else:
                             outcome = await _client_sample(
                                 server, addresses[id(server)], style, variant

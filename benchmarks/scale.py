@@ -11,16 +11,18 @@ setting for a process that holds many long-lived sessions.
 
 Reported per round: sessions resumed (state restored from the handle), turns lost, time from
 the drop until every session resumed (reconnected with its state) and until every session
-recalled (its turn after the drop answered: back for its user; the median too), connection
-attempts (``Gemini.connect`` calls) per
-second and the largest share of them in any 100 ms window (sliding), memory per session
-(RSS growth over the N sessions / N), and the client's CPU and full garbage collections
-during the recovery. Goals (issue 10, at 500 sessions): no 100 ms window above 10% of the
-attempts, all resumed within 3 s, no turn lost.
+recalled (its turn after the drop answered: back for its user; the median too), the CPU
+of one turn of every session at once before the drop (what the ``recall`` costs anyway: the
+CPU per reconnect less it is the reconnect's own), connection attempts (``Gemini.connect``
+calls) per second and the largest share of them in any 100 ms window (sliding), memory per
+session (RSS growth over the N sessions / N), and the client's CPU and full garbage
+collections during the recovery. Goals (issue 10, at 500 sessions): no 100 ms window above
+10% of the attempts, all resumed within 3 s, no turn lost.
 
     python3 scripts/dev.py bench scale            # 500 and 1,000 sessions, each pacing twice
     python3 scripts/dev.py bench scale --quick    # 20 sessions, one round each way
     python3 scripts/dev.py bench scale --sessions 200 --repeat 1 --gc-tuning off
+    python3 scripts/dev.py bench scale --sessions 500 --floor --trial-share 0.09
 """
 
 from __future__ import annotations
@@ -42,10 +44,16 @@ GOAL_SESSIONS = 500
 
 
 def run_round(
-    sessions: int, pacing: bool, gc_tuning: bool, timeout: float, *, bare: bool = False
+    sessions: int,
+    pacing: bool,
+    gc_tuning: bool,
+    timeout: float,
+    *,
+    bare: bool = False,
+    share: float | None = None,
 ) -> dict[str, Any]:
     """One round in fresh processes: the server's and the sessions' (patched, or the bare
-    google-genai floor with ``bare``)."""
+    google-genai floor with ``bare``; ``share``: the pacer's share, if not the default)."""
     with _scale_server.running() as hello:
         client = subprocess.run(
             [
@@ -61,6 +69,7 @@ def run_round(
                 "bare" if bare else "patched",
                 "--server",
                 json.dumps(hello),
+                *(["--share", str(share)] if share is not None else []),
             ],
             capture_output=True,
             text=True,
@@ -72,6 +81,7 @@ def run_round(
             + client.stderr[-3000:]
         )
     result: dict[str, Any] = json.loads(client.stdout.strip().splitlines()[-1])
+    result["share"] = share
     return result
 
 
@@ -96,6 +106,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "sessions": sessions,
         "client": result.get("client", "patched"),
         "pacing": result["pacing"],
+        "share": result.get("share"),
         "gc_tuning": result["gc_tuning"],
         "started": result["started"],
         "resumed": result["state_restored"],
@@ -110,11 +121,22 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "memory_per_session_kib": result["memory_per_session"] / 1024,
         "cpu_recovery_s": result["cpu_recovery"],
         "cpu_per_reconnect_ms": 1000 * result["cpu_recovery"] / max(1, len(resumed)),
+        # a turn of every session at once without a drop: what the recall costs anyway
+        "cpu_per_turn_ms": 1000 * result.get("cpu_turn", float("nan")) / max(1, sessions),
         "loop_lag_worst_s": result["loop_lag_worst"],
         "gc_full_s": result["gc_full_seconds"],
         "errors": result["errors"],
         "pacer": result.get("pacer", {}),
     }
+
+
+def kind(summary: dict[str, Any]) -> str:
+    """``off``, ``on`` (the default share), ``on@<share>`` (a trial share) or ``bare``."""
+    if summary["client"] == "bare":
+        return "bare"
+    if not summary["pacing"]:
+        return "off"
+    return "on" if summary.get("share") is None else f"on@{summary['share']:g}"
 
 
 def table(summaries: list[dict[str, Any]]) -> str:
@@ -135,13 +157,14 @@ def table(summaries: list[dict[str, Any]]) -> str:
         "memory/session (KiB)",
         "client CPU (s)",
         "CPU per reconnect (ms)",
+        "CPU per turn, no drop (ms)",
         "full GC (s)",
     ]
     rows = [
         [
             s["sessions"],
             s["client"],
-            "-" if s["client"] == "bare" else "on" if s["pacing"] else "off",
+            "-" if s["client"] == "bare" else kind(s),
             "on" if s["gc_tuning"] else "off",
             f"{s['resumed']}/{s['sessions']}",
             s["turns_lost"],
@@ -155,6 +178,7 @@ def table(summaries: list[dict[str, Any]]) -> str:
             round(s["memory_per_session_kib"]),
             s["cpu_recovery_s"],
             round(s["cpu_per_reconnect_ms"], 2),
+            round(s["cpu_per_turn_ms"], 2),
             s["gc_full_s"],
         ]
         for s in summaries
@@ -169,18 +193,16 @@ def ratios(summaries: list[dict[str, Any]]) -> list[str]:
     for size in sorted({s["sessions"] for s in summaries}):
         of_size = [s for s in summaries if s["sessions"] == size]
 
-        def median(kind: str, key: str, rounds: list[dict[str, Any]] = of_size) -> float:
-            values = sorted(
-                s[key]
-                for s in rounds
-                if ("bare" if s["client"] == "bare" else "on" if s["pacing"] else "off") == kind
-            )
+        def median(which: str, key: str, rounds: list[dict[str, Any]] = of_size) -> float:
+            values = sorted(s[key] for s in rounds if kind(s) == which)
             return values[len(values) // 2] if values else float("nan")
 
         off, on, bare = (median(k, "all_resumed_s") for k in ("off", "on", "bare"))
         back = {k: median(k, "all_recalled_s") for k in ("off", "on", "bare")}
         half = {k: median(k, "median_recalled_s") for k in ("off", "on", "bare")}
         cpu = {k: median(k, "cpu_per_reconnect_ms") for k in ("off", "on", "bare")}
+        turn = {k: median(k, "cpu_per_turn_ms") for k in ("off", "on", "bare")}
+        own = {k: cpu[k] - turn[k] for k in cpu}
         lines.append(
             f"{size} sessions: all resumed paced / unpaced {on / off:.2f}x "
             f"({on:.2f} s / {off:.2f} s); all recalled paced / unpaced "
@@ -189,18 +211,26 @@ def ratios(summaries: list[dict[str, Any]]) -> list[str]:
             f"{half['off']:.2f} s); paced / bare SDK {on / bare:.2f}x, unpaced / bare "
             f"SDK {off / bare:.2f}x (bare {bare:.2f} s; all recalled {back['bare']:.2f} s); "
             f"CPU per reconnect (ms) paced {cpu['on']:.2f}, unpaced {cpu['off']:.2f}, bare "
-            f"SDK {cpu['bare']:.2f} ({cpu['on'] / cpu['bare']:.2f}x)"
+            f"SDK {cpu['bare']:.2f} ({cpu['on'] / cpu['bare']:.2f}x); less a turn without a "
+            f"drop (paced {turn['on']:.2f}, bare {turn['bare']:.2f}): paced {own['on']:.2f}, "
+            f"unpaced {own['off']:.2f}, bare SDK {own['bare']:.2f} "
+            f"({own['on'] / own['bare']:.2f}x)"
         )
+        for trial in sorted({kind(s) for s in of_size} - {"off", "on", "bare"}):
+            peak = max(s["max_window_share"] for s in of_size if kind(s) == trial)
+            lines.append(
+                f"{size} sessions, paced at share {trial[3:]} / at the default: all resumed "
+                f"{median(trial, 'all_resumed_s') / on:.2f}x, all recalled "
+                f"{median(trial, 'all_recalled_s') / back['on']:.2f}x, median recalled "
+                f"{median(trial, 'median_recalled_s') / half['on']:.2f}x; its max share in "
+                f"100 ms {100 * peak:.1f}%"
+            )
     return lines
 
 
 def verdicts(summaries: list[dict[str, Any]]) -> list[str]:
     """The issue's goals, for the paced rounds at 500 sessions (worst round)."""
-    paced = [
-        s
-        for s in summaries
-        if s["pacing"] and s["sessions"] == GOAL_SESSIONS and s["client"] == "patched"
-    ]
+    paced = [s for s in summaries if kind(s) == "on" and s["sessions"] == GOAL_SESSIONS]
     if not paced:
         return [f"(no paced round at {GOAL_SESSIONS} sessions: goals not assessed)"]
     share = max(s["max_window_share"] for s in paced)
@@ -221,38 +251,65 @@ def verdicts(summaries: list[dict[str, Any]]) -> list[str]:
 
 
 def plot(rounds: list[dict[str, Any]], target: Path) -> None:
+    """Per size: the attempts per 100 ms of the first unpaced and paced rounds (left), and
+    how many sessions had resumed and recalled over time in them and in the first bare-SDK
+    round (right)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sizes = sorted({r["sessions"] for r in rounds})
-    figure, axes = plt.subplots(len(sizes), 1, figsize=(9, 3.2 * len(sizes)), squeeze=False)
-    for axis, size in zip(axes[:, 0], sizes, strict=True):
-        for pacing, colour in ((False, "tab:red"), (True, "tab:blue")):
-            chosen = [
-                r
-                for r in rounds
-                if r["sessions"] == size
-                and r["pacing"] == pacing
-                and r.get("client", "patched") == "patched"
-            ]
+    figure, axes = plt.subplots(len(sizes), 2, figsize=(14, 3.4 * len(sizes)), squeeze=False)
+    colours = {"off": "tab:red", "on": "tab:blue", "bare": "tab:grey"}
+    names = {"off": "pacing off", "on": "pacing on", "bare": "bare SDK"}
+    for (left, right), size in zip(axes, sizes, strict=True):
+        for which, colour in colours.items():
+            chosen = [r for r in rounds if r["sessions"] == size and kind(_kind_fields(r)) == which]
             if not chosen:
                 continue
-            attempts = chosen[0]["attempts"]  # the first round of each kind
-            end = max(attempts) + WINDOW
-            bins = [i * WINDOW for i in range(int(end / WINDOW) + 2)]
-            label = f"pacing {'on' if pacing else 'off'} ({len(attempts)} attempts)"
-            axis.hist(attempts, bins=bins, histtype="step", color=colour, label=label)
-        axis.axhline(0.10 * size, color="grey", linestyle=":", label="10% of the sessions")
-        axis.set_title(f"{size} sessions, every socket dropped at t = 0")
-        axis.set_xlabel("seconds after the drop")
-        axis.set_ylabel("attempts per 100 ms")
-        axis.legend(loc="upper right")
+            first = chosen[0]  # the first round of each kind
+            attempts = first["attempts"]
+            if which != "bare":
+                end = max(attempts) + WINDOW
+                bins = [i * WINDOW for i in range(int(end / WINDOW) + 2)]
+                label = f"{names[which]} ({len(attempts)} attempts)"
+                left.hist(attempts, bins=bins, histtype="step", color=colour, label=label)
+            for key, style in (("resumed", "--"), ("recalled", "-")):
+                times = sorted(first.get(key, []))
+                if times:
+                    counts = range(1, len(times) + 1)
+                    right.step(
+                        times,
+                        counts,
+                        where="post",
+                        color=colour,
+                        linestyle=style,
+                        label=f"{names[which]}: {key}",
+                    )
+        left.axhline(0.10 * size, color="grey", linestyle=":", label="10% of the sessions")
+        left.set_title(f"{size} sessions, every socket dropped at t = 0")
+        left.set_xlabel("seconds after the drop")
+        left.set_ylabel("attempts per 100 ms")
+        left.legend(loc="upper right")
+        right.set_title(f"{size} sessions: resumed (reconnected) and recalled (turn answered)")
+        right.set_xlim(left=0)
+        right.set_xlabel("seconds after the drop")
+        right.set_ylabel("sessions")
+        right.legend(loc="lower right", fontsize="small")
     figure.tight_layout()
-    figure.savefig(target, dpi=110)
+    figure.savefig(target, dpi=100)
     plt.close(figure)
     print(f"[bench] wrote {target}")
+
+
+def _kind_fields(result: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`kind` reads, from a round's raw result."""
+    return {
+        "client": result.get("client", "patched"),
+        "pacing": result["pacing"],
+        "share": result.get("share"),
+    }
 
 
 def main() -> None:
@@ -283,6 +340,11 @@ def main() -> None:
         action="store_true",
         help="a round of bare google-genai sessions (no ADK) beside each pair: the floor",
     )
+    options.add_argument(
+        "--trial-share",
+        type=float,
+        help="a fourth kind of round, paced with this process_reconnect_share (side by side)",
+    )
     args = options.parse_args()
     from adk_live_resume.testing.children import busy_processes
 
@@ -290,24 +352,32 @@ def main() -> None:
     repeat = args.repeat or (1 if args.quick else 2)
     results_dir, plots_dir = output_dirs(args.quick)
     rounds: list[dict[str, Any]] = []
-    kinds = ["off", "on", *(["bare"] if args.floor else [])]
+    kinds = [
+        "off",
+        "on",
+        *(["bare"] if args.floor else []),
+        *(["trial"] if args.trial_share is not None else []),
+    ]
     with busy_processes(args.busy):
         for size in sizes:
             for i in range(repeat):
                 # the order rotates, so that a noisy neighbour hits every kind alike
-                for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
+                for which in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
                     began = time.monotonic()
                     result = run_round(
                         size,
-                        kind == "on",
+                        which in ("on", "trial"),
                         args.gc_tuning == "on",
                         timeout=120 + 0.5 * size,
-                        bare=kind == "bare",
+                        bare=which == "bare",
+                        share=args.trial_share if which == "trial" else None,
                     )
                     result["load"] = os.getloadavg()[0]
                     rounds.append(result)
                     brief = summarize(result)
-                    what = "bare SDK" if kind == "bare" else f"pacing {kind}"
+                    what = {"bare": "bare SDK", "trial": f"pacing at share {args.trial_share}"}.get(
+                        which, f"pacing {which}"
+                    )
                     print(
                         f"[bench] {size} sessions, {what}: {brief['resumed']} resumed, "
                         f"{brief['turns_lost']} turns lost, all within "
