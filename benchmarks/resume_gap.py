@@ -37,11 +37,16 @@ and the servers (N/2 ms each way, the TCP handshake's round trip included): the 
 the round trips a remote server costs, which the in-process fake leaves out (results in
 ``resume_gap_rtt<N>.json``). ``--drops`` sets the number of rounds.
 
-Goals (issue 10): patched median at most 1.10x the floor's, patched p99 at most 2x the floor's
-p99; for goAway, no turn cut. They are reported, never asserted. Reported for information:
-the patched (and stock) median over the detecting floor's, and where a gap goes: from its
-start to the next connection's ``accepted_at`` (the fake's handler starts once the TCP, TLS
-and websocket handshakes are done) and, for the detecting floor, to its ``connect`` call.
+Goals: patched median at most 1.10x the floor's, patched p99 at most 2x the floor's p99, for
+goAway no turn cut (issue 10's), and patched median at most 1.05x the detecting floor's
+(issue 36's; stock's beside it). They are reported, never asserted. Reported for
+information: where a gap goes, from its start to the next connection's ``accepted_at`` (the
+fake's handler starts once the TCP, TLS and websocket handshakes are done) and, for the
+detecting floor, to its ``connect`` call.
+
+Both floors connect with the agent's own setup (:func:`agent_setup`: the config the patched
+run asks google-genai for, its system instruction and transcription settings), so that every
+client's setup costs google-genai the same work.
 """
 
 from __future__ import annotations
@@ -636,9 +641,10 @@ def _verdicts(style: str, by_variant: dict[str, Series]) -> list[str]:
         stock = by_variant["stock"]
         against = Stats.of(detecting.gaps).median
         versus = f"{Stats.of(stock.gaps).median / against:.2f}x" if stock.gaps else "-"
+        against_detecting = mine.median / against
         lines.append(
-            f"{LABELS[style]}: info: patched median {mine.median / against:.2f}x the detecting "
-            f"floor's (stock: {versus})"
+            f"{LABELS[style]}: median {against_detecting:.2f}x the detecting floor's: goal <= "
+            f"1.05x: {'met' if against_detecting <= 1.05 else 'MISSED'} (stock: {versus})"
         )
     accepts = {
         CLIENTS[v]: by_variant[v].to_handshake for v in VARIANTS if by_variant[v].to_handshake
