@@ -7,12 +7,14 @@ Run by ``scale.py`` (a helper, not a benchmark)::
 Every session is a real ``Runner.run_live`` (one runner, one agent, one session each, the
 patch installed) on the real google-genai SDK, talking TLS to the fake server of
 ``_scale_server.py`` in another process. Each session says ``before <i>`` and checks the
-answer, waits for its resumption handle; then the server drops every socket at once; each
-session at once asks ``recall`` and checks that the answer is ``you said: before <i>`` (its
-turn from before the drop, kept by the resumed session or rebuilt in a fresh one: the turn
-sent during the outage was not lost). Prints one JSON line: every connection attempt's time
-(``Gemini.connect`` calls, client side) and every resume's time, relative to the drop, and
-the memory and CPU the sessions took.
+answer, waits for its resumption handle; then every session says ``again <i>`` at once (the
+CPU of that turn is measured) and waits for the handle after it; then the server drops every
+socket at once; each session at once asks ``recall`` and checks that the answer is ``you
+said: before <i> | again <i>`` (its turns from before the drop, kept by the resumed session
+or rebuilt in a fresh one: the turn sent during the outage was not lost). Prints one JSON
+line: every connection attempt's time (``Gemini.connect`` calls, client side), every
+resume's and every recall's time, relative to the drop, and the memory and CPU the sessions
+took.
 """
 
 from __future__ import annotations
