@@ -130,13 +130,69 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def kind(summary: dict[str, Any]) -> str:
-    """``off``, ``on`` (the default share), ``on@<share>`` (a trial share) or ``bare``."""
-    if summary["client"] == "bare":
+def kind(round_: dict[str, Any]) -> str:
+    """``off``, ``on`` (the default share), ``on@<share>`` (a trial share) or ``bare``, of a
+    round's summary or its raw result (older results name no client: patched)."""
+    if round_.get("client", "patched") == "bare":
         return "bare"
-    if not summary["pacing"]:
+    if not round_["pacing"]:
         return "off"
-    return "on" if summary.get("share") is None else f"on@{summary['share']:g}"
+    return "on" if round_.get("share") is None else f"on@{round_['share']:g}"
+
+
+def median_of(rounds: list[dict[str, Any]], which: str, key: str) -> float:
+    """The median of ``key`` over the rounds of kind ``which`` (NaN if none)."""
+    values = sorted(s[key] for s in rounds if kind(s) == which)
+    return values[len(values) // 2] if values else float("nan")
+
+
+def _kind_order(which: str) -> tuple[int, str]:
+    """Unpaced, paced, the bare SDK, then trial shares."""
+    order = ("off", "on", "bare")
+    return (order.index(which) if which in order else len(order), which)
+
+
+def medians_table(summaries: list[dict[str, Any]]) -> str:
+    """Per size and kind of round: the medians over its rounds (with their range for the
+    times), the most any of its 100 ms windows held."""
+    header = [
+        "sessions",
+        "client",
+        "rounds",
+        "all resumed (s)",
+        "all recalled (s)",
+        "median recalled (s)",
+        "max share in 100 ms",
+        "CPU per reconnect (ms)",
+        "CPU per turn, no drop (ms)",
+        "full GC in the recovery (s)",
+    ]
+    names = {"off": "patched, unpaced", "on": "patched, paced", "bare": "bare SDK"}
+    rows = []
+    for size in sorted({s["sessions"] for s in summaries}):
+        of_size = [s for s in summaries if s["sessions"] == size]
+        for which in sorted({kind(s) for s in of_size}, key=_kind_order):
+            chosen = [s for s in of_size if kind(s) == which]
+
+            def spread(key: str, chosen: list[dict[str, Any]] = chosen, which: str = which) -> str:
+                low, high = min(s[key] for s in chosen), max(s[key] for s in chosen)
+                return f"{median_of(chosen, which, key):.2f} ({low:.2f}-{high:.2f})"
+
+            rows.append(
+                [
+                    size,
+                    names.get(which, f"patched, paced at {which[3:]}"),
+                    len(chosen),
+                    spread("all_resumed_s"),
+                    spread("all_recalled_s"),
+                    f"{median_of(chosen, which, 'median_recalled_s'):.2f}",
+                    f"{100 * max(s['max_window_share'] for s in chosen):.1f}%",
+                    f"{median_of(chosen, which, 'cpu_per_reconnect_ms'):.2f}",
+                    f"{median_of(chosen, which, 'cpu_per_turn_ms'):.2f}",
+                    f"{median_of(chosen, which, 'gc_full_s'):.2f}",
+                ]
+            )
+    return markdown_table(header, rows)
 
 
 def table(summaries: list[dict[str, Any]]) -> str:
@@ -194,8 +250,7 @@ def ratios(summaries: list[dict[str, Any]]) -> list[str]:
         of_size = [s for s in summaries if s["sessions"] == size]
 
         def median(which: str, key: str, rounds: list[dict[str, Any]] = of_size) -> float:
-            values = sorted(s[key] for s in rounds if kind(s) == which)
-            return values[len(values) // 2] if values else float("nan")
+            return median_of(rounds, which, key)
 
         off, on, bare = (median(k, "all_resumed_s") for k in ("off", "on", "bare"))
         back = {k: median(k, "all_recalled_s") for k in ("off", "on", "bare")}
@@ -265,7 +320,7 @@ def plot(rounds: list[dict[str, Any]], target: Path) -> None:
     names = {"off": "pacing off", "on": "pacing on", "bare": "bare SDK"}
     for (left, right), size in zip(axes, sizes, strict=True):
         for which, colour in colours.items():
-            chosen = [r for r in rounds if r["sessions"] == size and kind(_kind_fields(r)) == which]
+            chosen = [r for r in rounds if r["sessions"] == size and kind(r) == which]
             if not chosen:
                 continue
             first = chosen[0]  # the first round of each kind
@@ -301,15 +356,6 @@ def plot(rounds: list[dict[str, Any]], target: Path) -> None:
     figure.savefig(target, dpi=100)
     plt.close(figure)
     print(f"[bench] wrote {target}")
-
-
-def _kind_fields(result: dict[str, Any]) -> dict[str, Any]:
-    """What :func:`kind` reads, from a round's raw result."""
-    return {
-        "client": result.get("client", "patched"),
-        "pacing": result["pacing"],
-        "share": result.get("share"),
-    }
 
 
 def main() -> None:
@@ -398,6 +444,8 @@ def main() -> None:
     summaries = [summarize(r) for r in rounds]
     print()
     print(table(summaries))
+    print()
+    print(medians_table(summaries))
     print()
     for line in ratios(summaries):
         print(line)
