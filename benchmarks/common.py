@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import datetime
 import importlib.metadata
 import json
@@ -26,7 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,23 @@ def output_dirs(quick: bool) -> tuple[Path, Path]:
     RESULTS.mkdir(parents=True, exist_ok=True)
     PLOTS.mkdir(parents=True, exist_ok=True)
     return RESULTS, PLOTS
+
+
+@contextlib.contextmanager
+def wrapped(*replacements: tuple[object, str, Callable[[Any], Any]]) -> Iterator[None]:
+    """For the block, ``owner.attribute`` is ``wrap(original)`` for every ``(owner, attribute,
+    wrap)`` given (a library function a benchmark observes); every original is put back after
+    it, also when the block raises."""
+    originals = [
+        (owner, attribute, getattr(owner, attribute)) for owner, attribute, _ in replacements
+    ]
+    try:
+        for (owner, attribute, wrap), (_, _, original) in zip(replacements, originals, strict=True):
+            setattr(owner, attribute, wrap(original))
+        yield
+    finally:
+        for owner, attribute, original in originals:
+            setattr(owner, attribute, original)
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import statistics
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import resume_gap
-from common import check, machine, markdown_table, output_dirs, parser, write_result
+from common import check, machine, markdown_table, output_dirs, parser, wrapped, write_result
 
 STYLES = ("abort", "close_1000")
 CLIENTS = ("patched", "floor_detect")
@@ -96,7 +97,7 @@ def marks_on() -> Iterator[None]:
 
     import adk_live_resume.connector as connector
 
-    wrapped = [
+    marks = [
         (ws_connection.Connection, "connection_lost", _calls, "socket lost"),
         (ws_connection.Connection, "recv", _raises, "websockets recv raised"),
         (genai_live.AsyncSession, "_receive", _raises, "google-genai receive raised"),
@@ -105,14 +106,13 @@ def marks_on() -> Iterator[None]:
         (genai_live.AsyncLive, "connect", _calls, "google-genai live.connect"),
         (genai_live, "ws_connect", _calls, "websockets.connect"),
     ]
-    originals = [(owner, attribute, getattr(owner, attribute)) for owner, attribute, *_ in wrapped]
-    try:
-        for owner, attribute, wrap, name in wrapped:
-            setattr(owner, attribute, wrap(name, getattr(owner, attribute)))
+    with wrapped(
+        *(
+            (owner, attribute, functools.partial(wrap, name))
+            for owner, attribute, wrap, name in marks
+        )
+    ):
         yield
-    finally:
-        for owner, attribute, original in originals:
-            setattr(owner, attribute, original)
 
 
 async def _sample(server: Any, client: Any, setup: Any, style: str, which: str) -> dict[str, float]:

@@ -71,6 +71,7 @@ from common import (
     print_report,
     pyplot,
     save_figure,
+    wrapped,
     write_result,
 )
 
@@ -332,17 +333,16 @@ async def agent_setup(server: Any, address: Any) -> Any:
     import google.genai.live as genai_live
 
     seen: list[Any] = []
-    original = genai_live.AsyncLive.connect
 
-    def connect(self: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs.get("config"))
-        return original(self, **kwargs)
+    def recording(original: Callable[..., Any]) -> Callable[..., Any]:
+        def connect(self: Any, **kwargs: Any) -> Any:
+            seen.append(kwargs.get("config"))
+            return original(self, **kwargs)
 
-    genai_live.AsyncLive.connect = connect  # type: ignore[method-assign]
-    try:
+        return connect
+
+    with wrapped((genai_live.AsyncLive, "connect", recording)):
         outcome = await _client_sample(server, address, "abort", "patched")
-    finally:
-        genai_live.AsyncLive.connect = original  # type: ignore[method-assign]
     if outcome.gap is None or not seen or seen[0] is None:
         raise RuntimeError(f"the setup sample did not connect and resume: {outcome}")
     return _bare_config(None, seen[0])
