@@ -19,7 +19,9 @@ goAway while an answer streams), each measured for four clients in interleaved r
 Both ends of a gap are the fake's own timestamps (``ConnectionRecord``), on the event loop
 clock the client shares: a drop starts when the fake acts on the fault (``ended_at``), a goAway
 gap when the old connection sent its last message (the goAway itself between turns, the end
-of the answer in flight when the client waits for it), and every gap ends when the next
+of the answer in flight when the client waits for it; the fake's empty
+``sessionResumptionUpdate {}``, sent every 0.5-1 s whatever the client does, is not counted),
+and every gap ends when the next
 connection sends its first message (``setupComplete``). The floor starts when the client
 calls ``connect``. Each patched or stock sample is a fresh run: one turn, the fault, the
 resume, one more turn (which must be answered), the run closed; each detecting floor sample
@@ -185,6 +187,20 @@ def _answer_in_flight(messages: list[dict[str, Any]], position: int) -> bool:
     return False
 
 
+def _go_away_gap_start(record: Any) -> float:
+    """When the old connection's last message but an empty ``sessionResumptionUpdate {}`` was
+    handed to its socket. The fake sends those every 0.5-1 s whatever the client does, as the
+    service does (``wire_shapes``), so one may come while the client is already connecting
+    again; counted, it moved the gap's start by up to the whole gap (once in 60 samples at
+    20 ms round trips, past the next connection's first message)."""
+    for message, at in zip(
+        reversed(record.server_messages), reversed(record.sent_times), strict=True
+    ):
+        if message.get("sessionResumptionUpdate") != {}:
+            return float(at)
+    raise AssertionError("the old connection sent nothing but empty updates")
+
+
 def _go_away_position(messages: list[dict[str, Any]]) -> int | None:
     return next((i for i, m in enumerate(messages) if "goAway" in m), None)
 
@@ -268,9 +284,10 @@ async def _gap_through(
 
     Drops are injected at once; goAway comes on the server's schedule, and for "mid-answer"
     ``send_long_turn`` is awaited ``MID_ANSWER_LEAD_IN`` before it is due. The gap starts at
-    the old connection's ``ended_at`` (drops) or ``last_sent_at`` (goAway, once the client
-    has ended it) and ends at the next connection's ``first_sent_at``. Returns the gap, or
-    ``misplaced`` (goAway not where the style wants it: redo) or ``no_reconnect``.
+    the old connection's ``ended_at`` (drops) or its last message's send time (goAway, once
+    the client has ended it; :func:`_go_away_gap_start`) and ends at the next connection's
+    ``first_sent_at``. Returns the gap, or ``misplaced`` (goAway not where the style wants
+    it: redo) or ``no_reconnect``.
     """
     loop = asyncio.get_running_loop()
     old = server.connections[first]
@@ -296,8 +313,7 @@ async def _gap_through(
         in_flight = _answer_in_flight(old.server_messages, position)
         if in_flight != (style == "goaway_mid_answer"):
             return Outcome(misplaced=True)
-        assert old.last_sent_at is not None
-        started = old.last_sent_at
+        started = _go_away_gap_start(old)
     try:
         await server.wait_for(_first_message_of(server, first + 1), STEP_TIMEOUT, what="resume")
     except TimeoutError:

@@ -12,7 +12,7 @@ from adk_live_resume.testing import FakeLiveServer
 pytestmark = pytest.mark.timeout(30)
 
 
-async def test_records_time_the_accept_the_messages_sent_and_the_end() -> None:
+async def test_records_time_the_accept_every_message_sent_and_the_end() -> None:
     async with asyncio.timeout(20), FakeLiveServer() as server:
         loop = asyncio.get_running_loop()
         config = types.LiveConnectConfig(
@@ -40,6 +40,10 @@ async def test_records_time_the_accept_the_messages_sent_and_the_end() -> None:
         assert before <= record.accepted_at <= first <= last <= faulted <= record.ended_at
         assert record.ended_at <= loop.time()
         assert record.first_sent_at == first  # the first message's time is never moved
+        # every message sent has its own time, in order, from the first to the last
+        assert len(record.sent_times) == len(record.server_messages) >= 3
+        assert record.sent_times == sorted(record.sent_times)
+        assert record.sent_times[0] == first and record.sent_times[-1] == last
 
 
 async def test_a_client_close_is_timed_too() -> None:

@@ -166,6 +166,8 @@ class ConnectionRecord:
         first_sent_at / last_sent_at: event loop time at which the first / the latest server
             message was handed to the socket (None before any). On the client's clock when
             the client runs in the same process: benchmarks time gaps with them.
+        sent_times: event loop time at which each of ``server_messages`` was handed to the
+            socket, in the same order.
         ended_at: event loop time at which the connection was ended: the fault, deadline,
             refusal... was acted on, or the client's close was seen (None while open).
     """
@@ -210,6 +212,7 @@ class ConnectionRecord:
     accepted_at: float = 0.0
     first_sent_at: float | None = None
     last_sent_at: float | None = None
+    sent_times: list[float] = field(default_factory=list)
     ended_at: float | None = None
 
     # -- filled in by the connection's parts, each through one of these ---------------------
@@ -250,6 +253,7 @@ class ConnectionRecord:
         if self.first_sent_at is None:
             self.first_sent_at = at
         self.last_sent_at = at
+        self.sent_times.append(at)
 
     def history_sent(self, *, duplicate: bool) -> None:
         """A ``client_content`` message was taken as history (``duplicate``: its turns were
