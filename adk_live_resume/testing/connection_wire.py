@@ -197,11 +197,11 @@ class ConnectionWire:
             for message in messages:
                 if self.ending:
                     raise _ConnectionEnded
-                self.record.server_messages.append(message)
                 handed_at = self._loop.time()
+                self.record.sending(message, handed_at)
                 try:
                     await self._ws.send(wire.dumps(message))
                 except ConnectionClosed:
-                    self.record.server_messages.pop()
+                    self.record.not_sent()
                     raise _ConnectionEnded from None
                 self.record.sent_at(handed_at)

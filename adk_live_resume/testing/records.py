@@ -124,7 +124,7 @@ class ConnectionRecord:
         client_messages: every raw client message after the setup, in order (appended when
             it arrives, before it is handled).
         handled_messages: how many of them the server has finished handling.
-        server_messages: every raw message the server sent, in order.
+        server_messages: every raw message the server handed to the socket, in order.
         ended_by: who ended the connection ("handshake_refused": a ``Fault.refuse_handshake``
             answered the upgrade with an HTTP error, ``close_reason`` says which; "client",
             "fault", "deadline", "refused",
@@ -167,7 +167,9 @@ class ConnectionRecord:
             message was handed to the socket (None before any). On the client's clock when
             the client runs in the same process: benchmarks time gaps with them.
         sent_times: event loop time at which each of ``server_messages`` was handed to the
-            socket, in the same order.
+            socket, in the same order (the last one's sending may have been cut short when
+            the connection's handler was cancelled: ``last_sent_at`` counts only messages
+            whose sending completed).
         ended_at: event loop time at which the connection was ended: the fault, deadline,
             refusal... was acted on, or the client's close was seen (None while open).
     """
@@ -248,12 +250,21 @@ class ConnectionRecord:
         """A ``goAway`` was sent."""
         self.go_away_sent = True
 
+    def sending(self, message: dict[str, Any], at: float) -> None:
+        """The server hands ``message`` to the socket at ``at`` (``loop.time()``)."""
+        self.server_messages.append(message)
+        self.sent_times.append(at)
+
+    def not_sent(self) -> None:
+        """The message being handed over was not sent (the connection had closed)."""
+        self.server_messages.pop()
+        self.sent_times.pop()
+
     def sent_at(self, at: float) -> None:
-        """A server message was handed to the socket at ``at`` (``loop.time()``)."""
+        """The message handed to the socket at ``at`` is sent."""
         if self.first_sent_at is None:
             self.first_sent_at = at
         self.last_sent_at = at
-        self.sent_times.append(at)
 
     def history_sent(self, *, duplicate: bool) -> None:
         """A ``client_content`` message was taken as history (``duplicate``: its turns were
