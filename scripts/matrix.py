@@ -14,11 +14,10 @@ Needs only the standard library (environments are built by ``scripts/dev.py``'s
 
 By default each release runs the end-to-end resumption scenarios: every test marked ``e2e`` or
 ``core`` (the adapter tests, the install tests, stock ADK's behaviour, the resume tests).
-``--full`` runs the whole suite. Environments are built ``--install-jobs`` at a time (40-120 s
-each with a cold pip cache, 20-30 s with a warm one; mostly pip's own CPU work, so more than 2
-or 3 gains little on 2 cores), and each release is tested as soon as its environment is ready,
-``--jobs`` releases at a time, each with ``--workers`` pytest-xdist workers (the end-to-end
-tests mostly wait on the fake server; see ``dev.TEST_WORKERS``).
+``--full`` runs the whole suite. Environments are built first, ``--install-jobs`` at a time
+(40-120 s each with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on
+2 cores), then the tests run, ``--jobs`` releases at a time, each with ``--workers`` pytest-
+xdist workers (the end-to-end tests mostly wait on the fake server; see ``dev.TEST_WORKERS``).
 A failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
 bug, and a pass there is reported as flaky but still fails the release (a flake is a bug to
 fix, never retried away). ``--python 3.13`` builds the environments with that interpreter
@@ -276,16 +275,14 @@ def _install_all(results: dict[str, Result], jobs: int, log_dir: Path) -> None:
             for v, r in results.items()
         }
         for future in concurrent.futures.as_completed(installs):
-            _record_install(results[installs[future]], *future.result())
-
-
-def _record_install(result: Result, seconds: float, error: str) -> None:
-    result.install_seconds = seconds
-    result.note = error
-    state = "FAILED" if error else "ready"
-    print(f"[matrix] {result.version}: environment {state} ({seconds:.0f} s)", flush=True)
-    if error:
-        print(error, flush=True)
+            version = installs[future]
+            seconds, error = future.result()
+            results[version].install_seconds = seconds
+            results[version].note = error
+            state = "FAILED" if error else "ready"
+            print(f"[matrix] {version}: environment {state} ({seconds:.0f} s)", flush=True)
+            if error:
+                print(error, flush=True)
 
 
 def _report(r: Result) -> None:
@@ -308,36 +305,18 @@ def _report(r: Result) -> None:
         print("\n".join(f"    {line}" for line in tail), flush=True)
 
 
-def _install_then_test(
-    results: dict[str, Result],
-    install_jobs: int,
-    jobs: int,
+def _test_all(
+    runnable: list[Result],
     selection: list[str],
+    jobs: int,
     rerun: int,
     log_dir: Path,
     workers: int,
 ) -> None:
-    """Build every environment, ``install_jobs`` at a time, and test each release as soon as
-    its environment is ready, ``jobs`` at a time (the first tests run while the last
-    environments are built)."""
-    with (
-        concurrent.futures.ThreadPoolExecutor(jobs) as testing,
-        concurrent.futures.ThreadPoolExecutor(install_jobs) as installing,
-    ):
-        installs = {
-            installing.submit(
-                _install, r.adk or v, "test", log_dir, r.pins, r.suffix, r.python_version
-            ): v
-            for v, r in results.items()
-        }
-        tests = []
-        for future in concurrent.futures.as_completed(installs):
-            result = results[installs[future]]
-            _record_install(result, *future.result())
-            if not result.note:
-                tests.append(testing.submit(_run_tests, result, selection, rerun, log_dir, workers))
-        for tested in concurrent.futures.as_completed(tests):
-            _report(tested.result())
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(_run_tests, r, selection, rerun, log_dir, workers) for r in runnable]
+        for future in concurrent.futures.as_completed(futures):
+            _report(future.result())
 
 
 def parse_index_versions(output: str, package: str = "google-adk") -> str:
@@ -471,15 +450,9 @@ def main(argv: list[str] | None = None) -> int:
         what = "core resumption tests, oldest and newest google-genai and websockets"
     print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
 
-    _install_then_test(
-        results,
-        max(1, args.install_jobs),
-        max(1, args.jobs),
-        selection,
-        max(0, args.rerun),
-        log_dir,
-        args.workers,
-    )
+    _install_all(results, max(1, args.install_jobs), log_dir)
+    runnable = [r for r in results.values() if not r.note]
+    _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir, args.workers)
 
     ordered = list(results.values())
     print("\n" + _table(ordered, time.monotonic() - started), flush=True)
