@@ -147,8 +147,9 @@ async def test_closes_the_loop_starts_itself_open_no_socket(
     stats: list[RunStats] = []
     remove = adk_live_resume.on_run_end(stats.append)
     try:
+        # goAway at 0.4 s, its deadline 0.6 s later: the move has time on a loaded machine
         async with FakeLiveServer(
-            time_scale=0.01, connection_lifetime=60, go_away_lead=20
+            time_scale=0.01, connection_lifetime=100, go_away_lead=60
         ) as server:
             agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
             async with await LiveDriver.start(agent) as live:

@@ -62,7 +62,9 @@ async def test_go_away_between_turns_opens_the_next_connection_before_closing_th
 async def test_go_away_mid_answer_finishes_the_answer_then_makes_before_it_breaks(
     make_agent: AgentFactory,
 ) -> None:
-    async with go_away_server(chunk_delay=0.2) as server:
+    # goAway at 0.4 s, its deadline at 1.6 s: the move after the answer has time to go first
+    # on a loaded machine (the answer's end was 0.2 s before the deadline)
+    async with go_away_server(lifetime=160, lead=120, chunk_delay=0.2) as server:
         agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.05))
         async with await LiveDriver.start(agent) as live:
             # the answer streams for ~0.8 s: the goAway (at 0.4 s) lands in it
