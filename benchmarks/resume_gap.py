@@ -188,15 +188,17 @@ def _answer_in_flight(messages: list[dict[str, Any]], position: int) -> bool:
 
 
 def _go_away_gap_start(record: Any) -> float:
-    """When the old connection's last message but an empty ``sessionResumptionUpdate {}`` was
-    handed to its socket. The fake sends those every 0.5-1 s whatever the client does, as the
-    service does (``wire_shapes``), so one may come while the client is already connecting
-    again; counted, it moved the gap's start by up to the whole gap (once in 60 samples at
-    20 ms round trips, past the next connection's first message)."""
+    """When the old connection's last message but an empty ``sessionResumptionUpdate {}``
+    (``wire_shapes.EMPTY_UPDATE``) was handed to its socket. The fake sends those every 0.5-1 s
+    whatever the client does, as the service does, so one may come while the client is
+    already connecting again; counted, it moved the gap's start by up to the whole gap (once
+    in 60 samples at 20 ms round trips, past the next connection's first message)."""
+    from adk_live_resume.testing.wire_shapes import EMPTY_UPDATE
+
     for message, at in zip(
         reversed(record.server_messages), reversed(record.sent_times), strict=True
     ):
-        if message.get("sessionResumptionUpdate") != {}:
+        if message != EMPTY_UPDATE:
             return float(at)
     raise AssertionError("the old connection sent nothing but empty updates")
 
