@@ -1,10 +1,15 @@
-"""A throw-away TLS certificate for the fake server.
+"""A throw-away TLS certificate for the fake server and the fault proxy, good for 127.0.0.1 only.
 
 The google-genai SDK always connects with ``wss://``, so the fake must speak TLS. Each
 :class:`TlsMaterial` holds a fresh self-signed certificate (RSA 2048, SHA-256) whose subject
 alternative names are ``IP:127.0.0.1`` and ``DNS:localhost``. It is written as PEM into a private
 temporary directory that :meth:`TlsMaterial.cleanup` removes. The private key never leaves that
 directory.
+
+The certificate signs itself, so whoever trusts it (an app launched with ``--inject`` has it
+in ``SSL_CERT_FILE``) trusts a CA; its X.509 name constraints (critical) permit only
+``127.0.0.1`` and ``localhost``, and its path length is 0: a certificate that key signed for
+any other name fails verification, so the key, should it leak, serves no other host.
 """
 
 from __future__ import annotations
@@ -77,7 +82,17 @@ def create_tls_material(*, valid_days: int = 2) -> TlsMaterial:
             ),
             critical=False,
         )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.NameConstraints(
+                permitted_subtrees=[
+                    x509.IPAddress(ipaddress.ip_network("127.0.0.1/32")),
+                    x509.DNSName("localhost"),
+                ],
+                excluded_subtrees=None,
+            ),
+            critical=True,
+        )
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
