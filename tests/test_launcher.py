@@ -106,6 +106,35 @@ def test_bootstrap_environment_prepends_once_and_hands_down_the_policy() -> None
     assert (launcher.BOOTSTRAP_DIR / "sitecustomize.py").is_file()
 
 
+@pytest.mark.timeout(60)
+def test_the_bootstrap_is_silent_in_a_python_without_the_package_until_it_imports_adk(
+    tmp_path: Path,
+) -> None:
+    """An app may start another interpreter (it inherits ``PYTHONPATH``) that cannot import
+    adk_live_resume: it hears nothing unless it imports ADK, which it is then told."""
+    base = getattr(sys, "_base_executable", "") or shutil.which("python3") or ""
+    env = {**os.environ, "PYTHONPATH": str(launcher.BOOTSTRAP_DIR), "PYTHONNOUSERSITE": "1"}
+    env.pop("PYTHONSTARTUP", None)
+
+    def run(code: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        env["PYTHONPATH"] = os.pathsep.join([str(launcher.BOOTSTRAP_DIR), *extra])
+        return subprocess.run(
+            [base, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    probe = run("import adk_live_resume")
+    if probe.returncode == 0:
+        pytest.skip(f"{base} can import adk_live_resume: no interpreter without it here")
+    quiet = run("print('no adk here')")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "no adk here\n", "")
+    # the control: the same Python importing a (stand-in) google.adk is told
+    (tmp_path / "stand_in" / "google" / "adk").mkdir(parents=True)
+    (tmp_path / "stand_in" / "google" / "adk" / "__init__.py").write_text("")
+    told = run("import google.adk; print('imported')", str(tmp_path / "stand_in"))
+    assert told.returncode == 0 and told.stdout == "imported\n"
+    assert "adk-live-resume: not installed in process" in told.stderr
+
+
 def test_install_from_environment_prefers_the_handed_down_policy() -> None:
     env = {
         launcher.BOOTSTRAP_POLICY_ENV: launcher.policy_to_json(ResumePolicy(max_attempts=2)),
