@@ -321,7 +321,7 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin(tmp_path: Pa
 
 
 def test_the_upstream_request_keeps_the_client_s_headers_or_swaps_the_key() -> None:
-    from adk_live_resume.testing.proxy import upstream_request
+    from adk_live_resume.testing.proxy_request import upstream_request
 
     headers = [
         ("Host", "127.0.0.1:1"),

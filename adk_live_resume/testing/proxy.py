@@ -14,9 +14,12 @@
 What it guarantees:
 
 * It listens on 127.0.0.1 only, with a certificate of its own (:mod:`.certs`); it connects
-  only to the upstream it was given. Each client websocket gets its own upstream websocket,
-  opened during the client's handshake with the same path, query and credentials headers; an
-  upstream that refuses the handshake gives the client the same HTTP status.
+  only to the upstream it was given: the host is fixed when the proxy is made, a client
+  chooses only the path and query under it. A request target that is not a path (an
+  absolute URI, ``//host/...``, ``:x@host/...``: :mod:`.proxy_request`) is refused with HTTP
+  400 and dials nothing. Each client websocket gets its own upstream websocket, opened during
+  the client's handshake with the same path, query and credentials headers; an upstream that
+  refuses the handshake gives the client the same HTTP status.
 * Messages go through unchanged and in order, both ways, each ``latency`` seconds late. An
   upstream close is passed on with its code and reason, an upstream abort as an abort; a
   client close closes the upstream.
@@ -54,11 +57,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import quote, urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
@@ -69,6 +70,7 @@ from .certs import TlsMaterial, create_tls_material
 from .faults import STALL_SHAPES, StallShape
 from .inject_spec import GO_AWAY_CLOSE_CODES, InjectSchedule
 from .protocol import format_time_left, pick, pick_dict
+from .proxy_request import Upstream, loggable_path, upstream_request
 from .recording import Recorder
 from .settings import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
 from .stall_filter import StallFilter
@@ -89,21 +91,10 @@ _frames_logger.addFilter(CredentialRedactor())
 DEADLINE_CLOSE_CODE = 1008
 #: The code of a refused handle.
 REFUSED_RESUME_CODE = 1008
-
-# Request headers the websocket handshake owns; every other header goes to the upstream.
-_HOP_BY_HOP = frozenset(
-    {
-        "host",
-        "upgrade",
-        "connection",
-        "sec-websocket-key",
-        "sec-websocket-version",
-        "sec-websocket-extensions",
-        "sec-websocket-accept",
-        "content-length",
-        "transfer-encoding",
-    }
-)
+#: The largest message relayed, either way (bytes): 16 MiB, sixteen times what google-genai
+#: itself accepts from the server (websockets' default of 1 MiB) and room for a fresh start's
+#: history; a larger one closes that side with 1009 (message too big).
+MAX_MESSAGE_SIZE = 16 * 2**20
 
 
 class _Address(Protocol):
@@ -130,31 +121,6 @@ class ProxiedConnection:
     #: "refused", "shutdown"; None while open
     ended_by: str | None = None
     close_code: int | None = None
-
-
-def upstream_request(
-    path: str, headers: list[tuple[str, str]], api_key: str | None
-) -> tuple[str, Headers]:
-    """The path and headers to open the upstream with: the client's, without the handshake's
-    own headers, and with ``api_key`` (when given) in place of the client's key, in the
-    ``x-goog-api-key`` header and in a ``key=`` query parameter alike (pure)."""
-    kept = [(n, v) for n, v in headers if n.lower() not in _HOP_BY_HOP]
-    if api_key is None:
-        return path, Headers(kept)
-    kept = [(n, api_key if n.lower() == "x-goog-api-key" else v) for n, v in kept]
-    base, sep, query = path.partition("?")
-    if sep:
-        parts = [
-            f"key={quote(api_key, safe='')}" if part.startswith("key=") else part
-            for part in query.split("&")
-        ]
-        path = base + "?" + "&".join(parts)
-    return path, Headers(kept)
-
-
-def _loggable_path(path: str) -> str:
-    """The request path without its query (it may carry ``key=`` or ``access_token=``)."""
-    return path.split("?", 1)[0]
 
 
 def _json(message: str | bytes) -> Any:
@@ -446,6 +412,8 @@ class FaultProxy:
             parse_inject_spec`). Its ``latency`` and ``refuse_resume`` set the defaults of
             :attr:`latency` and :meth:`refuse_resumes`.
         open_timeout: seconds for the upstream handshake.
+        max_message_size: the largest message relayed, either way, in bytes
+            (:data:`MAX_MESSAGE_SIZE`, 16 MiB); a larger one closes its side with 1009.
         api_key: the key to present upstream in place of the client's (so that
             :meth:`gemini` and :meth:`genai_client`, which carry the fake's key, reach the
             real service); None: the client's own key goes through.
@@ -467,22 +435,18 @@ class FaultProxy:
         api_key: str | None = None,
         record: str | os.PathLike[str] | None = None,
         deadline_close_code: int | None = None,
+        max_message_size: int = MAX_MESSAGE_SIZE,
     ) -> None:
         if isinstance(upstream, str):
             base = upstream
         else:
             base = upstream.base_url
             upstream_cert = upstream.cert_path
-        parts = urlsplit(base)
-        scheme = {"https": "wss", "wss": "wss", "http": "ws", "ws": "ws"}.get(parts.scheme)
-        if scheme is None or not parts.hostname:
-            raise ValueError(
-                f"upstream must be an https:// or wss:// URL such as "
-                f"https://generativelanguage.googleapis.com, got {base!r}"
-            )
-        self.upstream_url = f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+        #: The one host and base path every upstream connection goes to (fixed here).
+        self.upstream = Upstream.from_url(base)
+        self.upstream_url = self.upstream.url
         self._upstream_ssl: ssl.SSLContext | None = None
-        if scheme == "wss":
+        if self.upstream.scheme == "wss":
             self._upstream_ssl = ssl.create_default_context(cafile=upstream_cert)
         self.schedule = schedule or InjectSchedule()
         self.latency = self.schedule.latency
@@ -500,6 +464,11 @@ class FaultProxy:
         #: Handles of live sessions a stall ``session=True`` stalled, and its shape.
         self.stalled_sessions: dict[str, str] = {}
         self.open_timeout = open_timeout
+        if isinstance(max_message_size, bool) or not isinstance(max_message_size, int):
+            raise TypeError(f"max_message_size must be a number of bytes, not {max_message_size!r}")
+        if max_message_size < 1:
+            raise ValueError(f"max_message_size must be at least 1 byte, not {max_message_size}")
+        self.max_message_size = max_message_size
         self._api_key = api_key
         self.connections: list[ProxiedConnection] = []
         self._relays: dict[int, _Relay] = {}
@@ -650,7 +619,7 @@ class FaultProxy:
             0,
             ssl=self._tls.server_context(),
             process_request=self._open_upstream,
-            max_size=None,
+            max_size=self.max_message_size,
             ping_interval=None,
             compression=None,
             logger=_frames_logger,
@@ -682,16 +651,21 @@ class FaultProxy:
     async def _open_upstream(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
-        """Open the upstream during the client's handshake; pass its refusal on."""
-        path, headers = upstream_request(
-            request.path, list(request.headers.raw_items()), self._api_key
-        )
+        """Open the upstream during the client's handshake; pass its refusal on. A request
+        target that is not a path (:mod:`.proxy_request`) is refused with 400 and dials
+        nothing."""
+        try:
+            uri = self.upstream.uri(request.path)
+        except ValueError as refused:
+            logger.warning("fault proxy refused a request: %s", refused)
+            return connection.respond(400, f"fault proxy: {refused}\n")
+        address, headers = upstream_request(uri, list(request.headers.raw_items()), self._api_key)
         try:
             upstream = await connect(
-                self.upstream_url + path,
+                address,
                 additional_headers=headers,
                 ssl=self._upstream_ssl,
-                max_size=None,
+                max_size=self.max_message_size,
                 compression=None,
                 open_timeout=self.open_timeout,
                 user_agent_header=None,
@@ -699,7 +673,7 @@ class FaultProxy:
             )
         except InvalidStatus as refused:
             status = refused.response.status_code
-            logger.info("upstream refused %s: HTTP %d", _loggable_path(request.path), status)
+            logger.info("upstream refused %s: HTTP %d", loggable_path(request.path), status)
             return connection.respond(status, refused.response.body.decode(errors="replace"))
         except (OSError, TimeoutError) as error:
             logger.warning("upstream %s unreachable: %s", self.upstream_url, error)
@@ -710,7 +684,7 @@ class FaultProxy:
     async def _handle(self, client: ServerConnection) -> None:
         upstream = self._pending.pop(id(client))
         record = ProxiedConnection(index=next(self._counter))
-        record.path = _loggable_path(client.request.path if client.request else "")
+        record.path = loggable_path(client.request.path if client.request else "")
         self.connections.append(record)
         if self.recorder is not None:
             self.recorder.opened(record.index, record.path)
