@@ -7,6 +7,7 @@ import logging
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -51,3 +52,55 @@ async def test_frames_at_debug_carry_no_whole_handle(caplog: pytest.LogCaptureFi
     assert handles
     for handle in handles:
         assert handle not in caplog.text and handle[-4:] not in "".join(with_handles)
+
+
+KEY = "AIzaSyA-realLookingKeyForTheLogs1234567"
+
+
+@pytest.fixture
+def unprotected_websockets_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The app's ``websockets.client`` logger as a fresh process has it: without the
+    redactor an earlier run in this process attached (put back afterwards)."""
+    from adk_live_resume import log_redaction
+    from adk_live_resume.log_redaction import CredentialRedactor
+
+    client_logger = logging.getLogger(log_redaction.WEBSOCKETS_CLIENT_LOGGER)
+    earlier = [f for f in client_logger.filters if isinstance(f, CredentialRedactor)]
+    for redactor in earlier:
+        client_logger.removeFilter(redactor)
+    monkeypatch.setattr(log_redaction, "_process_credential_redactor", None)
+    yield
+    for redactor in [f for f in client_logger.filters if isinstance(f, CredentialRedactor)]:
+        client_logger.removeFilter(redactor)
+    for redactor in earlier:
+        client_logger.addFilter(redactor)
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(60)
+async def test_handshakes_at_debug_carry_no_whole_key_in_the_fake_nor_in_the_app(
+    caplog: pytest.LogCaptureFixture, unprotected_websockets_client: None
+) -> None:
+    """A real-looking key in the app's environment reaches the fake through a proxy: the
+    fake's frames logger and the app's websockets client logger both print the handshake
+    at DEBUG, and neither prints the key whole."""
+    from google.adk.models import Gemini
+
+    from adk_live_resume.testing import FaultProxy
+
+    adk_live_resume.install()
+    with caplog.at_level(logging.DEBUG):
+        async with asyncio.timeout(30), FakeLiveServer() as server, FaultProxy(server) as proxy:
+            with proxy.environment(api_key=KEY):
+                agent = LlmAgent(name="assistant", model=Gemini(model="gemini-live-fake"))
+                async with await LiveDriver.start(agent) as live:
+                    assert await live.say("one") == "echo: one"
+                    assert await live.close() is None
+    by_logger: dict[str, list[str]] = {}
+    for record in caplog.records:
+        by_logger.setdefault(record.name, []).append(record.getMessage())
+    for name in ("adk_live_resume.testing.frames", "websockets.client"):
+        handshake = [m for m in by_logger.get(name, []) if "x-goog-api-key" in m.lower()]
+        assert handshake, f"{name} logged the handshake's key header at DEBUG"
+        assert all("AIza…" in m for m in handshake), handshake
+    assert KEY not in caplog.text and KEY[6:] not in caplog.text

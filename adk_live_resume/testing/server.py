@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, cast
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from ..log_redaction import HandleRedactor
+from ..log_redaction import CredentialRedactor
 from .certs import TlsMaterial, create_tls_material
 from .connection import LiveConnection
 from .faults import Fault, Flap
@@ -63,11 +63,13 @@ __all__ = ["FakeLiveServer"]
 
 logger = logging.getLogger("adk_live_resume.testing")
 
-# websockets logs every frame at DEBUG, resumption handles included. Handles must never be
-# logged whole: a filter on the fake's frame logger cuts them to a short prefix, whatever
-# level the application sets (this module never sets a logger's level).
+# websockets logs every frame at DEBUG, resumption handles included, and every handshake
+# whole (the client's x-goog-api-key header: a real key reaches the fake through `serve`
+# with an agent's .env, or a keyed proxy). Neither may be logged whole: a filter on the
+# fake's frame logger cuts both to a short prefix, whatever level the application sets
+# (this module never sets a logger's level).
 _frames_logger = logging.getLogger("adk_live_resume.testing.frames")
-HandleRedactor().attach([_frames_logger.name])
+_frames_logger.addFilter(CredentialRedactor())
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 
