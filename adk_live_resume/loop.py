@@ -83,7 +83,7 @@ from .serve_connection import AdkBinding, interrupted_event, serve
 from .stall_rule import StallRecoveries, give_up_message
 from .stall_watch import non_blocking_names
 from .tool_calls import ToolCallBook
-from .wire_classifier import Frame, SkippedMessages
+from .wire_classifier import MAX_NAMED_KINDS, Frame, SkippedMessages
 
 logger = logging.getLogger("adk_live_resume.loop")
 
@@ -432,6 +432,7 @@ class LiveRun:
     def skip_message(self, frame: Frame) -> None:
         """A server message of a kind google-genai does not know arrived and is skipped (the
         SDK never reads it): counted, and each unknown kind named in one WARNING per run."""
+        unnamed = self.skipped.unnamed
         new = self.skipped.note(frame)
         if new:
             logger.warning(
@@ -439,7 +440,14 @@ class LiveRun:
                 " does not know (%s); the conversation goes on",
                 self.agent_name,
                 genai_compat.genai_version(),
-                ", ".join(repr(key[:80]) for key in new),
+                ", ".join(repr(key) for key in new),
+            )
+        if self.skipped.unnamed and not unnamed:
+            logger.warning(
+                "live session of agent %s: more than %d kinds of server message google-genai"
+                " does not know; further kinds are skipped and counted, not named",
+                self.agent_name,
+                MAX_NAMED_KINDS,
             )
 
     # -- the run --------------------------------------------------------------------------

@@ -113,6 +113,9 @@ class RunStats:
     #: Server messages of kinds google-genai does not know, skipped before it read them
     #: (each kind is named once per run in a WARNING); the conversation went on.
     unknown_messages_skipped: int = 0
+    #: Unknown keys among them that were not named, because a run names at most 32 kinds
+    #: (a kind past that counts each time it comes).
+    unknown_kinds_unnamed: int = 0
     #: Stalls seen (the socket open, no answer: see ``ResumePolicy.stall_timeout`` and
     #: ``degenerate_turns``), and how many of their recoveries were fresh starts (the others
     #: resumed; a run that stalled past its last step ended with ``SessionStalledError``).
@@ -277,6 +280,7 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
         early_sockets_used=run.dialer.used if run.dialer is not None else 0,
         unknown_messages_skipped=run.skipped.count,
+        unknown_kinds_unnamed=run.skipped.unnamed,
         stalls=run.stall_recoveries.stalls,
         stall_fresh_starts=run.stall_recoveries.fresh_starts,
         error=described,

@@ -40,7 +40,9 @@ Guarantees:
 * ``interaction_status`` is the string the frame's ``serverContent`` carries under
   ``interactionStatus`` (or ``interaction_status``), else ``None``; a long frame is searched
   for the key without being parsed (the key in quotes cannot occur inside a JSON string).
-* :class:`SkippedMessages` counts every skipped message and names each unknown key once.
+* :class:`SkippedMessages` counts every skipped message and names each unknown key once, the
+  first :data:`MAX_NAMED_KINDS` kinds only, each cut to :data:`MAX_KIND_CHARS` characters:
+  what a run keeps and logs of them is bounded whatever the server sends.
 
 Pure: no I/O.
 """
@@ -154,18 +156,44 @@ def _status_of(content: object) -> str | None:
     return None
 
 
+#: Distinct unknown kinds one run remembers and names in its WARNINGs; the kinds past them
+#: are counted (:attr:`SkippedMessages.unnamed`), not kept: a broken or hostile server that
+#: sends thousands of new keys costs a few kilobytes, not megabytes.
+MAX_NAMED_KINDS = 32
+#: The longest a kind is kept and named (characters); a longer key is cut, ending in "…".
+MAX_KIND_CHARS = 64
+
+
+def _kind_name(key: str) -> str:
+    return key if len(key) <= MAX_KIND_CHARS else key[: MAX_KIND_CHARS - 1] + "…"
+
+
 @dataclass
 class SkippedMessages:
-    """The server messages of unknown kinds one live run skipped."""
+    """The server messages of unknown kinds one live run skipped: all counted, the first
+    :data:`MAX_NAMED_KINDS` kinds named (each cut to :data:`MAX_KIND_CHARS`)."""
 
     #: Messages skipped so far.
     count: int = 0
+    #: Unknown keys not named because :data:`MAX_NAMED_KINDS` kinds were named before them
+    #: (each time one comes: the kinds past the cap are not kept, so not told apart).
+    unnamed: int = 0
     _named: set[str] = field(default_factory=set)
 
     def note(self, frame: Frame) -> tuple[str, ...]:
-        """Count ``frame`` as skipped; return its unknown keys not named before (each key is
-        returned once per :class:`SkippedMessages`, so a WARNING names each kind once)."""
+        """Count ``frame`` as skipped; return its unknown keys not named before, cut to
+        :data:`MAX_KIND_CHARS` (each key is returned once per :class:`SkippedMessages`, so a
+        WARNING names each kind once), while fewer than :data:`MAX_NAMED_KINDS` were named;
+        count the others in :attr:`unnamed`."""
         self.count += 1
-        new = tuple(key for key in dict.fromkeys(frame.unknown_keys) if key not in self._named)
-        self._named.update(new)
-        return new
+        new: list[str] = []
+        for key in dict.fromkeys(frame.unknown_keys):
+            kind = _kind_name(key)
+            if kind in self._named:
+                continue
+            if len(self._named) >= MAX_NAMED_KINDS:
+                self.unnamed += 1
+                continue
+            self._named.add(kind)
+            new.append(kind)
+        return tuple(new)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -109,3 +110,35 @@ async def test_an_unknown_message_right_after_the_setup_is_skipped_too(
     [stats] = run_stats
     assert stats.error is None and stats.connections == 1
     assert stats.unknown_messages_skipped == 1
+
+
+async def test_a_flood_of_unknown_kinds_is_named_up_to_a_cap_and_logged_in_a_few_lines(
+    make_agent: AgentFactory,
+    run_stats: list[RunStats],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A broken or hostile server sends messages of hundreds of new 100-character keys: the
+    run names 32 kinds (cut short), says once that it names no more, counts the rest, and
+    the conversation goes on."""
+    caplog.set_level(logging.INFO, logger="adk_live_resume")
+    flood = [
+        {f"flood{message}-{n:03d}-" + "x" * 88: {} for n in range(500)} for message in range(5)
+    ]
+    async with asyncio.timeout(40), FakeLiveServer() as server:
+        async with await LiveDriver.start(make_agent(server)) as live:
+            assert await live.say("first") == "echo: first"
+            for message in flood:
+                assert await server.send_message_now(message) == [1]
+            assert await live.say("second") == "echo: second"
+            assert await live.close() is None
+        assert len(server.connections) == 1
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sum(len(m) for m in loud) < 4000, [len(m) for m in loud]
+    named = _skip_warnings(caplog)
+    assert len(named) == 1 and named[0].count("'flood0-") == 32, named
+    kinds = re.findall(r"'(flood[^']*)'", named[0])
+    assert len(kinds) == 32 and all(len(kind) == 64 and kind.endswith("…") for kind in kinds)
+    assert sum("further kinds are skipped and counted, not named" in m for m in loud) == 1
+    [stats] = run_stats
+    assert stats.error is None and stats.unknown_messages_skipped == 5
+    assert stats.unknown_kinds_unnamed == 5 * 500 - 32

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from adk_live_resume.wire_classifier import (
     FULL_PARSE_MAX,
+    MAX_KIND_CHARS,
+    MAX_NAMED_KINDS,
     Frame,
     SkippedMessages,
     classify_frame,
@@ -168,3 +170,30 @@ def test_the_status_reads_the_same_in_a_short_and_a_long_frame(
     )
     frame = _frame({"serverContent": content, "usageMetadata": {"totalTokenCount": 3}})
     assert frame.kind == "content" and frame.interaction_status == status
+
+
+def test_a_flood_of_unknown_kinds_is_counted_and_what_is_kept_is_bounded() -> None:
+    """20 messages of 2,000 new 100-character keys: 32 kinds named, each cut, the rest
+    counted; what is kept and what is logged stay a few kilobytes."""
+    skipped = SkippedMessages()
+    named: list[str] = []
+    for message in range(20):
+        keys = tuple(f"k{message:02d}-{n:04d}-" + "x" * 89 for n in range(2000))
+        named.extend(skipped.note(Frame("unknown", keys, unknown_keys=keys)))
+    assert skipped.count == 20
+    assert len(named) == MAX_NAMED_KINDS == 32
+    assert all(len(name) <= MAX_KIND_CHARS == 64 for name in named)
+    assert named[0].endswith("…") and named[0].startswith("k00-0000-")
+    assert skipped.unnamed == 20 * 2000 - 32
+    assert sum(len(name) for name in skipped._named) <= 32 * 64
+    assert skipped.note(Frame("unknown", (named[0],), unknown_keys=(named[0],))) == ()
+
+
+def test_a_long_key_is_named_cut_and_only_once() -> None:
+    skipped = SkippedMessages()
+    long_key = "y" * 100
+    assert skipped.note(Frame("unknown", (long_key,), unknown_keys=(long_key,))) == (
+        "y" * 63 + "…",
+    )
+    assert skipped.note(Frame("unknown", (long_key,), unknown_keys=(long_key,))) == ()
+    assert skipped.unnamed == 0
