@@ -4,7 +4,8 @@ A send call is a session method (``send``, ``send_client_content``, ``send_realt
 ``send_tool_response``) and its keyword arguments, as the tap saw them. Read from it: its user
 audio (:func:`audio_pcm`; its length in :func:`describe`), its typed user text
 (:func:`describe`), its function responses (:func:`responses_of`; their ids in
-:func:`describe`) and its activity signals (:func:`signals`). :func:`plain_blob` and
+:func:`describe`), its activity signals (:func:`signals`), and whether it is a video or
+image frame (:func:`is_frame`). :func:`plain_blob` and
 :func:`plain_audio` recognise the microphone's common case cheaply. A call is changed only in
 a copy: :func:`without_responses` leaves function responses out, :func:`readdressed` sends one
 as the answer to another call.
@@ -119,6 +120,43 @@ def _blob_pcm(blob: Any) -> bytes:
         return base64.b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
         return b""
+
+
+def _is_picture(blob: Any) -> bool:
+    """A video or image frame: a blob whose MIME type is ``image/...`` or ``video/...``, or
+    an image object google-genai converts (a PIL image: neither a ``Blob`` nor a mapping)."""
+    if blob is None:
+        return False
+    if isinstance(blob, (types.Blob, Mapping)):
+        mime = str(_get(blob, "mime_type") or _get(blob, "mimeType") or "")
+        return mime.startswith(("image/", "video/"))
+    return not isinstance(blob, (str, bytes, bytearray, bool, int, float))
+
+
+def is_frame(method: str, kwargs: Mapping[str, Any]) -> bool:
+    """Whether one send call is a video or image frame of realtime input and nothing else
+    (``send_realtime_input(media=...)`` or ``video=...`` with an ``image/``/``video/`` blob,
+    or the same through ``send``): what a camera or a screen share sends, one call a frame."""
+    if method == "send_realtime_input":
+        if any(kwargs.get(key) is not None for key in kwargs if key not in ("media", "video")):
+            return False
+        blobs = [kwargs.get("media"), kwargs.get("video")]
+    elif method == "send":
+        value = kwargs.get("input")
+        if isinstance(value, types.LiveClientRealtimeInput):
+            if value.audio is not None or value.text or value.activity_start is not None:
+                return False
+            if value.activity_end is not None or value.audio_stream_end:
+                return False
+            blobs = [*_responses(value.media_chunks), value.video]
+        elif isinstance(value, types.Blob):
+            blobs = [value]
+        else:
+            return False
+    else:
+        return False
+    present = [blob for blob in blobs if blob is not None]
+    return bool(present) and all(_is_picture(blob) for blob in present)
 
 
 def audio_pcm(method: str, kwargs: Mapping[str, Any]) -> bytes:

@@ -66,6 +66,9 @@ class ReconnectInfo:
     #: Unvoiced user audio (ms: silence, room noise) that left it the same way; nothing
     #: said was lost with it.
     dropped_silence_ms: float = 0.0
+    #: Video and image frames that left the frame window (``ResumePolicy.replay_frames``)
+    #: uncovered since the previous reconnect, so were not replayed.
+    dropped_frames: int = 0
     #: For ``reason == "stall"``: what was seen, e.g. ``"no answer 15.0 s after a typed
     #: turn"`` or ``"3 turns in a row answered with nothing (last: turnCompleteReason
     #: RESPONSE_REJECTED)"``; ``""`` otherwise.
@@ -103,6 +106,10 @@ class RunStats:
     #: The most entries held for replay at once: client messages (audio chunks, turns,
     #: responses) and the server facts kept beside them (model text, transcriptions).
     peak_replay_messages: int = 0
+    #: Video and image frames that left the frame window uncovered, over the run, and the
+    #: most frames held for replay at once (at most ``replay_frames`` and a quarter more).
+    dropped_frames: int = 0
+    peak_replay_frames: int = 0
     #: Microphone chunks put on the wire as the SDK's own encoding of them, learnt once per
     #: run (:mod:`adk_live_resume.chunk_encoding`); the other sends went through the SDK.
     chunks_encoded: int = 0
@@ -200,7 +207,7 @@ def report(info: ReconnectInfo) -> None:
     logger.info(
         "live session %s reconnected: reason=%s attempt=%d gap=%.0fms state_restored=%s "
         "cause=%r agent=%s connection=%d replayed=%d dropped_audio=%.0fms"
-        " dropped_silence=%.0fms",
+        " dropped_silence=%.0fms dropped_frames=%d",
         info.session_id,
         info.reason,
         info.attempt,
@@ -212,6 +219,7 @@ def report(info: ReconnectInfo) -> None:
         info.replayed_messages,
         info.dropped_audio_ms,
         info.dropped_silence_ms,
+        info.dropped_frames,
     )
     telemetry.record_reconnect(
         {
@@ -224,6 +232,7 @@ def report(info: ReconnectInfo) -> None:
             "adk_live_resume.replayed_messages": info.replayed_messages,
             "adk_live_resume.dropped_audio_ms": info.dropped_audio_ms,
             "adk_live_resume.dropped_silence_ms": info.dropped_silence_ms,
+            "adk_live_resume.dropped_frames": info.dropped_frames,
             **({"adk_live_resume.stall": info.stall} if info.stall else {}),
         }
     )
@@ -276,6 +285,8 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         dropped_silence_ms=run.outbox.dropped_silence_ms_total,
         peak_replay_audio_ms=run.outbox.peak_audio_ms,
         peak_replay_messages=run.outbox.peak_messages,
+        dropped_frames=run.outbox.frames.dropped_total,
+        peak_replay_frames=run.outbox.frames.peak,
         chunks_encoded=run.chunk_encoder.encoded if run.chunk_encoder is not None else 0,
         sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
         early_sockets_used=run.dialer.used if run.dialer is not None else 0,

@@ -17,7 +17,8 @@ Memory is bounded: user audio is kept only while it may still be needed, i.e. th
 ``max_utterance_ms`` of it). Audio that leaves without being covered is counted when it
 leaves, never dropped silently: voiced audio (loud enough to be speech, see
 :mod:`adk_live_resume.activity`) as lost (:attr:`Outbox.dropped_audio_ms_total`), unvoiced
-audio (silence, room noise) apart (:attr:`Outbox.dropped_silence_ms_total`).
+audio (silence, room noise) apart (:attr:`Outbox.dropped_silence_ms_total`). Video and image
+frames: the newest ``max_frames`` (:mod:`~adk_live_resume.frame_window`).
 
 On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved* turn (a
 ``turnComplete`` with no tool call still waiting for its response):
@@ -52,11 +53,13 @@ from .client_sends import (
     audio_pcm,
     context_turns,
     describe,
+    is_frame,
     plain_audio,
     signals,
     without_responses,
 )
 from .context_updates import CONTEXT_UPDATE, ContextUpdates
+from .frame_window import FrameWindow
 from .transcript_echo import TranscriptEcho
 
 __all__ = ["MAX_FRAGMENTS", "ClientMessage", "Outbox", "Replay"]
@@ -81,6 +84,8 @@ class ClientMessage:
     utterance: int = 0
     #: The first message of its utterance.
     starts_utterance: bool = False
+    #: A video or image frame (:func:`~adk_live_resume.client_sends.is_frame`).
+    frame: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +128,8 @@ class Replay:
     dropped_audio_ms: float = 0.0
     #: Unvoiced user audio (silence, room noise) that left it the same way (ms).
     dropped_silence_ms: float = 0.0
+    #: Video and image frames that left the frame window uncovered since the previous replay.
+    dropped_frames: int = 0
     dropped_responses: list[str] = field(default_factory=list)
 
     def context_contents(self) -> list[types.Content]:
@@ -140,6 +147,7 @@ class Outbox:
         audio_window_ms: float = 2000.0,
         *,
         max_utterance_ms: float = 30000.0,
+        max_frames: int = 120,
         activity: UserActivity | None = None,
     ) -> None:
         self.audio_window_ms = audio_window_ms
@@ -167,6 +175,8 @@ class Outbox:
         self.dropped_silence_ms_total = 0.0
         self._dropped_since_replay = 0.0
         self._silence_since_replay = 0.0
+        #: The video and image frames held, the newest ``max_frames`` (the others counted).
+        self.frames = FrameWindow(max_frames)
         #: ``(utterance number, what the server transcribed of it)``.
         self._heard: tuple[int, str] = (0, "")
         #: The most audio (ms) and the most entries (client messages and the server facts
@@ -237,12 +247,14 @@ class Outbox:
         ids: tuple[str, ...] = ()
         spoken = True  # audio or an activity signal: part of the utterance, if one is open
         begins = False  # sound that can begin an utterance: voice, activityStart
+        frame = False
         chunk = plain_audio(method, kwargs)
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
             voiced = begins = activity.on_audio(pcm, audio_ms)
         else:
             audio_ms, text, ids = describe(method, kwargs)
+            frame = audio_ms <= 0 and is_frame(method, kwargs)
             sent_signals = signals(method, kwargs)
             spoken = audio_ms > 0 or bool(sent_signals)
             for signal in sent_signals:
@@ -283,8 +295,11 @@ class Outbox:
             voiced,
             utterance,
             starts,
+            frame,
         )
         self._items.append(message)
+        if frame and self.frames.added():
+            self._items = self.frames.trim(self._items, _is_frame)
         if audio_ms > 0:
             self._audio_ms += audio_ms
             if self._audio_ms > self.peak_audio_ms:
@@ -420,6 +435,7 @@ class Outbox:
         kept = [item for position, item in enumerate(self._items) if keep(position, item)]
         self._items = kept
         self._audio_ms = sum(item.audio_ms for item in kept if isinstance(item, ClientMessage))
+        self.frames.recount(kept, _is_frame)
 
     # -- bounded audio --------------------------------------------------------------------
 
@@ -553,7 +569,7 @@ class Outbox:
     def _take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         unknown = set(unknown_call_ids)
         self._trim_audio()
-        items, self._items = self._items, []
+        items, self._items = self.frames.trim(self._items, _is_frame), []
         self._audio_ms = 0.0
         resolved = self._resolved_position(items)
         finished = items[: resolved + 1]
@@ -588,6 +604,7 @@ class Outbox:
         replay.dropped_audio_ms = self._dropped_since_replay
         replay.dropped_silence_ms = self._silence_since_replay
         self._dropped_since_replay = self._silence_since_replay = 0.0
+        replay.dropped_frames = self.frames.replayed()
         return replay
 
     def utterance_transcript(self) -> str:
@@ -710,6 +727,10 @@ class Outbox:
 
 
 MAX_FRAGMENTS = 64
+
+
+def _is_frame(item: ClientMessage | _Fact) -> bool:
+    return isinstance(item, ClientMessage) and item.frame
 
 
 def _context(items: list[ClientMessage | _Fact]) -> list[tuple[str, str]]:

@@ -139,6 +139,14 @@ class ResumePolicy:
     """Longest unanswered utterance kept whole for replay (s); its older audio is counted as
     dropped. Bounds memory: one voice run holds at most this plus ``replay_audio_seconds``.
     """
+    replay_frames: int = 120
+    """Video and image frames (a camera or a screen share: realtime input carrying an ``image/``
+    or ``video/`` blob) kept for replay after a resume, the newest; an older one is counted when
+    it leaves (``ReconnectInfo.dropped_frames``, ``RunStats.dropped_frames``). 120 is what the
+    service keeps: the Live API takes video at 1 frame/s and ends an audio+video session without
+    context window compression at 2 minutes. Bounds memory: one run holds at most this many
+    frames and a quarter more between trims (150: about 11 MB of 75 KB frames). 0 keeps none.
+    """
     sliding_window: bool = False
     """Add ``contextWindowCompression`` with a sliding window to every connection whose
     ``RunConfig`` sets none, so audio sessions are not ended after 15 minutes.
@@ -250,6 +258,8 @@ class ResumePolicy:
             problems.append("max_reconnects_per_minute must be >= 1")
         if self.degenerate_turns < 0:
             problems.append("degenerate_turns must be >= 0")
+        if self.replay_frames < 0:
+            problems.append("replay_frames must be >= 0")
         if self.process_reconnect_burst < 1:
             problems.append("process_reconnect_burst must be >= 1")
         if not 0 <= self.process_reconnect_share <= 1:

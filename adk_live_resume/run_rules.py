@@ -35,6 +35,7 @@ class RunRules:
         self.outbox = Outbox(
             policy.replay_audio_seconds * 1000.0,
             max_utterance_ms=policy.max_utterance_seconds * 1000.0,
+            max_frames=policy.replay_frames,
         )
         self.tool_calls = ToolCallBook()
         #: Background results held back while the user speaks.

@@ -179,6 +179,13 @@ async def serve(
                     "%.0f ms of unvoiced user audio (silence) left the replay window",
                     replay.dropped_silence_ms,
                 )
+            if replay.dropped_frames:
+                logger.info(
+                    "%d video or image frames sent before the newest %d left the replay"
+                    " window and were not replayed",
+                    replay.dropped_frames,
+                    run.policy.replay_frames,
+                )
             outcome.replayed(len(replay.messages))
             report_reconnect(
                 run.reconnects, adk, watch.number, state_restored=bool(handle), replay=replay
@@ -420,6 +427,7 @@ def report_reconnect(
             replayed_messages=len(replay.messages) + (1 if replay.context else 0),
             dropped_audio_ms=replay.dropped_audio_ms,
             dropped_silence_ms=replay.dropped_silence_ms,
+            dropped_frames=replay.dropped_frames,
             stall=reconnects.cause.removeprefix("stall: ") if reconnects.reason == "stall" else "",
         )
     )
