@@ -80,7 +80,7 @@ from .retry_plan import Reconnects
 from .run_rules import RunRules
 from .run_timeline import RunTimeline
 from .serve_connection import AdkBinding, interrupted_event, serve
-from .stall_rule import StallRecoveries, give_up_message
+from .stall_rule import StallRecoveries
 from .stall_watch import non_blocking_names
 from .tool_calls import ToolCallBook
 from .wire_classifier import MAX_NAMED_KINDS, Frame, SkippedMessages
@@ -658,7 +658,7 @@ class LiveRun:
         outage = self.reconnects.outage
         if step == "give_up":
             raise SessionStalledError(
-                give_up_message(self.stall_recoveries.seen),
+                self.stall_recoveries.give_up_message(),
                 attempts=outage.attempts if outage else 0,
                 elapsed=outage.elapsed(now) if outage else 0.0,
             )

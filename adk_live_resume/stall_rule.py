@@ -5,8 +5,8 @@ A *stall* is one of:
 * **silence**: a user turn (a typed turn, a function response to a call the model waits
   for, ``activityEnd``, or an utterance the server transcribed) that got no answering
   server message (model output, a transcription of it, ``turnComplete``,
-  ``generationComplete``, ``interrupted``, a tool call or its cancellation) within
-  ``stall_timeout`` seconds of waiting;
+  ``generationComplete``, an ``interrupted`` that cut model output, a tool call or its
+  cancellation) within ``stall_timeout`` seconds of waiting;
 * **degenerate turns**: ``degenerate_turns`` turns in a row that answered a user turn with
   nothing (:func:`degenerate`: no content, ``turnCompleteReason: RESPONSE_REJECTED``, or
   audio that is all near silence).
@@ -17,7 +17,11 @@ user is speaking, while messages that arrived on the socket wait for ADK's readi
 session service or a busy event loop holds it: the server did answer), and before the setup
 completed (:class:`Excuses`). Resumption updates,
 ``goAway``, usage and input transcriptions answer nothing: a session that sends only those
-is silent.
+is silent. Nor does an ``interrupted`` that cut no model output: the server had taken the
+user's turn and said nothing (:meth:`StallRule.cut_before_output`); from then on, until an
+answer, the user speaking (or the reader being behind) *pauses* the wait instead of starting
+it over, so a user who keeps talking to a stalled session is not kept waiting forever (each
+of their pauses counts); a tool running or the model saying it works still starts it over.
 
 Pure: no I/O, no clock (times are ``loop.time()`` values passed in).
 
@@ -27,7 +31,9 @@ Guarantees:
   :meth:`StallRule.setup_completed`.
 * A silence is returned only when at least ``stall_timeout`` seconds passed, with no
   answering message, since the later of the oldest unanswered user turn and the last check
-  that saw an excuse.
+  that saw an excuse; after :meth:`StallRule.cut_before_output`, the seconds the user spoke
+  (or the reader was behind) are left out of the count instead (the quiet stretches before
+  and after add up), unless a tool ran or the model said it works meanwhile.
 * ``stall_timeout == 0`` turns the silence rule off; ``degenerate_turns == 0`` turns the
   degenerate rule off; a turn with content resets the count of degenerate turns.
 * Once a stall was returned, no other is returned by the same rule (one per connection).
@@ -113,15 +119,23 @@ def recovery(taken: Sequence[Recovery], *, can_resume: bool) -> Recovery:
     return "give_up"
 
 
-def give_up_message(seen: Sequence[str]) -> str:
-    """The error that ends a run whose session stalled past the ladder's last step."""
+def give_up_message(seen: Sequence[str], taken: Sequence[Recovery]) -> str:
+    """The error that ends a run whose session stalled past the ladder's last step: what
+    happened and what to do first (within 120 bytes: a browser is shown the first 123), then
+    what was seen at each stall. ``taken``: the recoveries tried, in order (only those are
+    named)."""
+    tried = {
+        ("resume", "fresh_start"): "a resume and a fresh session",
+        ("fresh_start",): "a fresh session",
+        ("resume",): "a resume",
+    }.get(tuple(taken), "no recovery")
+    times = {1: "once", 2: "twice"}.get(len(seen), f"{len(seen)} times")
     kinds = "; ".join(f"{number}: {what}" for number, what in enumerate(seen, 1))
     return (
-        f"the live session stalled {len(seen)} time(s) in a row with the socket open, and"
-        f" neither a resume nor a fresh session brought an answer back (seen: {kinds}). Check"
-        " the service's status and your quota; for RESPONSE_REJECTED or empty turns, the input"
-        " the service refuses (safety settings, the content, the audio format: 16-bit PCM at"
-        " the rate the mime type says); for silence, that each turn is ended (turnComplete,"
+        f"live session stalled {times}; {tried} brought no answer. Check the service status and"
+        f" quota. Seen: {kinds}. For RESPONSE_REJECTED or empty turns, check the input the"
+        " service refuses (safety settings, the content, the audio format: 16-bit PCM at the"
+        " rate the mime type says); for silence, that each turn is ended (turnComplete,"
         " activityEnd) and the model name. If your model legitimately takes longer to answer,"
         " raise ResumePolicy.stall_timeout (or degenerate_turns); 0 turns the check off."
     )
@@ -141,6 +155,10 @@ class StallRecoveries:
         """A user turn was answered: the next stall starts a new ladder."""
         self.taken.clear()
         self.seen.clear()
+
+    def give_up_message(self) -> str:
+        """The error's message once the ladder gave up (:func:`give_up_message`)."""
+        return give_up_message(self.seen, self.taken)
 
     def next(self, seen: str, *, can_resume: bool) -> Recovery:
         """A stall (``seen``) ended a connection: the step to take (and count) now."""
@@ -167,6 +185,15 @@ class StallRule:
         self._waiting: str | None = None
         self._since = 0.0
         self._excused = False
+        #: The server cut a generation that had said nothing while a turn waited: the user
+        #: speaking pauses the wait from then on, and what was waited before is kept here.
+        self._owed = False
+        self._banked = 0.0
+        #: The excuse seen last only pauses a wait the server owes (the user speaks, or the
+        #: reader is behind: no sign of work); and the quiet stretch it ended (counted if a
+        #: cut comes during it).
+        self._pausing = False
+        self._quiet_before = 0.0
         #: Degenerate turns in a row, and why the last one was.
         self._degenerate = 0
         self._last_degenerate = ""
@@ -190,10 +217,29 @@ class StallRule:
         if self._waiting is None:
             self._waiting = what
             self._since = now
+            self._owed = False
+            self._banked = self._quiet_before = 0.0
 
     def answered(self) -> None:
         """An answering server message arrived: nothing waits any more."""
         self._waiting = None
+        self._owed = False
+        self._banked = self._quiet_before = 0.0
+
+    def cut_before_output(self) -> None:
+        """``interrupted`` cut a generation that had said nothing: the server had taken the
+        user's turn and gave no answer. The wait goes on (this answers nothing), and until an
+        answer the user speaking pauses it instead of starting it over (the quiet stretch
+        before the speaking that brought the cut counts too)."""
+        if self._waiting is None:
+            return
+        self._owed = True
+        if self._excused and self._pausing:
+            self._bank_quiet()
+
+    def _bank_quiet(self) -> None:
+        self._banked += self._quiet_before
+        self._quiet_before = 0.0
 
     def turn_ended(self, why_degenerate: str) -> None:
         """A turn that answered a user turn finished; ``why_degenerate`` from
@@ -218,15 +264,24 @@ class StallRule:
         if not self.stall_timeout or self._waiting is None:
             return None
         if excuses.why() is not None:
+            works = excuses.tool_running or excuses.model_working
+            if works:
+                self._banked = self._quiet_before = 0.0  # (a sign of work starts it over)
+            elif not self._excused:  # a pause begins: the quiet stretch before it is over
+                self._quiet_before = max(0.0, now - self._since)
+                if self._owed:
+                    self._bank_quiet()
+            self._pausing = not works
             self._excused = True
             self._since = max(self._since, now)
             return None
-        self._excused = False
-        waited = now - self._since
+        self._excused = self._pausing = False
+        self._quiet_before = 0.0
+        waited = self._banked + now - self._since
         if waited < self.stall_timeout:
             return None
         self._reported = True
-        return Stall("silence", f"no answer {waited:.1f} s after a {self._waiting}")
+        return Stall("silence", f"no answer {waited:.1f} s after {self._waiting}")
 
     def next_check(self, now: float) -> float | None:
         """Seconds from ``now`` until :meth:`check` may find a silence (``None``: nothing
@@ -235,4 +290,4 @@ class StallRule:
             return None
         if self._excused or not self._setup:
             return min(EXCUSE_POLL, self.stall_timeout)
-        return max(0.0, self._since + self.stall_timeout - now)
+        return max(0.0, self._since + self.stall_timeout - self._banked - now)

@@ -82,6 +82,8 @@ class StallWatch:
         #: A user turn was sent since the last finished turn: the next one answers it.
         self._owed = False
         self._content = self._voiced = self._quiet = False
+        #: Whether the user was speaking at the last client send.
+        self._speaking = False
         #: Turns that answered a user turn with content on this connection.
         self.answers = 0
 
@@ -120,17 +122,23 @@ class StallWatch:
                 self.model_working(_value(status) in WORKING)
             answering = self._note_content(content) or answering
             if content.input_transcription and content.input_transcription.text:
-                self.rule.user_turn("utterance the server transcribed", self._now())
+                self.rule.user_turn("an utterance the server transcribed", self._now())
                 self._owed = True
         if answering:
             self.rule.answered()
         self._check()
 
     def _note_content(self, content: types.LiveServerContent) -> bool:
-        """Note the turn's content; return whether the message answers."""
-        answering = bool(
-            content.turn_complete or content.generation_complete or content.interrupted
-        )
+        """Note the turn's content; return whether the message answers. An ``interrupted``
+        answers only when it cut model output: one that cut a generation that had said
+        nothing (the user spoke again before any answer) answers nothing, and tells the rule
+        the server took the turn (:meth:`StallRule.cut_before_output`)."""
+        answering = bool(content.turn_complete or content.generation_complete)
+        if content.interrupted:
+            if self._content or self._voiced or self._quiet:
+                answering = True
+            else:
+                self.rule.cut_before_output()
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             answering = True
             blob = part.inline_data
@@ -169,7 +177,7 @@ class StallWatch:
             return
         _, text, _ = describe(method, kwargs)  # (user text only for a complete turn)
         if text:
-            self.rule.user_turn("user turn ending the rebuilt history", self._now())
+            self.rule.user_turn("the user turn ending the rebuilt history", self._now())
             self._owed = True
             self._schedule()
 
@@ -177,12 +185,17 @@ class StallWatch:
         """A client message was recorded for sending (``message``: what it carries)."""
         if self._stopped:
             return
+        speaking = self._user_speaking()
+        if speaking != self._speaking and self.rule.waiting:
+            self._speaking = speaking
+            self._check()  # (the excuse begins or ends now, not at the next look)
+        self._speaking = speaking
         what: str | None = None
         if message.user_text:
-            what = "typed turn"
+            what = "a typed turn"
         waited = [self._open_calls.pop(i, False) for i in message.response_ids]
         if any(waited):
-            what = what or "function response"
+            what = what or "a function response"
         if message.audio_ms == 0 and "activity_end" in signals(method, kwargs):
             what = what or "activityEnd"
         if what is not None:

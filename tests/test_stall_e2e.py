@@ -7,6 +7,7 @@ Real ``Runner.run_live``, real google-genai, TLS websockets on 127.0.0.1, the fa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -21,10 +22,10 @@ from adk_live_resume import (
     RunStats,
     SessionStalledError,
 )
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, stream_pcm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -129,7 +130,9 @@ async def test_a_stall_that_outlives_a_fresh_session_ends_the_run_saying_what_wa
                 error = await live.wait_ended(timeout=30)
             assert [len(c.stalled_turns) for c in server.connections] == [1, 1, 1]
     assert isinstance(error, SessionStalledError)
-    assert "stalled 3 time(s)" in str(error) and "no answer" in str(error)
+    first = str(error).encode()[:120].decode()  # (what a browser is shown: 123 bytes)
+    assert "stalled 3 times; a resume and a fresh session brought no answer" in first
+    assert "Check the service status" in first and "no answer" in str(error)
     assert "stall_timeout" in str(error)
     assert reports.steps() == [("stall", True), ("stall", False)]
     assert reports.runs[0].error is not None and "SessionStalledError" in reports.runs[0].error
@@ -205,3 +208,43 @@ async def test_a_session_long_quiet_audio_stall_is_answered_once_by_a_fresh_sess
             assert server.user_turns_answered() == ["first", "second", "third"]
     assert reports.steps() == [("stall", False)]
     assert "near silence" in reports.reconnects[0].stall
+
+
+async def test_a_stall_is_recovered_while_the_user_keeps_talking(
+    make_agent: AgentFactory,
+) -> None:
+    """A microphone that speaks every 2 s to a stalled session: each new utterance makes the
+    server cut its silent generation (``interrupted``, no output), which answers nothing, and
+    each quiet stretch (1 s: shorter than ``stall_timeout``) adds to the wait."""
+    policy = ResumePolicy(stall_timeout=1.5)
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=policy)
+            async with await LiveDriver.start(agent) as live:
+                await stream_pcm(live, speech_pcm("hello", seconds=0.5) + silence_pcm(1.0))
+                await server.wait_for(lambda: server.user_turns_answered() == ["hello"], 10)
+                server.script(Fault.stall(), connection=1)
+
+                async def keep_talking() -> None:
+                    for number in range(20):
+                        utterance = speech_pcm(f"are you there {number}", seconds=0.6)
+                        await stream_pcm(live, utterance + silence_pcm(1.4))
+
+                talking = asyncio.create_task(keep_talking())
+                try:
+                    await server.wait_for(
+                        lambda: (
+                            len(server.connections) > 1
+                            and server.connections[1].answered_user_turns != []
+                        ),
+                        20,
+                        what="an answer on the connection that replaced the stalled one",
+                    )
+                finally:
+                    talking.cancel()
+                assert await live.close() is None
+            first, second = server.connections[:2]
+            assert first.stalled_turns and first.interrupted >= 1 and first.ended_by == "client"
+            assert second.resumed
+    assert [(r.reason, r.state_restored) for r in reports.reconnects[:1]] == [("stall", True)]
+    assert "after an utterance the server transcribed" in reports.reconnects[0].stall

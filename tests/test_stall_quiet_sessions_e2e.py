@@ -129,6 +129,21 @@ async def test_a_user_who_says_nothing_for_a_long_while_is_no_stall(
     assert seen == []
 
 
+async def test_a_user_who_talks_over_the_answers_is_no_stall(make_agent: AgentFactory) -> None:
+    """Every utterance starts while the model still answers the one before (``interrupted``
+    cuts output: that answered), and the next begins before ``stall_timeout`` of quiet."""
+    with Reconnects() as seen:
+        async with FakeLiveServer(chunk_delay=0.6) as server:
+            agent = make_agent(server, policy=ResumePolicy(stall_timeout=1.0))
+            async with await LiveDriver.start(agent) as live:
+                for number in range(4):
+                    utterance = speech_pcm(f"a long question number {number}", seconds=0.6)
+                    await stream_pcm(live, utterance + silence_pcm(1.4))
+                assert await live.close() is None
+            assert len(server.connections) == 1 and server.connections[0].interrupted >= 2
+    assert seen == []
+
+
 async def test_a_legitimately_short_answer_is_no_stall(make_agent: AgentFactory) -> None:
     with Reconnects() as seen:
         async with FakeLiveServer() as server:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,7 +28,7 @@ def ready(timeout: float = 10.0, turns: int = 3) -> StallRule:
 
 def test_a_turn_without_an_answer_is_a_silence_at_the_timeout_not_before() -> None:
     rule = ready()
-    rule.user_turn("typed turn", 1.0)
+    rule.user_turn("a typed turn", 1.0)
     assert rule.next_check(1.0) == 10.0
     assert rule.check(10.9, NONE) is None
     stall = rule.check(11.0, NONE)
@@ -38,22 +39,22 @@ def test_a_turn_without_an_answer_is_a_silence_at_the_timeout_not_before() -> No
 
 def test_an_answer_ends_the_wait() -> None:
     rule = ready()
-    rule.user_turn("typed turn", 0.0)
+    rule.user_turn("a typed turn", 0.0)
     rule.answered()
     assert rule.check(100.0, NONE) is None and rule.next_check(100.0) is None
 
 
 def test_the_oldest_unanswered_turn_counts() -> None:
     rule = ready()
-    rule.user_turn("typed turn", 0.0)
-    rule.user_turn("function response", 5.0)
+    rule.user_turn("a typed turn", 0.0)
+    rule.user_turn("a function response", 5.0)
     stall = rule.check(10.0, NONE)
     assert stall is not None and "typed turn" in stall.seen
 
 
 def test_nothing_before_the_setup_completed() -> None:
     rule = StallRule(1.0, 1)
-    rule.user_turn("typed turn", 0.0)
+    rule.user_turn("a typed turn", 0.0)
     rule.turn_ended("turnComplete with no content")
     assert rule.check(50.0, NONE) is None
     rule.setup_completed(50.0)
@@ -63,18 +64,82 @@ def test_nothing_before_the_setup_completed() -> None:
 
 def test_an_excuse_holds_the_wait_and_it_starts_over_after() -> None:
     rule = ready(10.0)
-    rule.user_turn("typed turn", 0.0)
+    rule.user_turn("a typed turn", 0.0)
     assert rule.check(20.0, Excuses(tool_running=True)) is None
     assert rule.next_check(20.0) == EXCUSE_POLL
     assert rule.check(29.0, NONE) is None  # 9 s since the excuse was last seen
     assert rule.check(30.0, NONE) is not None
 
 
+SPEAKING = Excuses(user_speaking=True)
+
+
+def test_the_user_speaking_starts_the_wait_over() -> None:
+    rule = ready(3.0)
+    rule.user_turn("an utterance the server transcribed", 0.0)
+    assert rule.check(2.0, SPEAKING) is None
+    assert rule.check(4.5, NONE) is None  # 2.5 s since the user was last heard
+    assert rule.check(5.0, NONE) is not None
+
+
+def test_after_a_cut_that_said_nothing_the_user_speaking_only_pauses_the_wait() -> None:
+    """The server cut a generation that had said nothing (``interrupted`` as the user spoke
+    again): the quiet stretches before and after the user spoke add up."""
+    rule = ready(3.0)
+    rule.user_turn("an utterance the server transcribed", 0.0)
+    assert rule.check(1.0, NONE) is None
+    assert rule.check(2.0, SPEAKING) is None  # 2 s waited before the user spoke again
+    rule.cut_before_output()  # (the server's cut arrives just after their first chunk)
+    assert rule.check(4.0, SPEAKING) is None
+    assert rule.next_check(4.0) == EXCUSE_POLL
+    assert rule.check(4.5, NONE) is None  # 2 + 0.5
+    assert rule.next_check(4.5) == pytest.approx(0.5)
+    stall = rule.check(5.0, NONE)
+    assert stall is not None and stall.seen == (
+        "no answer 3.0 s after an utterance the server transcribed"
+    )
+
+
+def test_a_paused_wait_starts_over_at_an_answer_or_a_sign_of_work() -> None:
+    answered = ready(3.0)
+    answered.user_turn("an utterance the server transcribed", 0.0)
+    answered.cut_before_output()
+    assert answered.check(2.5, SPEAKING) is None
+    answered.answered()
+    answered.user_turn("an utterance the server transcribed", 3.0)
+    assert answered.check(3.5, SPEAKING) is None
+    assert answered.check(6.0, NONE) is None  # a new wait: the cut was forgotten
+    working = ready(3.0)
+    working.user_turn("a typed turn", 0.0)
+    working.cut_before_output()
+    assert working.check(2.5, Excuses(user_speaking=True, tool_running=True)) is None
+    assert working.check(5.0, NONE) is None  # the tool's run started it over
+    assert working.check(5.5, NONE) is not None
+
+
+def test_a_cut_seen_before_the_user_speaking_counts_the_same() -> None:
+    rule = ready(3.0)
+    rule.user_turn("an utterance the server transcribed", 0.0)
+    rule.cut_before_output()
+    assert rule.check(2.0, SPEAKING) is None
+    assert rule.check(3.5, SPEAKING) is None
+    assert rule.check(4.0, NONE) is None  # 2 + 0.5
+    assert rule.check(4.5, NONE) is not None
+
+
+def test_a_cut_with_nothing_waiting_is_nothing() -> None:
+    rule = ready(3.0)
+    rule.cut_before_output()
+    rule.user_turn("an utterance the server transcribed", 10.0)
+    assert rule.check(11.0, SPEAKING) is None
+    assert rule.check(13.5, NONE) is None  # starts over after the user spoke: no cut on it
+
+
 def test_messages_arrived_but_not_read_yet_are_no_silence() -> None:
     """ADK's reading is behind (a slow session service holds its receive step): the server
     did send something, so the wait starts over once the reader caught up."""
     rule = ready(2.0)
-    rule.user_turn("utterance the server transcribed", 0.0)
+    rule.user_turn("an utterance the server transcribed", 0.0)
     behind = Excuses(reader_behind=True)
     assert behind.why() == "messages arrived that are not read yet"
     assert rule.check(2.5, behind) is None
@@ -84,7 +149,7 @@ def test_messages_arrived_but_not_read_yet_are_no_silence() -> None:
 
 def test_off_switches() -> None:
     silent = ready(0.0, 3)
-    silent.user_turn("typed turn", 0.0)
+    silent.user_turn("a typed turn", 0.0)
     assert silent.check(1e6, NONE) is None and silent.next_check(0.0) is None
     lenient = ready(10.0, 0)
     for _ in range(50):
@@ -119,7 +184,7 @@ excuses = st.builds(Excuses, st.booleans(), st.booleans(), st.booleans(), st.boo
 events = st.lists(
     st.tuples(
         st.floats(0.0, 5.0),
-        st.sampled_from(["turn", "answer", "check", "degenerate", "content"]),
+        st.sampled_from(["turn", "answer", "check", "degenerate", "content", "cut"]),
         excuses,
     ),
     max_size=40,
@@ -133,15 +198,22 @@ def test_never_a_stall_while_excused_nor_a_silence_before_its_time(
     rule = ready(timeout, turns)
     now = 0.0
     since: float | None = None  # the wait's start, as the guarantee defines it
+    start = 0.0  # when the oldest unanswered turn was sent
+    cut = False  # a cut that said nothing came while it waited: the user speaking pauses
     reported = 0
     for step, kind, excused in steps:
         now += step
         if kind == "turn":
-            rule.user_turn("typed turn", now)
-            since = now if since is None else since
+            rule.user_turn("a typed turn", now)
+            if since is None:
+                since = start = now
+                cut = False
         elif kind == "answer":
             rule.answered()
             since = None
+        elif kind == "cut":
+            rule.cut_before_output()
+            cut = cut or since is not None
         elif kind == "degenerate":
             rule.turn_ended("turnComplete with no content")
         elif kind == "content":
@@ -155,7 +227,8 @@ def test_never_a_stall_while_excused_nor_a_silence_before_its_time(
             reported += 1
             if stall.kind == "silence":
                 assert excused.why() is None
-                assert since is not None and now - since >= timeout
+                assert since is not None and now - start >= timeout
+                assert cut or now - since >= timeout
     assert reported <= 1
 
 
@@ -184,9 +257,24 @@ def test_an_answer_starts_a_new_ladder() -> None:
 
 
 def test_the_give_up_message_says_what_was_seen_and_what_to_check() -> None:
-    message = give_up_message(["no answer 1.0 s after a typed turn", "x", "y"])
-    assert "stalled 3 time(s)" in message and "1: no answer 1.0 s after a typed turn" in message
+    message = give_up_message(
+        ["no answer 1.0 s after a typed turn", "x", "y"], ["resume", "fresh_start"]
+    )
+    first = message.encode()[:120].decode()
+    assert "stalled 3 times; a resume and a fresh session brought no answer" in first
+    assert "Check the service status and quota" in first
+    assert "1: no answer 1.0 s after a typed turn" in message
     assert "stall_timeout" in message and "RESPONSE_REJECTED" in message
+
+
+def test_the_give_up_message_names_only_the_recoveries_tried() -> None:
+    """Without a handle (a stall on the first utterance), only a fresh session was tried."""
+    ladder = StallRecoveries()
+    assert ladder.next("no answer 3.0 s after an utterance", can_resume=False) == "fresh_start"
+    assert ladder.next("no answer 3.0 s after an utterance", can_resume=False) == "give_up"
+    message = ladder.give_up_message()
+    assert message.startswith("live session stalled twice; a fresh session brought no answer.")
+    assert "resume" not in message.split(". Seen:")[0]
 
 
 def test_a_stall_closes_an_open_connection_once_and_it_ends_as_stalled() -> None:

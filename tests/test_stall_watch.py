@@ -91,6 +91,41 @@ async def test_the_user_speaking_excuses_the_wait() -> None:
     assert seen and "transcribed" in seen[0].seen
 
 
+def audio_chunk() -> ClientMessage:
+    return ClientMessage(1, "send_realtime_input", {}, audio_ms=20.0)
+
+
+async def test_an_interrupted_that_cut_nothing_answers_nothing() -> None:
+    """The user spoke again before any answer: the server cut a generation that had said
+    nothing. The wait goes on, and the user's speaking now pauses it (both quiet stretches
+    count), so a user who keeps talking still gets the stall seen."""
+    stall_watch, seen, speaking = watch(timeout=0.3)
+    heard = content(input_transcription=types.Transcription(text="hello"))
+    stall_watch.server_message(heard)
+    await asyncio.sleep(0.2)
+    speaking[0] = True
+    stall_watch.client_send(audio_chunk(), "send_realtime_input", {})
+    stall_watch.server_message(content(interrupted=True))
+    await asyncio.sleep(0.4)  # speaking: paused
+    assert seen == []
+    speaking[0] = False
+    stall_watch.client_send(audio_chunk(), "send_realtime_input", {})
+    await asyncio.sleep(0.25)
+    assert [s.kind for s in seen] == ["silence"]
+    assert "after an utterance the server transcribed" in seen[0].seen
+
+
+async def test_an_interrupted_that_cut_an_answer_answers() -> None:
+    stall_watch, seen, speaking = watch(timeout=0.3)
+    stall_watch.server_message(content(input_transcription=types.Transcription(text="hi")))
+    stall_watch.server_message(audio(3000))
+    speaking[0] = True
+    stall_watch.server_message(content(interrupted=True))
+    speaking[0] = False
+    await asyncio.sleep(0.5)
+    assert seen == [] and not stall_watch.rule.waiting
+
+
 async def test_a_stopped_watch_reports_nothing() -> None:
     stall_watch, seen, _ = watch()
     stall_watch.client_send(typed(), "send_client_content", {})
