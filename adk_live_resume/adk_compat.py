@@ -118,6 +118,16 @@ def check_supported_version(version: str | None = None) -> VersionStatus:
     return "tested" if parsed < TESTED_ADK_BELOW else "newer"
 
 
+def unsupported(missing: str) -> UnsupportedAdkVersionError:
+    """The error for an installed google-adk that lacks something the patch cannot do
+    without (``missing``, in words): what to do first, within 120 bytes, then what is
+    missing."""
+    return UnsupportedAdkVersionError(
+        f"google-adk {adk_version()} lacks what adk-live-resume needs: install a tested release"
+        f" (google-adk{TESTED_ADK_TEXT}) or a newer adk-live-resume. Missing: {missing}."
+    )
+
+
 def _try_import(name: str) -> ModuleType | None:
     try:
         return importlib.import_module(name)
@@ -213,10 +223,8 @@ def _module_steps(module: ModuleType) -> tuple[SendStep, ReceiveStep]:
     send_fn = module.send_to_model
     receive_fn = module.receive_from_model
     if _parameters(send_fn)[:1] != ["flow"] or _parameters(receive_fn)[:1] != ["flow"]:
-        raise UnsupportedAdkVersionError(
-            f"google-adk {adk_version()}: {module.__name__}.send_to_model/receive_from_model "
-            "do not take the flow first, which adk-live-resume needs (tested with google-adk "
-            f"{TESTED_ADK_TEXT})."
+        raise unsupported(
+            f"{module.__name__}.send_to_model/receive_from_model do not take the flow first"
         )
 
     def send_step(flow: Any, conn: Any, ctx: Any, req: Any) -> Coroutine[Any, Any, None]:
@@ -295,23 +303,18 @@ def _detect() -> AdkSurface:
         shape = "flow methods"
         receive_module = importlib.import_module(_BASE_FLOW_MODULE)
     else:
-        raise UnsupportedAdkVersionError(
-            f"google-adk {version} has neither live send/receive module functions nor "
-            "BaseLlmFlow._send_to_model/_receive_from_model, which adk-live-resume needs "
-            f"(tested with google-adk {TESTED_ADK_TEXT})."
+        raise unsupported(
+            "neither live send/receive module functions nor"
+            " BaseLlmFlow._send_to_model/_receive_from_model"
         )
 
     preprocess_params = inspect.signature(BaseLlmFlow._preprocess_async).parameters
     get_llm = getattr(BaseLlmFlow, "_get_llm", None)
     if get_llm is None and not hasattr(BaseLlmFlow, "_BaseLlmFlow__get_llm"):
-        raise UnsupportedAdkVersionError(
-            f"google-adk {version}: cannot find how a flow resolves its model."
-        )
+        raise unsupported("how a flow resolves its model (BaseLlmFlow._get_llm)")
     get_llm_is_async = get_llm is not None and inspect.iscoroutinefunction(get_llm)
     if get_llm is not None and not get_llm_is_async:
-        raise UnsupportedAdkVersionError(
-            f"google-adk {version}: BaseLlmFlow._get_llm is not a coroutine function."
-        )
+        raise unsupported("BaseLlmFlow._get_llm as a coroutine function")
     # The sentinel the receive step yields is the one its own module refers to.
     sentinel = getattr(receive_module, "_ReconnectSentinel", None)
     if not isinstance(sentinel, type):

@@ -193,7 +193,9 @@ def from_json(text: str, source: str) -> dict[str, object]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{source} is not valid JSON: {error}") from None
+        raise ConfigError(
+            f"{source} is not valid JSON: give a JSON object of ResumePolicy fields ({error})"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a JSON object of ResumePolicy fields")
     for old, new in RENAMED_FIELDS.items():

@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import adk_compat, genai_compat, websockets_compat
-from .errors import UnsupportedAdkVersionError
 
 logger = logging.getLogger("adk_live_resume")
 
@@ -144,11 +143,9 @@ def check() -> Hooks:
         }
         essential = _essential()
         if not found.get(essential, False):
-            raise UnsupportedAdkVersionError(
-                f"google-adk {adk_compat.adk_version()}: {essential} (the google-genai session "
-                "under ADK's live connection) is missing, and adk-live-resume cannot resume "
-                f"anything without it (tested with google-adk {adk_compat.TESTED_ADK_TEXT}). "
-                "Check for a newer adk-live-resume, or install a tested google-adk."
+            raise adk_compat.unsupported(
+                f"{essential} (the google-genai session under ADK's live connection), without"
+                " which adk-live-resume cannot resume anything"
             )
         off = {
             feature.name: missing

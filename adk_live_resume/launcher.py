@@ -266,7 +266,7 @@ def plan_launch(module: str | None, command: Sequence[str]) -> Launch:
             return Launch("console_script", entry.value, (shutil.which(name) or name, *args))
     path = shutil.which(name)
     if path is None:
-        raise LauncherError(f"command not found: {name}")
+        raise LauncherError(f"command not found: {name} (check its name and PATH)")
     return Launch("exec", path, (name, *args))
 
 
@@ -281,7 +281,9 @@ def _run_in_process(launch: Launch) -> int:
         except (ImportError, ValueError):
             found = False
         if not found:
-            raise LauncherError(f"no module named {launch.target}")
+            raise LauncherError(
+                f"no module named {launch.target} (check its name, and that it is installed)"
+            )
         runpy.run_module(launch.target, run_name="__main__", alter_sys=True)
         return 0
     if launch.kind == "script":

@@ -138,11 +138,12 @@ class Reconnects:
         refused = fatal and outcome.at_connect and handles.handle and drop.code in (1007, 1008)
         if refused and drop.code == 1007 and session_limited():
             raise SessionLimitError(
-                f"the live server refused to resume this audio session ({cause}). Audio"
-                " sessions without context window compression end after 15 minutes and cannot"
-                " be resumed or continued. Set RunConfig(context_window_compression="
-                "types.ContextWindowCompressionConfig(sliding_window=types.SlidingWindow()))"
-                " or ResumePolicy(sliding_window=True) for longer conversations.",
+                "the audio session reached its 15-minute limit; for longer ones set"
+                " ResumePolicy(sliding_window=True). The live server refused to resume it"
+                f" ({cause}): audio sessions without context window compression end after 15"
+                " minutes and cannot be resumed or continued. Set RunConfig("
+                "context_window_compression=types.ContextWindowCompressionConfig("
+                "sliding_window=types.SlidingWindow())) or ResumePolicy(sliding_window=True).",
                 code=drop.code,
             ) from outcome.error
         fresh = bool(refused and self.policy.fresh_start_when_handle_dead)
@@ -159,10 +160,11 @@ class Reconnects:
                 " while resuming with a handle" if outcome.at_connect and handles.handle else ""
             )
             raise SessionNotResumableError(
-                f"the live server ended the session with {cause}{resumed}; this close is not"
-                " retryable (ResumePolicy.retryable_close_codes). For 1008 check the model"
-                " name, API key and that the handle is not expired; for 1007 the request"
-                " content or an exhausted context window.",
+                "the live server ended the session in a way a reconnect cannot fix: check the"
+                f" model name, API key and request. Cause: {cause}{resumed}; this close is not"
+                " retryable (ResumePolicy.retryable_close_codes). For 1008 check also that the"
+                " handle is not expired; for 1007 the request content or an exhausted context"
+                " window.",
                 code=drop.code,
             ) from outcome.error
         decision = self.decide(drop, now, fresh_start=fresh)
@@ -173,16 +175,17 @@ class Reconnects:
             self._rate_exceeded(now, outcome.error)
         if decision.cause == "hook":
             raise ReconnectFailedError(
-                f"gave up reconnecting the live session: {decision.why} (last cause: {cause})."
-                " A hook registered with adk_live_resume.on_retry() decides about retries:"
-                " check its answer, or remove it to let ResumePolicy decide.",
+                "gave up reconnecting the live session on a retry hook's answer: check the hook"
+                " given to adk_live_resume.on_retry() or remove it to let ResumePolicy decide."
+                f" Why: {decision.why} (last cause: {cause}).",
                 attempts=self.outage.attempts,
                 elapsed=now - self.outage.started_at,
             ) from (decision.error or outcome.error)
         if not decision.retries:
             raise ReconnectFailedError(
-                f"gave up reconnecting the live session: {decision.why} (last cause: {cause})."
-                " The server or network did not come back within ResumePolicy(max_attempts="
+                "gave up reconnecting the lost live connection: check the network and the"
+                f" service status. Why: {decision.why} (last cause: {cause}). The server or"
+                " network did not come back within ResumePolicy(max_attempts="
                 f"{self.policy.max_attempts}, outage_timeout={self.policy.outage_timeout}).",
                 attempts=self.outage.attempts,
                 elapsed=now - self.outage.started_at,
@@ -211,9 +214,10 @@ class Reconnects:
         )
         if spent:
             raise ReconnectFailedError(
-                f"gave up recovering the stalled live session ({seen}): ResumePolicy("
-                f"max_attempts={self.policy.max_attempts}, outage_timeout="
-                f"{self.policy.outage_timeout}) spent.",
+                "gave up recovering the stalled live session, out of attempts: check the service"
+                f" status and quota. Seen: {seen}; ResumePolicy(max_attempts="
+                f"{self.policy.max_attempts}, outage_timeout={self.policy.outage_timeout})"
+                " spent.",
                 attempts=self.outage.attempts,
                 elapsed=self.outage.elapsed(now),
             )
@@ -228,10 +232,10 @@ class Reconnects:
 
     def _rate_exceeded(self, now: float, error: BaseException | None) -> None:
         raise ReconnectFailedError(
-            f"gave up: more than {self.policy.max_reconnects_per_minute} reconnects within"
-            f" 60 s (last cause: {self.cause}). The server keeps dropping the"
-            " connection; check the service status or raise"
-            " ResumePolicy.max_reconnects_per_minute.",
+            "gave up: the server keeps dropping the live connection (more than"
+            f" {self.policy.max_reconnects_per_minute} reconnects within 60 s); check the service"
+            f" status. Last cause: {self.cause}. If it drops it this often in your setup,"
+            " raise ResumePolicy.max_reconnects_per_minute.",
             attempts=self.outage.attempts if self.outage else 0,
             elapsed=now - (self.lost_at or now),
         ) from error

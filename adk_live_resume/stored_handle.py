@@ -115,7 +115,7 @@ class HandleSealer:
             except (ValueError, TypeError):
                 raise HandleKeyError(
                     f"{HANDLE_KEY_ENV}: key {position} is not a Fernet key (32 bytes, URL-safe"
-                    f" base64). {_how_to_make_a_key()}"
+                    f" base64); make one. {_how_to_make_a_key()}"
                 ) from None
         self._fernet: MultiFernet = MultiFernet(fernets)
 
@@ -152,23 +152,33 @@ class HandleSealer:
         Raises :class:`StoredHandleError` for anything else.
         """
         if not isinstance(token, str) or not token:
-            raise StoredHandleError(f"not a sealed handle: a {type(token).__name__}")
+            raise StoredHandleError(
+                f"not a sealed handle but a {type(token).__name__}: leave the session state's"
+                " handle key to adk-live-resume"
+            )
         from cryptography.fernet import InvalidToken
 
         try:
             payload = json.loads(self._fernet.decrypt(token.encode("ascii")))
         except (InvalidToken, UnicodeEncodeError):
             raise StoredHandleError(
-                "the stored handle was not sealed with any key in"
-                f" {HANDLE_KEY_ENV}, or it was altered"
+                f"the stored handle was sealed with a key not in {HANDLE_KEY_ENV}, or altered:"
+                " give every worker the same keys"
             ) from None
         except ValueError:
-            raise StoredHandleError("the stored handle's payload is not JSON") from None
+            raise StoredHandleError(
+                "the stored handle's payload is not JSON: leave the session state's handle key"
+                " to adk-live-resume"
+            ) from None
         if not isinstance(payload, dict) or payload.get("v") not in _FORMATS:
-            raise StoredHandleError("the stored handle has an unknown layout")
+            raise StoredHandleError(
+                "the stored handle has an unknown layout (a newer adk-live-resume wrote it?):"
+                " run the same adk-live-resume in every worker"
+            )
         if payload.get("owner") != owner.as_list():
             raise StoredHandleError(
-                "the stored handle was sealed for another session: it was copied"
+                "the stored handle was sealed for another session (it was copied): do not copy"
+                " a session's state into another"
             )
         handle, issued_at = payload.get("handle"), payload.get("issued_at")
         agent, covers = payload.get("agent"), payload.get("covers")
@@ -180,7 +190,10 @@ class HandleSealer:
             or not isinstance(agent, str)
             or (payload["v"] >= 2 and not isinstance(covers, str))
         ):
-            raise StoredHandleError("the stored handle's payload is incomplete")
+            raise StoredHandleError(
+                "the stored handle's payload is incomplete: run the same adk-live-resume in"
+                " every worker"
+            )
         return SealedHandle(
             ResumeHandle(handle, float(issued_at)), agent, covers if payload["v"] >= 2 else None
         )

@@ -53,8 +53,8 @@ def test_a_token_copied_to_another_session_is_refused() -> None:
         (None, "not a sealed handle"),
         (42, "not a sealed handle"),
         ("", "not a sealed handle"),
-        ("gAAAAA-not-a-token", "not sealed with any key"),
-        ("é", "not sealed with any key"),
+        ("gAAAAA-not-a-token", "sealed with a key not in"),
+        ("é", "sealed with a key not in"),
     ],
 )
 def test_garbage_in_the_state_is_refused_clearly(token: object, message: str) -> None:
@@ -69,7 +69,7 @@ def test_altered_or_foreign_tokens_are_refused() -> None:
     altered = token[:-8] + ("A" if token[-8] != "A" else "B") + token[-7:]
     with pytest.raises(StoredHandleError, match="altered"):
         sealer.open(altered, OWNER)
-    with pytest.raises(StoredHandleError, match="not sealed with any key"):
+    with pytest.raises(StoredHandleError, match="sealed with a key not in"):
         HandleSealer([Fernet.generate_key()]).open(token, OWNER)
     # right key, wrong layout (sealed by something else holding the key)
     with pytest.raises(StoredHandleError, match="unknown layout"):

@@ -125,7 +125,7 @@ def test_the_loop_resumes_after_a_1008_after_a_go_away_and_keeps_the_fatal_messa
             session_limited=lambda: False,
             start_fresh=lambda: None,
         )
-    assert caught.value.code == 1008 and "For 1008 check the model name" in str(caught.value)
+    assert caught.value.code == 1008 and "check the model name" in str(caught.value)
 
 
 def test_a_full_reconnect_rate_gives_up() -> None:

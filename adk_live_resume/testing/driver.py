@@ -217,8 +217,12 @@ class LiveDriver:
         if not self.ended:
             return
         if self.error is not None:
-            raise LiveRunEnded(f"run_live raised while waiting for {what}") from self.error
-        raise LiveRunEnded(f"run_live ended while waiting for {what}")
+            raise LiveRunEnded(
+                f"run_live raised while waiting for {what}: see its error, chained below"
+            ) from self.error
+        raise LiveRunEnded(
+            f"run_live ended while waiting for {what}: the queue was closed or the run returned"
+        )
 
     # -- ending ---------------------------------------------------------------------------
 

@@ -60,8 +60,8 @@ def find_binaries() -> Path:
         if candidate and all((Path(candidate) / n).exists() for n in PROGRAMS):
             return Path(candidate)
     raise PostgresUnavailable(
-        f"PostgreSQL binaries ({', '.join(PROGRAMS)}) not found in /usr/lib/postgresql/*/bin or"
-        f" on PATH; install PostgreSQL (e.g. apt-get install postgresql) or set {BIN_ENV}"
+        f"PostgreSQL not found: install it (e.g. apt-get install postgresql) or set {BIN_ENV}"
+        f" (looked for {', '.join(PROGRAMS)} in /usr/lib/postgresql/*/bin and on PATH)"
     )
 
 
