@@ -145,8 +145,10 @@ def bootstrap_environment(
 
 def install_from_environment(environ: Mapping[str, str] | None = None) -> None:
     """Install with the policy the launcher passed down (or the environment's): the bootstrap
-    ``sitecustomize`` calls this once the process has imported ``google.adk``."""
-    from .patch import install
+    ``sitecustomize`` calls this once the process has imported ``google.adk``. That policy
+    was resolved from the same ``ADK_LIVE_RESUME_*`` variables, so none is reported as
+    ignored."""
+    from .patch import install_resolved
 
     environ = os.environ if environ is None else environ
     handed_down = environ.get(BOOTSTRAP_POLICY_ENV)
@@ -154,7 +156,7 @@ def install_from_environment(environ: Mapping[str, str] | None = None) -> None:
         policy = policy_from_json(handed_down, BOOTSTRAP_POLICY_ENV)
     else:
         policy = resolve_policy(environ)
-    install(policy, strict=strict_from(environ))
+    install_resolved(policy, strict=strict_from(environ))
 
 
 # ---- the command -----------------------------------------------------------------------------
@@ -461,9 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bootstrap_environment(os.environ, policy, strict=strict)
     try:
         if launch.in_process:
-            from .patch import install
+            from .patch import install_resolved
 
-            install(policy, strict=strict)
+            install_resolved(policy, strict=strict)
         elif strict:
             from .adk_compat import check_supported_version
 

@@ -67,7 +67,6 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
     logging is not set up yet (the launcher installs before ADK's CLI sets it up), the line
     waits until it is (:mod:`.startup_log`).
     """
-    global _installed
     if policy is not None and not isinstance(policy, ResumePolicy):
         raise TypeError(
             f"install() takes a ResumePolicy, not {type(policy).__name__} {policy!r}: "
@@ -75,6 +74,18 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
         )
     if not isinstance(strict, bool):
         raise TypeError(f"install(strict=...) must be True or False, not {strict!r}")
+    _install(policy, strict=strict, resolved=False)
+
+
+def install_resolved(policy: ResumePolicy, *, strict: bool = True) -> None:
+    """:func:`install` ``policy``, resolved from the ``ADK_LIVE_RESUME_*`` variables (and
+    what the launcher's options put over them): the variables are applied, so none is
+    reported as ignored. The launcher's entry point (:mod:`adk_live_resume.launcher`)."""
+    _install(policy, strict=strict, resolved=True)
+
+
+def _install(policy: ResumePolicy | None, *, strict: bool, resolved: bool) -> None:
+    global _installed
     with _lock:
         if _installed is not None:
             if policy is not None and policy != _installed.policy:
@@ -86,7 +97,7 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
                     policy,
                 )
             return
-        chosen = _policy_for(policy)
+        chosen = _policy_for(policy, resolved=resolved)
         try:
             newer = adk_compat.check_supported_version() == "newer"
         except UnsupportedAdkVersionError:
@@ -127,11 +138,14 @@ def install(policy: ResumePolicy | None = None, *, strict: bool = True) -> None:
         )
 
 
-def _policy_for(policy: ResumePolicy | None) -> ResumePolicy:
-    """The policy to install: the one given, else the environment's over the defaults."""
+def _policy_for(policy: ResumePolicy | None, *, resolved: bool = False) -> ResumePolicy:
+    """The policy to install: the one given, else the environment's over the defaults.
+    ``resolved``: the one given was resolved from the environment (nothing is ignored)."""
     config.warn_unknown_variables(os.environ)
     if policy is None:
         return config.resolve_policy(os.environ)
+    if resolved:
+        return policy
     ignored = [
         variable
         for variable in (

@@ -3,7 +3,8 @@
 The launcher installs the patch at interpreter start (in this process for the ``adk``
 console script; on import of ``google.adk`` in a child Python, for a command it execs),
 before ADK's CLI sets logging up: a real ``adk api_server`` subprocess must still print the
-line, formatted by ADK's logging set-up, before it serves.
+line, formatted by ADK's logging set-up, before it serves. The ``ADK_LIVE_RESUME_*``
+variables set for it are applied (the line shows them) and no WARNING calls them ignored.
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _serve_and_read_log(command: list[str], tmp: Path, port: int) -> str:
-    """Start ``command`` (an api_server on ``port``), wait until it serves, stop it; its output."""
+def _serve_and_read_log(command: list[str], tmp: Path, port: int, variables: dict[str, str]) -> str:
+    """Start ``command`` (an api_server on ``port``) with the environment ``variables``, wait
+    until it serves, stop it; its output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_LIVE_RESUME_")}
     env["PYTHONPATH"] = str(Path(adk_live_resume.__file__).resolve().parents[1])  # this code
+    env.update(variables)
     log = tmp / "server.log"
     with log.open("wb") as out:
         proc = spawn(command, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -94,8 +97,12 @@ def test_the_install_line_shows_in_adk_api_servers_output(
         "--no-reload",
         str(tmp_path / "agents"),
     ]
-    output = _serve_and_read_log(command, tmp_path, port)
+    variables = {"ADK_LIVE_RESUME_STALL_TIMEOUT": "3", "ADK_LIVE_RESUME_MAX_ATTEMPTS": "4"}
+    output = _serve_and_read_log(command, tmp_path, port, variables)
     lines = [line for line in output.splitlines() if LINE in line]
     assert len(lines) == 1, output[-4000:]
     # through ADK's own logging set-up (its format: time - LEVEL - file:line - message)
     assert " - INFO - " in lines[0], lines[0]
+    assert "max_attempts=4" in lines[0] and "stall_timeout=3.0" in lines[0], lines[0]
+    # the variables were applied: no line may call them ignored
+    assert "ignored" not in output, output[-4000:]
