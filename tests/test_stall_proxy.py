@@ -11,10 +11,12 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, LiveDriver
+from adk_live_resume.testing import FakeLiveServer, LiveDriver, silence_pcm, speech_pcm
 from adk_live_resume.testing.inject_spec import InjectSpecError, parse_inject_spec
 from adk_live_resume.testing.proxy import FaultProxy
 from adk_live_resume.testing.stall_filter import StallFilter
+
+from .conftest import stream_pcm
 
 
 def message(value: dict[str, object]) -> str:
@@ -40,10 +42,47 @@ def test_nothing_changes_before_the_next_user_turn() -> None:
     stall = StallFilter("silent", session=False)
     assert [stall.down(m) for m in (TEXT, DONE, HANDLE)] == [TEXT, DONE, HANDLE]
     stall.up(message({"realtimeInput": {"audio": {"data": AUDIO}}}))  # audio: no turn yet
-    assert stall.down(TEXT) == TEXT
+    assert stall.down(HANDLE) == HANDLE and not stall.stalling
     stall.up(TURN)
     assert [stall.down(m) for m in (TEXT, DONE, HANDLE)] == [None, None, None]
     assert stall.down(GO_AWAY) == GO_AWAY
+
+
+HEARD = message({"serverContent": {"inputTranscription": {"text": "hel"}}})
+SPEECH_STATE = message({"serverContent": {"speechState": "NON_SPEECH"}})
+
+
+@pytest.mark.parametrize("word", [HEARD, SPEECH_STATE], ids=["transcription", "speech-state"])
+def test_a_voice_turn_the_server_hears_begins_the_stall_and_still_goes_through(
+    word: str,
+) -> None:
+    """A call with the server's voice detection sends no turn of its own: what the server says
+    of the user's speech begins the stall, and still reaches the client."""
+    stall = StallFilter("silent", session=False)
+    assert stall.down(DONE) == DONE  # (an answer under way when armed ends first)
+    assert stall.down(word) == {"serverContent": json.loads(word)["serverContent"]}
+    assert stall.stalling
+    assert [stall.down(m) for m in (TEXT, DONE)] == [None, None]
+
+
+def test_the_start_of_an_answer_begins_the_stall_and_is_withheld() -> None:
+    stall = StallFilter("empty", session=False)
+    assert [stall.down(m) for m in (TEXT, TEXT, DONE)] == [TEXT, TEXT, DONE]  # under way
+    assert not stall.stalling
+    assert stall.down(CHUNK) is None and stall.stalling
+    assert stall.down(DONE) == {"serverContent": {"turnComplete": True}}
+
+
+def test_the_users_words_go_through_every_shape() -> None:
+    stall = StallFilter("rejected", session=False, armed=False)
+    both = message({"serverContent": {"inputTranscription": {"text": "hi"}, "turnComplete": True}})
+    assert stall.down(both) == {
+        "serverContent": {
+            "inputTranscription": {"text": "hi"},
+            "turnComplete": True,
+            "turnCompleteReason": "RESPONSE_REJECTED",
+        }
+    }
 
 
 @pytest.mark.parametrize(
@@ -141,3 +180,27 @@ async def test_a_session_stall_through_the_proxy_ends_in_a_fresh_session() -> No
     finally:
         remove()
     assert [(r.reason, r.state_restored) for r in seen] == [("stall", True), ("stall", False)]
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(60)
+async def test_an_injected_stall_stalls_a_voice_call() -> None:
+    """``--inject stall-after=S``: a call with the server's voice detection (no typed turn,
+    no ``activityEnd``) stalls from its next utterance, and the loop recovers."""
+    seen: list[ReconnectInfo] = []
+    remove = adk_live_resume.on_reconnect(seen.append)
+    adk_live_resume.install(ResumePolicy(stall_timeout=1.0))
+    schedule = parse_inject_spec("stall-after=0.5")
+    try:
+        async with FakeLiveServer() as server, FaultProxy(server, schedule=schedule) as proxy:
+            agent = LlmAgent(name="assistant", model=proxy.gemini())
+            async with await LiveDriver.start(agent) as live:
+                await server.wait_for(lambda: any(c.faults for c in proxy.connections), 10)
+                await stream_pcm(live, speech_pcm("hello there", seconds=0.6) + silence_pcm(1.0))
+                await server.wait_for(lambda: seen != [], 10, what="a stall's recovery")
+                assert await live.close() is None
+            assert proxy.connections[0].faults == ["stall silent"]
+            assert server.connections[0].user_turns == ["hello there"]
+    finally:
+        remove()
+    assert seen[0].reason == "stall" and "utterance the server transcribed" in seen[0].stall

@@ -2,9 +2,13 @@
 
 :class:`StallFilter` is one proxied connection's ``stall`` fault (the shapes of
 :meth:`Fault.stall <adk_live_resume.testing.Fault.stall>`, their sources there). Once armed,
-the next user turn the client sends (``clientContent`` with ``turnComplete``,
-``realtimeInput`` text or ``activityEnd``, a ``toolResponse``) starts the stall, and from
-then on every server message is rewritten as :meth:`StallFilter.down` says:
+the next user turn starts the stall: one the client sends (``clientContent`` with
+``turnComplete``, ``realtimeInput`` text or ``activityEnd``, a ``toolResponse``), or one the
+server says it hears, as a call with the server's voice detection sends none of those: an
+``inputTranscription``, a ``speechState`` (Vertex AI's; protocol notes, "speechState"), or
+the start of an answer (model output or a tool call after a turn ended: an answer streaming
+when the stall was armed ends first). From then on
+every server message is rewritten as :meth:`StallFilter.down` says:
 
 * ``silent``: no answer (``serverContent``, tool calls and their cancellations) goes
   through; ``setupComplete``, ``goAway`` and the rest do (the socket stays open and pings
@@ -12,7 +16,12 @@ then on every server message is rewritten as :meth:`StallFilter.down` says:
 * ``empty``: only ``turnComplete``, stripped of everything else;
 * ``rejected``: the same with ``turnCompleteReason: RESPONSE_REJECTED``;
 * ``quiet_audio``: answer audio replaced by near silence of the same length, text, tool
-  calls and transcriptions dropped, ``turnComplete`` kept.
+  calls and output transcriptions dropped, ``turnComplete`` kept.
+
+In every shape what the server says of the user's speech (``inputTranscription``,
+``speechState``) still goes through: a stalled session that still transcribes its user is
+one of the shapes reported (the stall rule's "no answer after an utterance the server
+transcribed"), and a client needs them to see the utterance waiting.
 
 Handles (``sessionResumptionUpdate``) are withheld once the stall began: a resume goes back
 to the last handle from before it, as it would from a service that stopped mid-session. For
@@ -31,6 +40,11 @@ from typing import Any
 from .protocol import pick, pick_dict
 
 __all__ = ["StallFilter"]
+
+#: What the server says of the user's speech: never an answer, kept through a stall.
+_HEARD = ("inputTranscription", "speechState")
+#: Server content that is (part of) an answer.
+_ANSWER_PARTS = ("modelTurn", "outputTranscription")
 
 #: What a stall withholds or empties (either spelling): answers and handles.
 _ANSWERS = frozenset(
@@ -69,6 +83,9 @@ class StallFilter:
         self.shape = shape
         self.session = session
         self.stalling = not armed
+        #: An answer may stream (model output or a tool call since the last turn ended; one
+        #: may be under way when the stall is armed).
+        self._answering = True
 
     def up(self, message: str | bytes) -> None:
         """A client message went up: a user turn begins the stall."""
@@ -87,12 +104,42 @@ class StallFilter:
     def down(self, message: str | bytes) -> str | bytes | dict[str, Any] | None:
         """What goes to the client for the upstream's ``message`` (``None``: nothing; a dict:
         this message instead, sent as JSON)."""
-        if not self.stalling:
-            return message
         value = _json(message)
+        if not self.stalling:
+            self._begin_on_the_servers_word(value)
+            if not self.stalling:
+                return message
         if not isinstance(value, dict) or not _ANSWERS.intersection(value):
             return message  # setupComplete, goAway, usage: the session is healthy
         content = pick_dict(value, "serverContent")
+        heard = {key: content[key] for key in _HEARD if content is not None and key in content}
+        answer = self._shaped(content)
+        if answer is None:
+            return {"serverContent": heard} if heard else None
+        if heard:
+            answer["serverContent"] = {**heard, **answer["serverContent"]}
+        return answer
+
+    def _begin_on_the_servers_word(self, value: Any) -> None:
+        """Begin the stall if the server says it hears the user, or an answer begins."""
+        if not isinstance(value, dict):
+            return
+        content = pick_dict(value, "serverContent")
+        answer_part = content is not None and any(pick(content, k) for k in _ANSWER_PARTS)
+        starts_answer = (answer_part or pick_dict(value, "toolCall") is not None) and not (
+            self._answering
+        )
+        heard = content is not None and any(pick(content, key) for key in _HEARD)
+        if heard or starts_answer:
+            self.stalling = True
+            return
+        if answer_part or pick_dict(value, "toolCall") is not None:
+            self._answering = True
+        if content is not None and (pick(content, "turnComplete") or pick(content, "interrupted")):
+            self._answering = False
+
+    def _shaped(self, content: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The stall's shape of the answer part of ``content`` (``None``: nothing)."""
         if content is None or self.shape == "silent":
             return None
         if self.shape == "quiet_audio":
