@@ -24,10 +24,10 @@ from websockets.asyncio.server import ServerConnection, serve
 import adk_live_resume
 from adk_live_resume import ResumePolicy, RunStats, websockets_compat
 from adk_live_resume.connection_watch import ConnectionWatch
-from adk_live_resume.testing import FakeLiveServer, LatencyRelay
+from adk_live_resume.testing import FakeLiveServer, LatencyRelay, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver, LiveRunEnded
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, stream_pcm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -92,6 +92,34 @@ async def test_a_server_close_opens_the_next_socket_before_google_genai_reports_
         assert (stats.sockets_dialed_early, stats.early_sockets_used) == (1, 1)
         assert stats.connections == len(server.connections) == 2
         _resumed_once(server)
+
+
+async def test_a_server_close_mid_call_is_acted_on_within_a_second(
+    make_agent: AgentFactory,
+) -> None:
+    """The service closes a call (1011) while the microphone streams: the close handshake
+    ends and the next connection is set up within a second (the closing fake reads on, so
+    the client's answer to its close frame is not stuck behind unread audio)."""
+    async with FakeLiveServer() as server:
+        agent = make_agent(server)
+        async with await LiveDriver.start(agent) as live:
+            await stream_pcm(live, speech_pcm("hello", seconds=0.5) + silence_pcm(0.8))
+            await server.wait_for(lambda: server.user_turns_answered() == ["hello"], 10)
+            microphone = asyncio.create_task(stream_pcm(live, silence_pcm(10.0, noise=50)))
+            try:
+                await asyncio.sleep(0.5)
+                await server.close_open(1011, "closed mid-call", timeout=1.0)
+                first = server.connections[0]
+                assert first.ended_at is not None
+                await server.wait_for(
+                    lambda: len(server.connections) > 1 and server.connections[1].setup is not None,
+                    1.0,
+                    what="the next connection's setup, within a second of the close",
+                )
+            finally:
+                microphone.cancel()
+            assert await live.close() is None
+        assert server.connections[1].resumed and first.finished
 
 
 async def test_through_a_real_round_trip_the_socket_opened_on_the_close_frame_is_used(

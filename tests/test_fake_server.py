@@ -744,6 +744,29 @@ async def test_flapping_and_close_open(fake_live_server_factory: Any) -> None:
     assert all(c.resumed for c in server.connections[2:])
 
 
+async def test_a_close_is_not_held_up_by_what_the_client_still_sends(
+    fake_live_server_factory: Any,
+) -> None:
+    """The fake closes right after the setup while 2 s of microphone it has not read wait
+    behind the client's answer to its close frame: the handshake still ends at once (a
+    closing endpoint reads on), not after websockets' 10 s ``close_timeout``."""
+    server = await fake_live_server_factory()
+    server.script(Fault.setup_delay(0.3), Fault.close(1011, "bye", after_setup=True))
+    chunk = {"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "AAAA" * 80}}}
+    async with raw(server, {"model": f"models/{MODEL}"}) as ws:
+        for _ in range(100):  # (sent while the setup is answered: the fake reads none)
+            await ws.send(json.dumps(chunk))
+        assert await raw_recv(ws) == {"setupComplete": {}}
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(websockets.ConnectionClosedError):
+            await raw_recv(ws)
+        await ws.wait_closed()
+        assert loop.time() - started < 1.0
+    await server.wait_for(lambda: server.connections[0].finished, 1.0, what="the fake's end")
+    assert server.connections[0].close_code == 1011
+
+
 # ---- configuring clients -------------------------------------------------------------------
 
 
