@@ -1,10 +1,12 @@
-"""The fake server leaves logger levels alone and never logs a resumption handle whole."""
+"""The fake server leaves logger levels alone, never logs a resumption handle or a key whole,
+and keeps a test log free of tracebacks for connections closed before their request."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -104,3 +106,42 @@ async def test_handshakes_at_debug_carry_no_whole_key_in_the_fake_nor_in_the_app
         assert handshake, f"{name} logged the handshake's key header at DEBUG"
         assert all("AIza…" in m for m in handshake), handshake
     assert KEY not in caplog.text and KEY[6:] not in caplog.text
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("sent", [b"", b"GET /ws HTTP/1.1\r\nHost: x"], ids=["nothing", "a part"])
+async def test_a_connection_closed_before_its_request_is_one_debug_line(
+    caplog: pytest.LogCaptureFixture, sent: bytes
+) -> None:
+    """A TLS connection closed before its request (a socket a client dialed early and dropped
+    unused) is no error: one DEBUG line, no traceback."""
+    caplog.set_level(logging.DEBUG)
+    async with asyncio.timeout(20), FakeLiveServer() as server:
+        _, writer = await asyncio.open_connection(
+            "127.0.0.1", server.port, ssl=server.client_ssl_context()
+        )
+        writer.write(sent)
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+        await server.wait_for(
+            lambda: any("closed before its request" in r.getMessage() for r in caplog.records),
+            5,
+            what="the DEBUG line",
+        )
+        assert server.connections == [] and server.rest_calls() == []
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert loud == [], [(r.name, r.getMessage()) for r in loud]
+    lines = [r for r in caplog.records if "closed before its request" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].levelno == logging.DEBUG
+
+
+@pytest.mark.timeout(30)
+async def test_a_socket_closed_before_tls_logs_no_error(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with asyncio.timeout(20), FakeLiveServer() as server:
+        with socket.create_connection(("127.0.0.1", server.port)):
+            pass
+        await asyncio.sleep(0.3)
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert loud == [], [(r.name, r.getMessage()) for r in loud]

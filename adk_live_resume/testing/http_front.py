@@ -12,8 +12,10 @@ hook). It reads the request head first:
   (``Connection: close``; streams use chunked transfer coding, one server-sent event a chunk).
 
 Guarantees: a REST request is never handed to websockets (so it never logs an "opening
-handshake failed"), every one is answered (an error status with a JSON message at worst), and
-:meth:`RestService.stop` aborts every REST connection still open.
+handshake failed"), nor is a connection closed before its request head came (one DEBUG
+line: a socket a client dialed early and dropped unused is no error); every request is
+answered (an error status with a JSON message at worst), and :meth:`RestService.stop` aborts
+every REST connection still open.
 """
 
 from __future__ import annotations
@@ -97,7 +99,16 @@ class FrontConnection(ServerConnection):
     async def handshake(self, *args: Any, **kwargs: Any) -> None:
         waiters: list[asyncio.Future[Any]] = [self._mode, self.connection_lost_waiter]
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        if self._mode.done() and self._mode.result() == "rest":
+        if not self._mode.done():
+            # Closed before a whole request head came (a socket dialed early and dropped
+            # unused): nothing to answer. websockets' handshake would log it as an ERROR
+            # with a traceback ("did not receive a valid HTTP request"); one DEBUG line.
+            logger.debug(
+                "fake server: a connection closed before its request (%d bytes came)",
+                len(self._buffer),
+            )
+            return  # (not open: websockets' handler lets go)
+        if self._mode.result() == "rest":
             await self.connection_lost_waiter  # websockets' handler then just lets go
             return
         await super().handshake(*args, **kwargs)
