@@ -42,7 +42,7 @@ from .. import lazy_exports
 if TYPE_CHECKING:
     from .client_config import FAKE_API_KEY, environment, environment_variables
     from .driver import LiveDriver, LiveRunEnded, answer_text
-    from .faults import Fault
+    from .faults import INTERNAL_ERROR_REASON, QUOTA_REASON, Fault
     from .handles import HandleIssue, HandleSchedule
     from .inject_spec import InjectSchedule, InjectSpecError, parse_inject_spec
     from .latency import LatencyRelay
@@ -52,7 +52,12 @@ if TYPE_CHECKING:
     from .recording_check import compare_with_fake
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
-    from .settings import AUDIO_SESSION_LIMIT, DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
+    from .settings import (
+        AUDIO_SESSION_LIMIT,
+        DEFAULT_DEADLINE_REASON,
+        GO_AWAY_DEADLINE_REASON,
+        IDLE_CLOSE_AFTER,
+    )
     from .speech import silence_pcm, speech_pcm, tone_pcm
     from .vad import VadConfig, decode_speech
     from .wire_shapes import WireShapes
@@ -68,6 +73,8 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "LiveRunEnded": ".driver",
             "answer_text": ".driver",
             "Fault": ".faults",
+            "INTERNAL_ERROR_REASON": ".faults",
+            "QUOTA_REASON": ".faults",
             "HandleIssue": ".handles",
             "HandleSchedule": ".handles",
             "InjectSchedule": ".inject_spec",
@@ -88,6 +95,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "AUDIO_SESSION_LIMIT": ".settings",
             "DEFAULT_DEADLINE_REASON": ".settings",
             "GO_AWAY_DEADLINE_REASON": ".settings",
+            "IDLE_CLOSE_AFTER": ".settings",
             "decode_speech": ".vad",
             "silence_pcm": ".speech",
             "speech_pcm": ".speech",
@@ -102,6 +110,9 @@ __all__ = [
     "DEFAULT_DEADLINE_REASON",
     "FAKE_API_KEY",
     "GO_AWAY_DEADLINE_REASON",
+    "IDLE_CLOSE_AFTER",
+    "INTERNAL_ERROR_REASON",
+    "QUOTA_REASON",
     "ConnectionRecord",
     "FakeLiveServer",
     "Fault",

@@ -8,7 +8,10 @@ Per connection, in order:
    session that has ended, 1007); with ``refuse_resume_while_open``, a resume of a session
    whose earlier socket is still open is closed with 1011, as the service does (off by
    default: a client that drops TCP and resumes at once races the server's notice);
-3. setup delays, flapping, then ``{"setupComplete": {}}``;
+3. a model the server refuses (``refused_models``) is closed with 1011 "Internal error
+   encountered."; setup delays, flapping, a resume of a poisoned session (closed right after
+   its ``setupComplete``, or at its first client message), then ``{"setupComplete": {}}``;
+   from then on the idle close watches the client's messages;
 4. client messages are handled one at a time, in order
    (:mod:`~adk_live_resume.testing.turn_taking`); the model answers in a task of its own
    (:mod:`~adk_live_resume.testing.generation`) so that new input can interrupt it; handles
@@ -50,6 +53,7 @@ from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_clocks import ConnectionClocks, SessionClocks, session_ended
 from .connection_wire import ConnectionWire, _ConnectionEnded
+from .dialect import model_name
 from .faults import Fault
 from .generation import Generation
 from .handle_issuing import ConsumedLedger, HandleIssuer
@@ -218,6 +222,8 @@ class LiveConnection:
         return await self._parts.handles.issue_now()
 
     def _end_by_fault(self, fault: Fault) -> None:
+        if fault.kind == "poison" and self._counted_open is not None:
+            self._shared.poisoned_sessions[self._counted_open] = fault
         if fault.kind == "abort":
             self.terminate("fault", abort=True)
         else:
@@ -272,6 +278,10 @@ class LiveConnection:
         )
         if choices.resumption:
             self.record.resumption_asked(choices.resume_handle, transparent=choices.transparent)
+        if model_name(setup) in self._settings.refused_models:
+            logger.info("fake live server: connection %d: model refused", self.record.index)
+            self.terminate("refused", code=1011, reason=INTERNAL_ERROR_REASON)
+            return
         session = self._restore(choices)
         if session is not None:  # (a session resumed after a contextUpdate has its tools)
             choices = session.context.choices(choices)
@@ -299,9 +309,15 @@ class LiveConnection:
                 await self._wire.send(wire.setup_complete())
             self.terminate("flap", code=flap.code, reason=flap.reason)
             return
+        poison = self._shared.poisoned_sessions.get(session.id) if self.record.resumed else None
+        if poison is not None and not poison.at_first_input:
+            await self._wire.send(wire.setup_complete())
+            self.terminate("poisoned", code=poison.code or 1011, reason=poison.reason)
+            return
         if not self._faults.of_kind("no_setup_complete"):
             await self._wire.send(wire.setup_complete())
         self._setup_answered = True
+        self._clocks.watch_idle()
         self._faults.start_timers()
         await self._faults.send_messages(lambda f: f.after_setup, self._wire.send)
         if self._faults.fire(lambda f: f.after_setup):
@@ -316,6 +332,10 @@ class LiveConnection:
             self.record.client_messages.append(
                 message if message is not None else {"unparsed": str(raw)}
             )
+            self._clocks.client_message()
+            if poison is not None:  # (a poisoned session's resume dies at its first input)
+                self.terminate("poisoned", code=poison.code or 1011, reason=poison.reason)
+                continue
             if resent is not None:
                 self.record.resent_consumed.append(ResentMessage(self.record.index, index, resent))
                 logger.info(

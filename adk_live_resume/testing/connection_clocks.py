@@ -18,7 +18,11 @@ All in service seconds, converted to real seconds by ``time_scale``:
 * an empty ``sessionResumptionUpdate {}`` every 0.5-1 real seconds from the setup's answer
   on, whatever the setup asked (recorded: :mod:`~adk_live_resume.testing.wire_shapes`);
 * pings are answered ``pong_delay`` (or ``Fault.hold_pongs``) late
-  (:mod:`~adk_live_resume.testing.keepalive`).
+  (:mod:`~adk_live_resume.testing.keepalive`);
+* the idle close (:meth:`ConnectionClocks.watch_idle`): 1008 and no goAway once no client
+  message arrived for ``idle_close_after`` *real* seconds, as measured on the service
+  (:data:`~adk_live_resume.testing.settings.IDLE_CLOSE_AFTER`: Omi fork, probe
+  ``lane5-goaway.py``, 2026-08-24); pings are no client message.
 
 Every timer runs in a task of the connection's wire, so it ends with the connection.
 """
@@ -34,7 +38,7 @@ from . import protocol as wire
 from .connection_wire import ConnectionWire
 from .handles import SessionInfo
 from .session_state import SessionState
-from .settings import DEFAULT_DEADLINE_REASON, ServerSettings, SharedState
+from .settings import DEFAULT_DEADLINE_REASON, IDLE_CLOSE_CODE, ServerSettings, SharedState
 from .setup_choices import SetupChoices
 from .wire_shapes import EMPTY_UPDATE
 
@@ -81,6 +85,7 @@ class ConnectionClocks:
     def __init__(self, wire_: ConnectionWire, settings: ServerSettings) -> None:
         self._wire = wire_
         self._settings = settings
+        self._last_client: float | None = None
 
     def start_lifetime(self, setup_answered: Callable[[], bool]) -> None:
         """Start the lifetime timer; its ``goAway`` is sent only if the setup was answered
@@ -111,6 +116,30 @@ class ConnectionClocks:
     def hold_pongs(self, service_seconds: float) -> None:
         """Answer every ping ``service_seconds`` late from now on."""
         self._wire.hold_pongs(self._settings.real(service_seconds))
+
+    def watch_idle(self) -> None:
+        """The setup was answered: from now on, close the connection with 1008 (no goAway,
+        no reason: the measurement gives none) once no client message arrived for
+        ``idle_close_after`` real seconds (see the module docstring)."""
+        after = self._settings.idle_close_after
+        if after is None:
+            return
+        self._last_client = self._wire.now()
+        self._wire.spawn(self._idle_close(after))
+
+    def client_message(self) -> None:
+        """A client message arrived: the connection is not idle."""
+        if self._last_client is not None:
+            self._last_client = self._wire.now()
+
+    async def _idle_close(self, after: float) -> None:
+        while True:
+            assert self._last_client is not None
+            left = self._last_client + after - self._wire.now()
+            if left <= 0:
+                self._wire.terminate("idle", code=IDLE_CLOSE_CODE)
+                return
+            await asyncio.sleep(left)
 
 
 class SessionClocks:

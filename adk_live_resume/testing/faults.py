@@ -44,6 +44,21 @@ user turn on that connection stalls; with ``session=True`` every later connectio
 resumes the same live session stalls too (only a fresh session answers again). Stalled turns
 are listed in ``record.stalled_turns``; they are never in ``answered_user_turns``.
 
+``quota_close`` closes the connection as the service does when a quota is spent: 1011 with
+the service's reason cut at a close frame's 123 bytes (:data:`QUOTA_REASON`), by default
+0.8 service seconds after the setup: a session opened with the quota spent still gets
+``setupComplete``, then that close (kazunori279/interpretab README and issue 13, measured
+with its harness ``tests/quota-close.mjs``; notes, "Field facts of 2026-11-29"). With
+another trigger it closes a session whose quota runs out mid-conversation.
+
+``poison_session`` is a server error that poisons the live session: at its trigger it closes
+the connection with ``code`` and ``reason`` (1011 "Internal error encountered." by default),
+and from then on every connection that resumes the session dies the same way, right after
+its ``setupComplete`` or, with ``at_first_input=True``, at its first client message; a fresh
+session works (forum threads 175234: 1011 with audio and 1 fps video; 178035: 1007 with
+``googleSearch``; "only a fresh session breaks the loop"). Such connections end with
+``ended_by="poisoned"``.
+
 ``refuse_handshake`` answers the websocket upgrade with an HTTP error instead of ``101``, with
 a ``Retry-After`` header when asked: the HTTP convention for "busy, come back later" (RFC
 6585, section 4, for 429; RFC 9110, section 10.2.3, for ``Retry-After``), which websockets'
@@ -59,7 +74,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["STALL_SHAPES", "Fault", "FaultKind", "Flap", "StallShape"]
+__all__ = [
+    "INTERNAL_ERROR_REASON",
+    "QUOTA_REASON",
+    "STALL_SHAPES",
+    "Fault",
+    "FaultKind",
+    "Flap",
+    "StallShape",
+]
 
 FaultKind = Literal[
     "close",
@@ -71,7 +94,23 @@ FaultKind = Literal[
     "server_message",
     "refuse_handshake",
     "stall",
+    "poison",
 ]
+
+QUOTA_REASON = (
+    "You exceeded your current quota, please check your plan and billing details. For more"
+    " information on this error, head to: h"
+)
+"""The reason of the service's 1011 close for a spent quota, as measured: the service's
+message cut at the 123 bytes a close frame's reason may hold (kazunori279/interpretab README
+and issue 13; notes, "Field facts of 2026-11-29")."""
+#: Service seconds from the setup to the quota close of a session opened with the quota
+#: spent ("about 0.8 s later", the same source).
+QUOTA_CLOSE_AFTER = 0.8
+INTERNAL_ERROR_REASON = "Internal error encountered."
+"""The reason of the service's 1011 for a server error (and for a resume while the session's
+old socket is open); a model refusing every setup closes with it too (a report of 2026-08-24;
+notes, "Field facts of 2026-11-29")."""
 
 #: The shapes of a ``stall`` fault (see the module docstring).
 StallShape = Literal["silent", "empty", "rejected", "quiet_audio"]
@@ -101,6 +140,8 @@ class Fault:
     #: for the same reason; :meth:`describe` names them).
     shape: str = field(default="", repr=False)
     whole_session: bool = field(default=False, repr=False)
+    #: A ``poison`` fault: later resumes die at their first client message, not at setup.
+    at_first_input: bool = field(default=False, repr=False)
 
     @classmethod
     def close(
@@ -146,6 +187,58 @@ class Fault:
             mid_turn=mid_turn,
             mid_tool_call=mid_tool_call,
             after_setup=after_setup,
+        )
+        fault._check_trigger()
+        return fault
+
+    @classmethod
+    def quota_close(
+        cls,
+        *,
+        after_seconds: float | None = None,
+        after_client_messages: int | None = None,
+        mid_turn: bool = False,
+    ) -> Fault:
+        """Close with 1011 and :data:`QUOTA_REASON`, as the service does when a quota is
+        spent (see the module docstring); by default :data:`QUOTA_CLOSE_AFTER` service
+        seconds after the setup (or after it is armed on an open connection)."""
+        if after_seconds is None and after_client_messages is None and not mid_turn:
+            after_seconds = QUOTA_CLOSE_AFTER
+        return cls.close(
+            1011,
+            QUOTA_REASON,
+            after_seconds=after_seconds,
+            after_client_messages=after_client_messages,
+            mid_turn=mid_turn,
+        )
+
+    @classmethod
+    def poison_session(
+        cls,
+        code: int = 1011,
+        reason: str = INTERNAL_ERROR_REASON,
+        *,
+        at_first_input: bool = False,
+        after_client_messages: int | None = None,
+        after_seconds: float | None = None,
+        mid_turn: bool = False,
+        after_setup: bool = False,
+    ) -> Fault:
+        """At the trigger (default: at once, ``after_setup``), close with ``code`` and
+        ``reason`` and poison the live session: every later resume of it dies the same way
+        (see the module docstring), at its setup or, with ``at_first_input``, at its first
+        client message."""
+        if not (after_client_messages is not None or after_seconds is not None or mid_turn):
+            after_setup = True
+        fault = cls(
+            "poison",
+            code=code,
+            reason=reason,
+            after_client_messages=after_client_messages,
+            after_seconds=after_seconds,
+            mid_turn=mid_turn,
+            after_setup=after_setup,
+            at_first_input=at_first_input,
         )
         fault._check_trigger()
         return fault
@@ -234,6 +327,9 @@ class Fault:
         if self.kind == "stall":
             lasting = "session" if self.whole_session else "connection"
             return f"stall({self.shape}, for the {lasting})"
+        if self.kind == "poison":
+            where = "first input" if self.at_first_input else "setup"
+            return f"{self!r}, later resumes die at their {where}"
         return repr(self)
 
     @property
@@ -243,8 +339,8 @@ class Fault:
 
     @property
     def is_drop(self) -> bool:
-        """True for faults that end the connection (``close`` and ``abort``)."""
-        return self.kind in ("close", "abort")
+        """True for faults that end the connection (``close``, ``abort`` and ``poison``)."""
+        return self.kind in ("close", "abort", "poison")
 
     def _check_trigger(self) -> None:
         triggers = [

@@ -34,6 +34,8 @@ EndedBy = Literal[
     "rejected",
     "session_limit",
     "setup_timeout",
+    "idle",
+    "poisoned",
 ]
 HeardHow = Literal["typed", "spoken", "history"]
 
@@ -129,7 +131,9 @@ class ConnectionRecord:
             answered the upgrade with an HTTP error, ``close_reason`` says which; "client",
             "fault", "deadline", "refused",
             "restart", "flap", "rejected" (Gemini 3.x ``clientContent``), "session_limit",
-            "setup_timeout", or "shutdown" when the server stopped); None while open.
+            "setup_timeout", "idle" (no client message for ``idle_close_after``), "poisoned"
+            (a resume of a session a ``Fault.poison_session`` poisoned), or "shutdown" when
+            the server stopped); None while open.
         close_code / close_reason: the close frame sent or received; 1006 when the TCP
             connection was dropped without one.
         go_away_sent: True once a ``goAway`` was sent.

@@ -37,7 +37,7 @@ import contextlib
 import dataclasses
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -52,7 +52,7 @@ from .handles import HandleIssue, HandleSchedule, HandleStore
 from .http_front import RestService
 from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
 from .rest import RestCall
-from .settings import AUDIO_SESSION_LIMIT, ServerSettings, SharedState
+from .settings import AUDIO_SESSION_LIMIT, IDLE_CLOSE_AFTER, ServerSettings, SharedState
 from .wire_shapes import WireShapes
 
 if TYPE_CHECKING:
@@ -131,6 +131,17 @@ class FakeLiveServer:
             content mid-session), each a switch
             (:class:`~adk_live_resume.testing.WireShapes`; default: all as recorded;
             ``WireShapes.before_recordings()``: the fake's older shapes).
+        idle_close_after: real seconds without a client message after which a connection
+            whose setup was answered is closed with 1008, no goAway (``ended_by`` "idle");
+            resuming its session works. Default 151, as measured on the service (Omi fork,
+            probe ``lane5-goaway.py``, 2026-08-24; notes, "Field facts of 2026-11-29"); None:
+            never.
+        refused_models: model names whose every setup, with a handle or without, is closed
+            with 1011 "Internal error encountered." before ``setupComplete`` (``ended_by``
+            "refused"), as the service refuses every handshake of a retired or broken model
+            (a report of 2026-08-24; ``gemini-live-2.5-flash-preview`` was shut down on
+            2025-12-09 per the Gemini API changelog). Default: none (which names the service
+            refuses so is not recorded).
         tool_ids_outlive_connection: a resumed connection restores the open NON_BLOCKING
             calls its handle holds and acts on a ``toolResponse`` under their old ids. Off by
             default, as the field reports the service: a tool-call id belongs to the
@@ -164,6 +175,8 @@ class FakeLiveServer:
         wire_shapes: WireShapes | None = None,
         work_delay: float = 0.5,
         requires_action: bool = False,
+        idle_close_after: float | None = IDLE_CLOSE_AFTER,
+        refused_models: Collection[str] = (),
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -189,6 +202,8 @@ class FakeLiveServer:
             wire_shapes=wire_shapes or WireShapes(),
             work_delay=work_delay,
             requires_action=requires_action,
+            idle_close_after=idle_close_after,
+            refused_models=frozenset(refused_models),
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

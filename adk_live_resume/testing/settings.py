@@ -6,7 +6,7 @@ import collections
 import itertools
 from dataclasses import dataclass, field
 
-from .faults import Flap
+from .faults import INTERNAL_ERROR_REASON, Fault, Flap
 from .handles import HandleSchedule, HandleStore
 from .records import ToolCallRecord
 from .wire_shapes import WireShapes
@@ -15,6 +15,9 @@ __all__ = [
     "AUDIO_SESSION_LIMIT",
     "DEFAULT_DEADLINE_REASON",
     "GO_AWAY_DEADLINE_REASON",
+    "IDLE_CLOSE_AFTER",
+    "IDLE_CLOSE_CODE",
+    "INTERNAL_ERROR_REASON",
     "INVALID_ARGUMENT_REASON",
     "ServerSettings",
     "SharedState",
@@ -32,8 +35,12 @@ limit of a close frame's reason) from a recorded run: martin-paladino/glosa
 ``samples/fixtures/lt_en.jsonl`` (``gemini-live-protocol.md``, "Field facts that contradict or
 extend the above")."""
 INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
-#: The reason of the 1011 close on a resume while the session's old socket is open.
-INTERNAL_ERROR_REASON = "Internal error encountered."
+IDLE_CLOSE_AFTER = 151.0
+"""Real seconds without a client message after which the service closes a connection with
+1008 and no goAway; the session behind it is still there (Omi fork, probe
+``lane5-goaway.py``, 2026-08-24, gemini-2.5-flash-native-audio-latest, measured; notes,
+"Field facts of 2026-11-29"). The probe's reason text is not given: the fake sends none."""
+IDLE_CLOSE_CODE = 1008
 AUDIO_SESSION_LIMIT = 900.0
 """Service seconds an audio session without context window compression may last (the Live
 API's documented 15 minutes); the fake then closes it and refuses its resume with 1007."""
@@ -75,6 +82,10 @@ class ServerSettings:
     wire_shapes: WireShapes = field(default_factory=WireShapes)
     work_delay: float = 0.5
     requires_action: bool = False
+    #: Real seconds without a client message before the idle close (None: never).
+    idle_close_after: float | None = IDLE_CLOSE_AFTER
+    #: Model names whose every setup is closed with 1011 "Internal error encountered.".
+    refused_models: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -89,6 +100,8 @@ class ServerSettings:
             raise ValueError("pong_delay must be >= 0 (or None to answer pings at once)")
         if self.session_limit is not None and self.session_limit <= 0:
             raise ValueError("session_limit must be > 0 (or None for no limit)")
+        if self.idle_close_after is not None and self.idle_close_after <= 0:
+            raise ValueError("idle_close_after must be > 0 real seconds (or None: never)")
 
     def deadline_close(self, *, go_away_sent: bool) -> tuple[int, str]:
         """The code and reason of the close at a connection's deadline: ``deadline_close_code``
@@ -121,6 +134,8 @@ class SharedState:
     ended_sessions: set[str] = field(default_factory=set)
     #: Live sessions a ``stall`` fault with ``session=True`` stalled, and its shape.
     stalled_sessions: dict[str, str] = field(default_factory=dict)
+    #: Live sessions a ``poison_session`` fault poisoned: how their resumes die.
+    poisoned_sessions: dict[str, Fault] = field(default_factory=dict)
     #: Connections whose socket is still open, per session id.
     open_sessions: collections.Counter[str] = field(default_factory=collections.Counter)
     #: Fingerprints of the client messages received, per session id, on all its connections.
