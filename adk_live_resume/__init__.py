@@ -24,8 +24,12 @@ from . import lazy_exports
 if TYPE_CHECKING:
     from .errors import (
         Drop,
+        IdleCloseError,
         InstallConflictError,
         LiveResumeError,
+        ModelRefusedError,
+        PoisonedSessionError,
+        QuotaExceededError,
         ReconnectFailedError,
         SessionLimitError,
         SessionNotResumableError,
@@ -45,8 +49,12 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
         globals(),
         {
             "Drop": ".errors",
+            "IdleCloseError": ".errors",
             "InstallConflictError": ".errors",
             "LiveResumeError": ".errors",
+            "ModelRefusedError": ".errors",
+            "PoisonedSessionError": ".errors",
+            "QuotaExceededError": ".errors",
             "ReconnectFailedError": ".errors",
             "SessionStalledError": ".errors",
             "SessionLimitError": ".errors",
@@ -79,8 +87,12 @@ __version__ = "0.1.0"
 __all__ = [
     "Drop",
     "HandleKeyError",
+    "IdleCloseError",
     "InstallConflictError",
     "LiveResumeError",
+    "ModelRefusedError",
+    "PoisonedSessionError",
+    "QuotaExceededError",
     "ReconnectFailedError",
     "ReconnectInfo",
     "ResumableAutoFlow",

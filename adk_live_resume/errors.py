@@ -38,13 +38,80 @@ class ReconnectFailedError(LiveResumeError):
     """The connection could not be restored within the policy's attempts or time.
 
     ``__cause__`` is the last error seen; :attr:`attempts` and :attr:`elapsed` say how hard
-    we tried.
+    we tried; :attr:`code` and :attr:`reason` are the last close's (``None`` and ``""`` when
+    the last attempt did not end with a close frame).
     """
 
-    def __init__(self, message: str, *, attempts: int, elapsed: float) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        elapsed: float,
+        code: int | None = None,
+        reason: str = "",
+    ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.elapsed = elapsed
+        self.code = code
+        self.reason = reason
+
+
+class QuotaExceededError(ReconnectFailedError):
+    """The service closed the session because a quota is spent, and one more connection was
+    closed the same way.
+
+    The service says so in the close's reason (:attr:`reason`, quoted in the message): 1011
+    "You exceeded your current quota, please check your plan and billing details..." or
+    "RESOURCE_EXHAUSTED: Maximum concurrent sessions". A session opened with the quota spent
+    is still set up, then closed about a second later. A hook registered with
+    :func:`~adk_live_resume.on_retry` may choose to wait instead of this error.
+    """
+
+
+class IdleCloseError(ReconnectFailedError):
+    """The service closed an idle connection (1008, no ``goAway``, no traffic either way)
+    twice in a row: the session resumed after the first close was closed the same way before
+    it answered anything, or within a minute."""
+
+
+class PoisonedSessionError(ReconnectFailedError):
+    """The conversation dies the same way before any answer however it is connected: two
+    resumes in a row, then a fresh session started from the history, were each closed with
+    the same code and reason (:attr:`code`, :attr:`reason`) on model :attr:`model`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        elapsed: float,
+        code: int | None = None,
+        reason: str = "",
+        model: str = "",
+    ) -> None:
+        super().__init__(message, attempts=attempts, elapsed=elapsed, code=code, reason=reason)
+        self.model = model
+
+
+class ModelRefusedError(ReconnectFailedError):
+    """The service refuses every setup of model :attr:`model`, with a handle and without
+    (each closed at its setup with the same code and reason, e.g. 1011 "Internal error
+    encountered."): the model is retired or broken, not the conversation."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        elapsed: float,
+        code: int | None = None,
+        reason: str = "",
+        model: str = "",
+    ) -> None:
+        super().__init__(message, attempts=attempts, elapsed=elapsed, code=code, reason=reason)
+        self.model = model
 
 
 class SessionStalledError(ReconnectFailedError):

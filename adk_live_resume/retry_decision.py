@@ -3,10 +3,9 @@
 Pure: no I/O, no clock, no state. :func:`decide` takes the drop (its kind, close code, HTTP
 status and ``Retry-After``), the attempt it would make, how long the outage has lasted, whether
 the run's reconnect rate has room, and an optional user hook, and returns a frozen
-:class:`RetryDecision`. Both places that act on a drop ask it: the server's close frame (open
-the next socket early, :mod:`.early_dial`) and the loop once google-genai reports the close
-(:class:`~adk_live_resume.retry_plan.Reconnects`). In the spirit of hynek's ``stamina``:
-caps on attempts and on time, full jitter, a hook that may overrule the wait.
+:class:`RetryDecision`. :func:`~adk_live_resume.next_step.next_step` asks it for the wait
+before every attempt after a drop, once per end. In the spirit of hynek's ``stamina``: caps
+on attempts and on time, full jitter, a hook that may overrule the wait.
 
 Guarantees:
 
@@ -63,13 +62,15 @@ GiveUpCause = Literal["not_retryable", "attempts", "outage_timeout", "rate", "ho
 @dataclass(frozen=True)
 class RetryDecision:
     """What to do after a drop: :attr:`action` ``"now"``, ``"wait"`` (:attr:`seconds`) or
-    ``"give_up"`` (:attr:`cause`, :attr:`why`; :attr:`error` when a hook raised)."""
+    ``"give_up"`` (:attr:`cause`, :attr:`why`; :attr:`error` when a hook raised);
+    :attr:`by_hook`: a hook's answer (not ``None``) made it."""
 
     action: Action
     seconds: float = 0.0
     cause: GiveUpCause | None = None
     why: str = ""
     error: BaseException | None = None
+    by_hook: bool = False
 
     @property
     def now(self) -> bool:
@@ -86,14 +87,14 @@ class RetryDecision:
 NOW = RetryDecision("now")
 
 
-def wait(seconds: float) -> RetryDecision:
+def wait(seconds: float, *, by_hook: bool = False) -> RetryDecision:
     """Retry after ``seconds``."""
-    return RetryDecision("wait", seconds=seconds)
+    return RetryDecision("wait", seconds=seconds, by_hook=by_hook)
 
 
 def give_up(cause: GiveUpCause, why: str, error: BaseException | None = None) -> RetryDecision:
     """Stop retrying, because of ``cause``; ``why`` says it in words."""
-    return RetryDecision("give_up", cause=cause, why=why, error=error)
+    return RetryDecision("give_up", cause=cause, why=why, error=error, by_hook=cause == "hook")
 
 
 #: The close code the service ends a connection with when its client missed the goAway's
@@ -131,7 +132,7 @@ def decide(
     rate_has_room: bool = True,
     hooks: tuple[RetryHook, ...] = (),
     testing: bool = False,
-    fresh_start: bool = False,
+    retried_by_class: bool = False,
     rng: random.Random | None = None,
 ) -> RetryDecision:
     """Decide about connection attempt ``attempt`` (1-based within the outage) after ``drop``.
@@ -139,11 +140,12 @@ def decide(
     ``elapsed``: seconds since the outage began (0 for its first drop). ``rate_has_room``:
     ``max_reconnects_per_minute`` allows one more reconnect. ``hooks``: asked in order, the
     first answer that is not ``None`` counts. ``testing``: the policy's backoff is 0 s (still a
-    ``wait``), except what the server or the hook asked for. ``fresh_start``: the server
-    refused the handle and the next connection starts a fresh session, so a close code the
-    policy does not retry does not end the run. ``rng``: the jitter's source.
+    ``wait``), except what the server or the hook asked for. ``retried_by_class``: a
+    failure class retries this drop (:mod:`.failure_classes`: a refused handle's fresh start,
+    an idle close's resume), so a close code the policy does not retry does not end the run.
+    ``rng``: the jitter's source.
     """
-    if not fresh_start and not retryable(drop, policy):
+    if not retried_by_class and not retryable(drop, policy):
         return give_up("not_retryable", f"{_describe(drop)} is not retryable")
     if attempt > policy.max_attempts:
         return give_up("attempts", f"{attempt - 1} connection attempts failed")
@@ -174,11 +176,12 @@ def decide(
     server_asks = drop.retry_after or 0.0
     hook_asks = None if answer is None or answer is True else float(answer)
     asked = max(server_asks, hook_asks or 0.0)
+    by_hook = answer is not None
     if hook_asks is not None:
         if asked == 0:
-            return NOW
+            return RetryDecision("now", by_hook=True)
     elif not asked and not policy.wait_bound(attempt):
-        return NOW
+        return RetryDecision("now", by_hook=True) if by_hook else NOW
     if asked > remaining:
         who = "the server (Retry-After)" if asked == server_asks else "the retry hook"
         return give_up(
@@ -187,8 +190,8 @@ def decide(
             f" ({remaining:.1f} s of outage_timeout={policy.outage_timeout:g} s left)",
         )
     if hook_asks is not None or testing:
-        return wait(asked)  # (no backoff of the policy's own)
-    return wait(max(asked, min(_backoff(policy, attempt, rng), remaining)))
+        return wait(asked, by_hook=by_hook)  # (no backoff of the policy's own)
+    return wait(max(asked, min(_backoff(policy, attempt, rng), remaining)), by_hook=by_hook)
 
 
 def _backoff(policy: ResumePolicy, attempt: int, rng: random.Random | None) -> float:

@@ -1,5 +1,5 @@
-"""The one retry decision (retry_decision.decide) and its two askers in Reconnects: pure, no
-sockets, no clock."""
+"""The retry decision (retry_decision.decide): the wait before an attempt after a drop, or
+giving up. Pure, no sockets, no clock."""
 
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adk_live_resume import retry_hooks
-from adk_live_resume.connection_end import End, Outcome
-from adk_live_resume.errors import Drop, ReconnectFailedError, SessionNotResumableError
-from adk_live_resume.handles import ResumptionState
+from adk_live_resume.errors import Drop
 from adk_live_resume.policy import ResumePolicy
 from adk_live_resume.retry_decision import NOW, RetryHook, decide, retryable, seen_after_go_away
-from adk_live_resume.retry_plan import Reconnects
 from adk_live_resume.testing import GO_AWAY_DEADLINE_REASON
 
 CLOSED_1011 = Drop("closed", 1011, "internal error")
@@ -79,13 +76,13 @@ def test_gives_up_after_outage_timeout_and_never_waits_past_it() -> None:
     assert decision.cause == "outage_timeout" and "10.5 s" in decision.why
 
 
-def test_what_the_policy_never_retries_gives_up_unless_a_fresh_session_follows() -> None:
+def test_what_the_policy_never_retries_gives_up_unless_a_failure_class_retries_it() -> None:
     policy = ResumePolicy()
     decision = decide(Drop("closed", 1008, "policy violation"), 1, policy=policy)
     assert decision.cause == "not_retryable" and "1008" in decision.why
     rejected = Drop("rejected", None, "HTTP 403 during the websocket handshake", status=403)
     assert decide(rejected, 1, policy=policy).cause == "not_retryable"
-    assert decide(Drop("closed", 1008, ""), 1, policy=policy, fresh_start=True) is NOW
+    assert decide(Drop("closed", 1008, ""), 1, policy=policy, retried_by_class=True) is NOW
 
 
 def test_a_1008_after_a_go_away_is_retried_like_any_drop_and_elsewhere_is_not() -> None:
@@ -102,30 +99,6 @@ def test_a_1008_after_a_go_away_is_retried_like_any_drop_and_elsewhere_is_not() 
     assert not retryable(Drop("closed", 1008, GO_AWAY_DEADLINE_REASON), policy)
     assert seen_after_go_away(Drop("closed", 1008, ""), False) == Drop("closed", 1008, "")
     assert seen_after_go_away(Drop("closed", 1008, ""), True).after_go_away
-
-
-def test_the_loop_resumes_after_a_1008_after_a_go_away_and_keeps_the_fatal_message_elsewhere() -> (
-    None
-):
-    handles = ResumptionState.starting_with("handle-abcdefghijklmnopqrstuvwxyz")
-    late = Drop("closed", 1008, GO_AWAY_DEADLINE_REASON, after_go_away=True)
-    wait = Reconnects(ResumePolicy()).after_drop(
-        _outcome(late),
-        0.0,
-        handles=handles,
-        session_limited=lambda: False,
-        start_fresh=lambda: None,
-    )
-    assert wait == 0.0
-    with pytest.raises(SessionNotResumableError, match="this close is not retryable") as caught:
-        Reconnects(ResumePolicy()).after_drop(
-            _outcome(Drop("closed", 1008, "policy violation")),
-            0.0,
-            handles=handles,
-            session_limited=lambda: False,
-            start_fresh=lambda: None,
-        )
-    assert caught.value.code == 1008 and "check the model name" in str(caught.value)
 
 
 def test_a_full_reconnect_rate_gives_up() -> None:
@@ -167,15 +140,18 @@ def test_the_hook_can_keep_give_up_retry_or_choose_the_wait() -> None:
 
         return hook
 
-    assert decide(CLOSED_1011, 2, policy=policy, hooks=(answer(None),)).seconds == 0.25
+    kept = decide(CLOSED_1011, 2, policy=policy, hooks=(answer(None),))
+    assert kept.seconds == 0.25 and not kept.by_hook
     assert asked == [(CLOSED_1011, 2)]
     gave_up = decide(CLOSED_1011, 2, policy=policy, hooks=(answer(False),))
-    assert gave_up.cause == "hook" and "gave up on attempt 2" in gave_up.why
+    assert gave_up.cause == "hook" and "gave up on attempt 2" in gave_up.why and gave_up.by_hook
     assert decide(CLOSED_1011, 3, policy=policy, hooks=(answer(True),)).seconds == 0.5
-    assert decide(CLOSED_1011, 1, policy=policy, hooks=(answer(True),)) is NOW
+    retried = decide(CLOSED_1011, 1, policy=policy, hooks=(answer(True),))
+    assert retried.now and retried.by_hook
     chosen = decide(CLOSED_1011, 1, policy=policy, hooks=(answer(7.5),), testing=True)
     assert (chosen.action, chosen.seconds) == ("wait", 7.5)  # the user's own wait
-    assert decide(CLOSED_1011, 5, policy=policy, hooks=(answer(0),)) is NOW
+    at_once = decide(CLOSED_1011, 5, policy=policy, hooks=(answer(0),))
+    assert at_once.now and at_once.by_hook
     # never shorter than the server's Retry-After
     assert decide(REFUSED_429, 1, policy=policy, hooks=(answer(1.0),)).seconds == 3.0
     # the first answer that is not None counts
@@ -224,7 +200,7 @@ def test_a_hook_that_raises_gives_up_with_its_error_and_never_raises_itself() ->
     assert "broken_hook raised ZeroDivisionError: division by zero" in decision.why
 
 
-# ---- the guarantee the two askers rely on ---------------------------------------------------
+# ---- now is a decision, not a draw ---------------------------------------------------------
 
 drops = st.one_of(
     st.builds(
@@ -304,66 +280,6 @@ def test_now_exactly_when_nothing_asks_for_a_wait(
         assert server <= decision.seconds <= remaining
         if not testing and not isinstance(answer, float):
             assert decision.seconds <= max(server, policy.wait_bound(attempt))
-
-
-def _outcome(drop: Drop) -> Outcome:
-    return Outcome(End.DROPPED, drop=drop, error=RuntimeError(drop.describe()), at_connect=False)
-
-
-@given(
-    policy=policies.map(lambda p: p.replace(jitter=False)),
-    earlier=st.lists(st.sampled_from(["drop", "count"]), max_size=4),
-    drop=drops,
-    answers=st.lists(answers, min_size=2, max_size=2),
-    round_trip=st.sampled_from([0.0, 0.05, 30.0]),
-)
-def test_the_close_frame_dials_early_exactly_when_the_loop_then_retries_now(
-    policy: ResumePolicy,
-    earlier: list[str],
-    drop: Drop,
-    answers: list[bool | float | None],
-    round_trip: float,
-) -> None:
-    """``at_once`` on the close frame is True exactly when ``after_drop``, a round trip later,
-    retries with no wait; even when the hook would answer differently the second time (it is
-    asked once per attempt) and the clock moved on."""
-    reconnects = Reconnects(policy)
-    handles = ResumptionState.starting_with("handle-abcdefghijklmnopqrstuvwxyz")
-    now = 0.0
-    for step in earlier:  # an outage in progress, a fuller reconnect rate
-        now += 0.1
-        try:
-            if step == "drop":
-                reconnects.after_drop(
-                    _outcome(CLOSED_1011),
-                    now,
-                    handles=handles,
-                    session_limited=lambda: False,
-                    start_fresh=lambda: None,
-                )
-            else:
-                reconnects.count(now, None)
-        except ReconnectFailedError:
-            return
-    answered = iter(answers)
-    remove = retry_hooks.on_retry(lambda _drop, _attempt: next(answered))
-    try:
-        early = reconnects.at_once(drop, closing=False, close_requested=False, now=now)
-        try:
-            wait = reconnects.after_drop(
-                _outcome(drop),
-                now + round_trip,
-                handles=handles,
-                session_limited=lambda: False,
-                start_fresh=lambda: None,
-            )
-        except (ReconnectFailedError, SessionNotResumableError):
-            later_now = False
-        else:
-            later_now = wait == 0.0
-    finally:
-        remove()
-    assert early == later_now
 
 
 def test_on_retry_refuses_what_is_not_callable_and_removes_once() -> None:
