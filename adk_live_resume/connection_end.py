@@ -51,6 +51,8 @@ class Outcome:
     transfer_to: str | None = None
     #: The connection failed before it was established (connect or setup).
     at_connect: bool = True
+    #: Its setup carried a handle (a resume).
+    resumed: bool = False
     #: A fresh session's history was sent on it.
     history_sent: bool = False
     #: Messages replayed on it.
@@ -62,6 +64,10 @@ class Outcome:
     def decided(self, end: End, *, transfer_to: str | None = None) -> None:
         """How the connection ends was decided while receiving (rerun, transfer, ...)."""
         self.end, self.transfer_to = end, transfer_to
+
+    def resuming(self, handle: str | None) -> None:
+        """The connection is opened with ``handle`` (``None``: a fresh session)."""
+        self.resumed = bool(handle)
 
     def connected(self) -> None:
         """The connection was established: what fails from now on fails after connect."""

@@ -48,9 +48,10 @@ from .connection_state import (
 )
 from .connector import abort_transport
 from .context_updates import KNOWN_SENDS
-from .errors import classify
+from .errors import Drop, classify
 from .late_results import LateResultsWay, as_content
 from .model_work import FrameStatuses, ModelWork
+from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
 from .stall_rule import Stall
@@ -147,6 +148,14 @@ class ConnectionWatch:
         self._input_shown: tuple[str, str] | None = None
         #: The stall seen on this connection, which ended it (``None``: none).
         self.stall: Stall | None = None
+        #: Its setup carried a handle; ``loop.time()`` it was set up (``None``: not yet).
+        self.resumed = False
+        self.connected_at: float | None = None
+        #: The model answered on it: model output (text, audio, its transcription) or a
+        #: tool call. What makes a connection progress (:mod:`.outage`).
+        self.answered = False
+        #: ``loop.time()`` of its latest traffic: a client send or model output.
+        self._last_traffic: float | None = None
         self.stall_watch = StallWatch(
             run.policy.stall_timeout,
             run.policy.degenerate_turns,
@@ -157,12 +166,59 @@ class ConnectionWatch:
             non_blocking=non_blocking,
         )
 
-    def attach(self, session: Any, tap: SessionTap) -> None:
+    def attach(self, session: Any, tap: SessionTap, *, resumed: bool = False) -> None:
         """The connection is established: ``session`` is its google-genai session, ``tap``
-        the tap under ADK's connection that reports to this watch."""
+        the tap under ADK's connection that reports to this watch; ``resumed``: its setup
+        carried a handle."""
         self.session = session
         self.tap = tap
+        self.resumed = resumed
+        self.connected_at = self._last_traffic = self._now()
         self.stall_watch.start()
+
+    def connected_for(self, now: float) -> float:
+        """Seconds from the setup to ``now`` (0 if it was never set up)."""
+        return 0.0 if self.connected_at is None else max(0.0, now - self.connected_at)
+
+    def quiet_for(self, now: float) -> float:
+        """Seconds without traffic (a client send, model output) until ``now``."""
+        last = self._last_traffic
+        return 0.0 if last is None else max(0.0, now - last)
+
+    def attempt_end(
+        self,
+        kind: EndKind,
+        *,
+        drop: Drop | None,
+        resumed: bool,
+        now: float,
+        at_connect: bool = False,
+    ) -> AttemptEnd:
+        """How this connection ended (``kind``, the close ``drop``), as the decision about
+        what follows reads it (:func:`~adk_live_resume.next_step.next_step`)."""
+        stall = self.stall
+        if kind == "stall":
+            assert stall is not None
+            what = stall.seen
+        else:
+            what = (self.moving or "goAway") if kind == "moved" else ""
+        return AttemptEnd(
+            kind=kind,
+            at=self.lost_at if self.lost_at is not None else now,
+            drop=drop,
+            what=what,
+            silence=stall is not None and stall.kind == "silence",
+            at_connect=at_connect,
+            resumed=resumed,
+            # (a stalled connection answered only if a user turn got content before it)
+            answered=self.stall_watch.answers > 0 if kind == "stall" else self.answered,
+            connected_for=self.connected_for(now),
+            quiet_for=self.quiet_for(now),
+        )
+
+    def _model_answered(self) -> None:
+        self.answered = True
+        self._last_traffic = self._now()
 
     @contextlib.contextmanager
     def sending_history(self) -> Iterator[None]:
@@ -272,10 +328,12 @@ class ConnectionWatch:
                 outbox.model_audio(voiced=not near_silent_audio(part))
             self.model_turn_open = self.output_in_turn = True
             self.work.output()
+            self._model_answered()
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
             self.model_turn_open = self.output_in_turn = True
             self.work.output()
+            self._model_answered()
         if content.input_transcription and content.input_transcription.text:
             text = content.input_transcription.text
             self._input_shown = (text, outbox.input_text(text))
@@ -357,6 +415,7 @@ class ConnectionWatch:
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         rules = self.run.rules
         self.work.tool_call()
+        self._model_answered()
         with_ids = [call for call in calls if call.id]
         decision = rules.tool_calls.on_calls(
             ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
@@ -403,6 +462,7 @@ class ConnectionWatch:
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
+        self._last_traffic = self._now()
         if method not in KNOWN_SENDS:
             # Passed through by the tap, unrecorded; the server numbers it all the same, and
             # a new session may lack it (a WARNING says so then).

@@ -1,10 +1,11 @@
 """The replacement ``run_live``: one live conversation over as many connections as it takes.
 
 The loop owns the lifecycle only, and only wires: the handle and request of each connection
-(:mod:`.connection_request`), reconnect or give up (:mod:`.retry_plan`), opening the next
-connection (:mod:`.connector`), serving one (:mod:`.serve_connection`) and how it ended
-(:mod:`.connection_end`), a transfer's or a rerun's next run (:mod:`.next_run`). The work
-on one connection is ADK's own code, called through :mod:`adk_live_resume.adk_compat`.
+(:mod:`.connection_request`), opening the next connection (:mod:`.connector`), serving one
+(:mod:`.serve_connection`) and how it ended (:mod:`.connection_end`), what follows an end
+(:func:`~adk_live_resume.next_step.next_step`, the one decision, over the run's
+:mod:`.reconnects`), a transfer's or a rerun's next run (:mod:`.next_run`). The work on one
+connection is ADK's own code, called through :mod:`adk_live_resume.adk_compat`.
 
 Guarantees:
 
@@ -47,6 +48,7 @@ from . import (
     log_redaction,
     next_run,
     observe,
+    retry_hooks,
     startup_log,
     withheld,
 )
@@ -67,20 +69,21 @@ from .connection_state import (
 from .connection_watch import ConnectionWatch, FrameWatching
 from .connector import Connector, abort_transport
 from .deferred_results import DeferredResults
-from .errors import Drop, SessionStalledError, classify
+from .errors import Drop, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
 from .late_results import LateResultsWay
 from .next_connection import BackgroundCloser
+from .next_step import FreshStart, GiveUp, Resume, RunView, Step, next_step
+from .outage import AttemptEnd, EndKind
 from .outbox import Outbox
-from .policy import ResumePolicy
+from .policy import ResumePolicy, is_testing
 from .queue_guard import QueueGuard
+from .reconnects import Reconnects
 from .retry_decision import seen_after_go_away
-from .retry_plan import Reconnects
 from .run_rules import RunRules
 from .run_timeline import RunTimeline
 from .serve_connection import AdkBinding, interrupted_event, serve
-from .stall_rule import StallRecoveries
 from .stall_watch import non_blocking_names
 from .tool_calls import ToolCallBook
 from .wire_classifier import MAX_NAMED_KINDS, Frame, SkippedMessages
@@ -88,6 +91,9 @@ from .wire_classifier import MAX_NAMED_KINDS, Frame, SkippedMessages
 logger = logging.getLogger("adk_live_resume.loop")
 
 Fallback = Callable[[Any], AsyncGenerator[Any, None]]
+
+#: How :func:`next_step` reads a connection's end (every other end is a drop).
+_END_KINDS: dict[End, EndKind] = {End.STALLED: "stall", End.MOVED: "moved"}
 
 
 class LiveRun:
@@ -115,6 +121,9 @@ class LiveRun:
         self.rules = RunRules(policy, ctx)
         #: The outage in progress, the rate cap, why the next connection is made.
         self.reconnects = Reconnects(policy)
+        #: What follows a connection's end, decided at the end's first sign (its number, the
+        #: end, the step): the loop carries out that decision, never a second one.
+        self._early: tuple[int, AttemptEnd, Step] | None = None
         self.connections = 0
         self.go_aways = 0
         self.history_sends = 0
@@ -144,8 +153,6 @@ class LiveRun:
         #: Whether the next connection may be opened ahead, before the old one is closed (off
         #: for the rest of the run once a server refused a resume while the old socket was open).
         self.may_open_ahead = True
-        #: The stall ladder: what was tried since a user turn was last answered.
-        self.stall_recoveries = StallRecoveries()
         #: The next connection opened ahead, the socket dialed early, the closer.
         self.connector = Connector(policy, llm, available, guard=lambda: self.queue_guard)
         #: How long the start of the run took, phase by phase (told once, at DEBUG).
@@ -228,7 +235,7 @@ class LiveRun:
         reading raised); return whether opening ahead started (:class:`OpenAhead`)."""
         match action:
             case ProveHealthy():
-                self.reconnects.healthy()
+                pass  # (progress, which ends an outage, is an answer: read at the end)
             case NoteGoAway():
                 self.go_away_arrived()
             case DialAhead(latest=latest):
@@ -359,33 +366,43 @@ class LiveRun:
 
     def open_after_drop(self, watch: ConnectionWatch, error: BaseException) -> None:
         """Start the first attempt after a retryable drop at once, while the dead connection
-        is still being taken down (ADK's receive step unwinding, its sender stopped).
-
-        Only when the retry decision about that attempt says "now"
-        (:meth:`Reconnects.at_once`); :meth:`Reconnects.after_drop` gives the loop the same
-        decision later (it discards the connection if the run ends meanwhile)."""
+        is still being taken down (ADK's receive step unwinding, its sender stopped), when
+        what follows the end is a resume at once (:meth:`_resumes_at_once`)."""
         drop = classify(error)
-        if drop is not None and drop.kind == "closed":
-            drop = seen_after_go_away(drop, watch.move_by is not None)
-            if self._retries_at_once(watch, drop):
-                self._open_next(watch, latest=None)
+        if drop is not None and drop.kind == "closed" and self._resumes_at_once(watch, drop):
+            self._open_next(watch, latest=None)
 
     def dial_after_close(self, watch: ConnectionWatch, code: int, reason: str) -> None:
-        """The server's close frame arrived: if the loop will reconnect at once once
-        google-genai reports the close (:meth:`open_after_drop`), open the next socket now.
-        It saves a round trip: the SDK reports the close only after the close handshake."""
-        drop = Drop("closed", code, reason, after_go_away=watch.move_by is not None)
-        if self._retries_at_once(watch, drop):
+        """The server's close frame arrived: if what follows is a resume at once, open the
+        next socket now. It saves a round trip: the SDK reports the close only after the
+        close handshake."""
+        if self._resumes_at_once(watch, Drop("closed", code, reason)):
             self.dial_early(latest=None)
 
-    def _retries_at_once(self, watch: ConnectionWatch, drop: Drop) -> bool:
+    def _resumes_at_once(self, watch: ConnectionWatch, drop: Drop) -> bool:
+        """Decide what follows ``watch``'s end at its first sign (``drop``), once per end, and
+        say whether it is a resume without a wait. The loop carries out this decision when
+        the connection is over (:meth:`_step_after`): both act on one answer by construction.
+
+        Not decided here for a close we started (a move, a stall, the client's close), once
+        the client closed the queue, nor while messages that arrived are not read yet (ADK's
+        reading is behind, a tool runs inside it: an answer or a handle among them would
+        change the decision); it is made when the reading reports the close, or by the loop,
+        with the whole end."""
         guard = self.queue_guard
-        return self.reconnects.at_once(
-            drop,
-            closing=bool(watch.moving or watch.client_closed),
-            close_requested=guard is not None and guard.close_requested,
-            now=asyncio.get_running_loop().time(),
-        )
+        if (
+            watch.lifecycle.closed_by_us
+            or watch.lifecycle.unread_frames
+            or (guard is not None and guard.close_requested)
+        ):
+            return False
+        if self._early is None or self._early[0] != watch.number:
+            now = asyncio.get_running_loop().time()
+            drop = seen_after_go_away(drop, watch.move_by is not None)
+            end = watch.attempt_end("drop", drop=drop, resumed=watch.resumed, now=now)
+            self._early = (watch.number, end, self._decide(end, now))
+        step = self._early[2]
+        return isinstance(step, Resume) and step.at_once
 
     def dial_early(self, *, latest: float | None) -> None:
         self.connector.dial_early(latest=latest)
@@ -535,24 +552,11 @@ class LiveRun:
         )
 
     async def _connections(self) -> AsyncGenerator[Any, None]:
-        loop = asyncio.get_running_loop()
-        connector = self.connector
-        reconnects = self.reconnects
+        """One connection after the other: serve it, then carry out what follows its end."""
         while True:
-            unusable = self._handle_unusable(loop.time())
-            if unusable is not None:
-                logger.info("%s", unusable)
-                self._need_fresh_start()
-            if connector.opening is not None and (
-                self.fresh_start_needed or connector.opening.handle != self.handles.handle
-            ):
-                await connector.discard_opening()
-            if self.fresh_start_needed:
-                self.fresh_start_needed = False
-                self.fresh_starts += 1
-                async with contextlib.aclosing(self._prepare_request()) as pre:
-                    async for event in pre:
-                        yield event
+            async with contextlib.aclosing(self._before_connecting()) as pre:
+                async for event in pre:
+                    yield event
             watch = ConnectionWatch(
                 self, self.connections + 1, non_blocking=non_blocking_names(self.request)
             )
@@ -563,117 +567,130 @@ class LiveRun:
                         yield event
             finally:
                 self._count(outcome)
-            if watch.stall_watch.answers:
-                self.stall_recoveries.answered()
-            if connector.opening is not None and outcome.end not in (End.MOVED, End.DROPPED):
-                await connector.discard_opening()  # the run ends, or moves on another way
-            if (
-                outcome.end in (End.DROPPED, End.MOVED, End.RERUN)
-                and not outcome.at_connect
-                and not self.handles.handle
-            ):
-                # The server never gave a handle for this session: what it held is gone, so
-                # the next one starts fresh with the conversation rebuilt.
-                self._need_fresh_start()
-            if watch.model_turn_open and outcome.end in (End.DROPPED, End.MOVED):
+            end = outcome.end
+            if end not in (End.MOVED, End.DROPPED):
+                await self.connector.discard_opening()  # the run ends, or moves on another way
+            if watch.model_turn_open and end in (End.DROPPED, End.MOVED):
                 # The model was cut off mid-turn: tell the client to stop playing it.
                 yield interrupted_event(self.ctx, self.agent_name)
-            end = outcome.end
             if end in (End.CLIENT_CLOSED, End.TASK_COMPLETED):
                 return
             if end in (End.TRANSFER, End.RERUN):
-                # The next live run starts its own session: nothing opened ahead serves it.
-                await connector.discard_ahead()
-                if self.queue_guard is not None:
-                    # The next live run takes the queue over with a guard of its own; this
-                    # one steps aside (a guard left around it would see each request the
-                    # next run sends as taken and never sent: as withheld by screening).
-                    self.queue_guard.release()
-            if end is End.TRANSFER:
-                assert outcome.transfer_to is not None
-                child = next_run.transfer(
-                    self.flow, self.ctx, self.keeper, self.tool_calls, outcome.transfer_to
-                )
-                async with contextlib.aclosing(child) as events:
+                async with contextlib.aclosing(self._next_run(outcome)) as events:
                     async for event in events:
                         yield event
                 return
-            if end is End.RERUN:
-                fresh = next_run.rerun(self.flow, self.ctx, self.keeper, self.tool_calls)
-                async with contextlib.aclosing(fresh) as events:
-                    async for event in events:
-                        yield event
-                return
-            self.keeper.store_now()  # a drop, a goAway move: the next worker may need it
-            now = loop.time()
-            reconnects.lost(watch.lost_at if watch.lost_at is not None else now)
-            if self.queue_guard is not None and self.queue_guard.close_requested:
-                logger.debug("the request queue was closed during the outage; ending the run")
-                return
-            if end is End.MOVED:
-                reconnects.moving(watch.moving or "goAway")
-                wait = 0.0
-            elif end is End.STALLED:
-                self._recover_from_stall(watch, now)
-                wait = 0.0
-            else:
-                wait = reconnects.after_drop(
-                    outcome,
-                    now,
-                    handles=self.handles,
-                    session_limited=self.session_limited,
-                    start_fresh=self._need_fresh_start,
-                )
-            reconnects.count(now, outcome.error)
-            if wait:
-                logger.debug("waiting %.3f s before reconnecting", wait)
-            guard = self.queue_guard
-            if guard is not None and await guard.wait_closed(wait):
-                logger.debug("the request queue was closed during the outage; ending the run")
-                return
-            if connector.opening is not None and not wait:
-                continue  # opened ahead (goAway, or at once after the drop): paced already
-            await connector.discard_opening()
-            # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
-            latest = watch.move_by if end is End.MOVED else None
-            if not await connector.take_turn(latest=latest):
+            if not await self._carry_out(watch, outcome):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
 
-    def _recover_from_stall(self, watch: ConnectionWatch, now: float) -> None:
-        """The session stalled on ``watch``'s connection: take the ladder's next step (resume
-        with the unanswered input replayed, else a fresh start), or give up."""
-        stall = watch.stall
-        assert stall is not None
-        # A turn answered with nothing was taken in: every handle after it holds the
-        # exchange, so a resume repeats the input (Gemini API) or never asks it again (Vertex
-        # AI's index says it was consumed). Only a fresh session, rebuilt from the ADK
-        # session, is asked it once.
-        can_resume = (
-            stall.kind == "silence"
-            and bool(self.handles.handle)
-            and self._handle_unusable(now) is None
-        )
-        step = self.stall_recoveries.next(stall.seen, can_resume=can_resume)
-        outage = self.reconnects.outage
-        if step == "give_up":
-            raise SessionStalledError(
-                self.stall_recoveries.give_up_message(),
-                attempts=outage.attempts if outage else 0,
-                elapsed=outage.elapsed(now) if outage else 0.0,
-            )
-        self.reconnects.after_stall(stall.seen, now)
-        if step == "fresh_start":
+    async def _before_connecting(self) -> AsyncGenerator[Any, None]:
+        """Ready the next connection: a handle it cannot resume now is left for a fresh
+        start, a connection opened ahead with another handle is discarded, and a fresh start
+        rebuilds the request from the ADK session (yielding ADK's preprocessing events)."""
+        connector = self.connector
+        unusable = self._handle_unusable(asyncio.get_running_loop().time())
+        if unusable is not None:
+            logger.info("%s", unusable)
             self._need_fresh_start()
-        logger.warning(
-            "live session %s of agent %s stalled on an open connection (%s); %s",
-            self.session_id,
-            self.agent_name,
-            stall.seen,
-            "resuming from the newest handle with the unanswered input replayed"
-            if step == "resume"
-            else "starting a fresh session with the conversation rebuilt",
+        if connector.opening is not None and (
+            self.fresh_start_needed or connector.opening.handle != self.handles.handle
+        ):
+            await connector.discard_opening()
+        if self.fresh_start_needed:
+            self.fresh_start_needed = False
+            self.fresh_starts += 1
+            async with contextlib.aclosing(self._prepare_request()) as pre:
+                async for event in pre:
+                    yield event
+
+    async def _next_run(self, outcome: Outcome) -> AsyncGenerator[Any, None]:
+        """A transfer or a rerun: the next live run starts its own session, and nothing
+        opened ahead serves it."""
+        if outcome.end is End.RERUN and not outcome.at_connect and not self.handles.handle:
+            self._need_fresh_start()  # (the server never gave a handle for this session)
+        await self.connector.discard_ahead()
+        if self.queue_guard is not None:
+            # The next live run takes the queue over with a guard of its own; this one steps
+            # aside (a guard left around it would see each request the next run sends as
+            # taken and never sent: as withheld by screening).
+            self.queue_guard.release()
+        if outcome.end is End.TRANSFER:
+            assert outcome.transfer_to is not None
+            child = next_run.transfer(
+                self.flow, self.ctx, self.keeper, self.tool_calls, outcome.transfer_to
+            )
+        else:
+            child = next_run.rerun(self.flow, self.ctx, self.keeper, self.tool_calls)
+        async with contextlib.aclosing(child) as events:
+            async for event in events:
+                yield event
+
+    async def _carry_out(self, watch: ConnectionWatch, outcome: Outcome) -> bool:
+        """Carry out what follows a drop, a stall or a move (:meth:`_step_after`): give up,
+        or wait, take a turn at the pacer and let the loop connect; ``False``: the client
+        closed the queue meanwhile, and the run ends."""
+        self.keeper.store_now()  # a drop, a goAway move: the next worker may need it
+        now = asyncio.get_running_loop().time()
+        self.reconnects.lost(watch.lost_at if watch.lost_at is not None else now)
+        guard = self.queue_guard
+        if guard is not None and guard.close_requested:
+            return False
+        end, step = self._step_after(watch, outcome, now)
+        self.reconnects.decided(end, step, now)
+        observe.step_taken(
+            end,
+            step,
+            session_id=self.session_id,
+            agent_name=self.agent_name,
+            max_attempts=self.policy.max_attempts,
+            handle=redact(self.handles.handle),
         )
+        if isinstance(step, GiveUp):
+            lost = outcome.error if outcome.end is End.DROPPED else None
+            raise step.error from (step.hook_error or lost)
+        if isinstance(step, FreshStart) and (step.abandons or not end.at_connect):
+            self._need_fresh_start()  # (a fresh setup that failed is only tried again)
+        if step.wait:
+            logger.debug("waiting %.3f s before reconnecting", step.wait)
+        if guard is not None and await guard.wait_closed(step.wait):
+            return False
+        connector = self.connector
+        if connector.opening is not None and not step.wait:
+            return True  # opened ahead (goAway, or at once after the drop): paced already
+        await connector.discard_opening()
+        # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
+        return await connector.take_turn(latest=watch.move_by if end.kind == "moved" else None)
+
+    def _step_after(
+        self, watch: ConnectionWatch, outcome: Outcome, now: float
+    ) -> tuple[AttemptEnd, Step]:
+        """The end of ``watch``'s connection and what follows it: the decision made at the
+        end's first sign (:meth:`_resumes_at_once`) if there was one, else one made now."""
+        early, self._early = self._early, None
+        if early is not None and early[0] == watch.number and outcome.end is End.DROPPED:
+            return early[1], early[2]
+        kind: EndKind = _END_KINDS.get(outcome.end, "drop")
+        drop = outcome.drop if kind == "drop" else None
+        end = watch.attempt_end(
+            kind, drop=drop, at_connect=outcome.at_connect, resumed=outcome.resumed, now=now
+        )
+        return end, self._decide(end, now)
+
+    def _decide(self, end: AttemptEnd, now: float) -> Step:
+        """What follows ``end``: :func:`next_step` with the run as it is ``now``."""
+        handle = bool(self.handles.handle)
+        view = RunView(
+            self.policy,
+            model=str(getattr(self.request, "model", "") or ""),
+            handle=handle,
+            unusable=self._handle_unusable(now) if handle else None,
+            session_limited=self.session_limited(),
+            rate_has_room=self.reconnects.has_room(now),
+            hooks=retry_hooks.registered(),
+            testing=is_testing(),
+        )
+        return next_step(end, self.reconnects.outage, view, now=now)
 
     def _need_fresh_start(self) -> None:
         """The handle is dead: the next connection starts a fresh session."""

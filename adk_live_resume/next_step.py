@@ -255,14 +255,16 @@ def _after_stall(end: AttemptEnd, outage: Outage, view: RunView, now: float) -> 
     attempts, elapsed = outage.attempts, outage.elapsed(now, end)
     if outage.fresh_started:
         seen = [*outage.stalls(), end.what]
-        error = SessionStalledError(give_up_message(seen), attempts=attempts, elapsed=elapsed)
+        taken = [t.step for t in outage.history if t.end.kind == "stall"]
+        message = give_up_message(seen, taken)
+        error = SessionStalledError(message, attempts=attempts, elapsed=elapsed)
         return GiveUp(error)
     if attempts >= policy.max_attempts or elapsed >= policy.outage_timeout:
         return GiveUp(
             ReconnectFailedError(
-                f"gave up recovering the stalled live session ({end.what}): ResumePolicy("
-                f"max_attempts={policy.max_attempts}, outage_timeout="
-                f"{policy.outage_timeout}) spent.",
+                "gave up recovering the stalled live session, out of attempts: check the"
+                f" service status and quota. Seen: {end.what}; ResumePolicy(max_attempts="
+                f"{policy.max_attempts}, outage_timeout={policy.outage_timeout}) spent.",
                 attempts=attempts,
                 elapsed=elapsed,
             )
@@ -316,18 +318,20 @@ def _gave_up(
     drop = end.drop
     assert drop is not None
     if decision.cause == "hook":
-        advice = (
-            " A hook registered with adk_live_resume.on_retry() decides about retries:"
-            " check its answer, or remove it to let ResumePolicy decide."
+        message = (
+            "gave up reconnecting the live session on a retry hook's answer: check the hook"
+            " given to adk_live_resume.on_retry() or remove it to let ResumePolicy decide."
+            f" Why: {decision.why} (last cause: {end.describe()})."
         )
     else:
-        advice = (
-            " The server or network did not come back within ResumePolicy(max_attempts="
+        message = (
+            "gave up reconnecting the lost live connection: check the network and the"
+            f" service status. Why: {decision.why} (last cause: {end.describe()}). The server"
+            " or network did not come back within ResumePolicy(max_attempts="
             f"{policy.max_attempts}, outage_timeout={policy.outage_timeout})."
         )
     return ReconnectFailedError(
-        f"gave up reconnecting the live session: {decision.why} (last cause:"
-        f" {end.describe()}).{advice}",
+        message,
         attempts=outage.attempts,
         elapsed=outage.elapsed(now, end),
         code=drop.code,
@@ -341,9 +345,10 @@ def _rate_exceeded(
     policy = view.policy
     drop = end.drop
     return ReconnectFailedError(
-        f"gave up: more than {policy.max_reconnects_per_minute} reconnects within 60 s (last"
-        f" cause: {end.describe()}). The server keeps dropping the connection; check the"
-        " service status or raise ResumePolicy.max_reconnects_per_minute.",
+        "gave up: the server keeps dropping the live connection (more than"
+        f" {policy.max_reconnects_per_minute} reconnects within 60 s); check the service"
+        f" status. Last cause: {end.describe()}. If it drops it this often in your setup,"
+        " raise ResumePolicy.max_reconnects_per_minute.",
         attempts=outage.attempts,
         elapsed=outage.elapsed(now, end),
         code=drop.code if drop is not None else None,
@@ -356,10 +361,11 @@ def _not_resumable(end: AttemptEnd, *, resuming: bool) -> SessionNotResumableErr
     assert drop is not None
     while_resuming = " while resuming with a handle" if resuming else ""
     return SessionNotResumableError(
-        f"the live server ended the session with {drop.describe()}{while_resuming}; this"
-        " close is not retryable (ResumePolicy.retryable_close_codes). For 1008 check the"
-        " model name, API key and that the handle is not expired; for 1007 the request"
-        " content or an exhausted context window.",
+        "the live server ended the session in a way a reconnect cannot fix: check the"
+        f" model name, API key and request. Cause: {drop.describe()}{while_resuming}; this"
+        " close is not retryable (ResumePolicy.retryable_close_codes). For 1008 check also"
+        " that the handle is not expired; for 1007 the request content or an exhausted"
+        " context window.",
         code=drop.code,
     )
 
@@ -368,10 +374,11 @@ def _session_limit(end: AttemptEnd) -> SessionLimitError:
     drop = end.drop
     assert drop is not None
     return SessionLimitError(
-        f"the live server refused to resume this audio session ({drop.describe()}). Audio"
-        " sessions without context window compression end after 15 minutes and cannot"
-        " be resumed or continued. Set RunConfig(context_window_compression="
-        "types.ContextWindowCompressionConfig(sliding_window=types.SlidingWindow()))"
-        " or ResumePolicy(sliding_window=True) for longer conversations.",
+        "the audio session reached its 15-minute limit; for longer ones set"
+        " ResumePolicy(sliding_window=True). The live server refused to resume it"
+        f" ({drop.describe()}): audio sessions without context window compression end after"
+        " 15 minutes and cannot be resumed or continued. Set RunConfig("
+        "context_window_compression=types.ContextWindowCompressionConfig("
+        "sliding_window=types.SlidingWindow())) or ResumePolicy(sliding_window=True).",
         code=drop.code,
     )

@@ -24,11 +24,17 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import telemetry
 
+if TYPE_CHECKING:
+    from .next_step import Step
+    from .outage import AttemptEnd
+
 logger = logging.getLogger("adk_live_resume")
+#: The live loop's logger: what follows each end is told on it.
+_loop_logger = logging.getLogger("adk_live_resume.loop")
 
 ReconnectReason = Literal["drop", "go_away", "restart", "stall"]
 
@@ -73,6 +79,14 @@ class ReconnectInfo:
     #: turn"`` or ``"3 turns in a row answered with nothing (last: turnCompleteReason
     #: RESPONSE_REJECTED)"``; ``""`` otherwise.
     stall: str = ""
+    #: How the end that made this connection was read, when it was one of the ways the
+    #: service says no: ``"quota"`` (a close saying a quota is spent: this was the
+    #: confirming attempt, or the wait a retry hook chose), ``"idle_close"`` (1008 on a
+    #: quiet connection: the handle tried once), ``"refused_handle"`` (the server refused
+    #: the handle: a fresh start), ``"poisoned_handle"`` (two resumes in a row died the same
+    #: way before any answer: a fresh start, the handle left behind), ``"stall"``; ``""``
+    #: for an ordinary drop or a move.
+    failure_class: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,7 +221,7 @@ def report(info: ReconnectInfo) -> None:
     logger.info(
         "live session %s reconnected: reason=%s attempt=%d gap=%.0fms state_restored=%s "
         "cause=%r agent=%s connection=%d replayed=%d dropped_audio=%.0fms"
-        " dropped_silence=%.0fms dropped_frames=%d",
+        " dropped_silence=%.0fms dropped_frames=%d%s",
         info.session_id,
         info.reason,
         info.attempt,
@@ -220,6 +234,7 @@ def report(info: ReconnectInfo) -> None:
         info.dropped_audio_ms,
         info.dropped_silence_ms,
         info.dropped_frames,
+        f" failure_class={info.failure_class}" if info.failure_class else "",
     )
     telemetry.record_reconnect(
         {
@@ -234,9 +249,64 @@ def report(info: ReconnectInfo) -> None:
             "adk_live_resume.dropped_silence_ms": info.dropped_silence_ms,
             "adk_live_resume.dropped_frames": info.dropped_frames,
             **({"adk_live_resume.stall": info.stall} if info.stall else {}),
+            **({"adk_live_resume.failure_class": info.failure_class} if info.failure_class else {}),
         }
     )
     _call_all(_callbacks, info)
+
+
+def step_taken(
+    end: AttemptEnd,
+    step: Step,
+    *,
+    session_id: str,
+    agent_name: str,
+    max_attempts: int,
+    handle: str,
+) -> None:
+    """Say what follows ``end`` (an :class:`~adk_live_resume.outage.AttemptEnd`): ``step`` (a
+    :data:`~adk_live_resume.next_step.Step`). A WARNING per stall and per handle left behind
+    because resumes of it kept failing, an INFO line per other handle left behind, per close
+    read as a spent quota or an idle close, and per failed attempt (:func:`attempt_failed`);
+    nothing for a give-up (the run's end says it) or a move. ``handle`` must be redacted."""
+    from .next_step import FreshStart, GiveUp
+
+    if isinstance(step, GiveUp):
+        return
+    fresh = step if isinstance(step, FreshStart) else None
+    if end.kind == "stall":
+        _loop_logger.warning(
+            "live session %s of agent %s stalled on an open connection (%s); %s",
+            session_id,
+            agent_name,
+            end.what,
+            "starting a fresh session with the conversation rebuilt"
+            if fresh is not None
+            else "resuming from the newest handle with the unanswered input replayed",
+        )
+        return
+    if end.kind != "drop":
+        return
+    if fresh is not None and fresh.failure == "poisoned_handle":
+        _loop_logger.warning(
+            "live session %s of agent %s: %s; starting a fresh session with the conversation"
+            " so far (the handle is left behind)",
+            session_id,
+            agent_name,
+            fresh.why,
+        )
+    elif fresh is not None and fresh.abandons:
+        _loop_logger.info("%s; starting a fresh session with the conversation so far", fresh.why)
+    elif step.failure in ("quota", "idle_close"):
+        _loop_logger.info(
+            "the service closed the connection (%s): read as %s; trying %s once",
+            end.describe(),
+            "a spent quota" if step.failure == "quota" else "an idle close",
+            "another connection" if step.failure == "quota" else "the handle",
+        )
+    outage = step.outage
+    attempt = outage.attempts if outage is not None else 1
+    attempt_failed(end.describe(), attempt, max_attempts, step.wait, handle)
 
 
 def attempt_failed(cause: str, attempt: int, max_attempts: int, wait: float, handle: str) -> None:
@@ -292,12 +362,12 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         early_sockets_used=run.dialer.used if run.dialer is not None else 0,
         unknown_messages_skipped=run.skipped.count,
         unknown_kinds_unnamed=run.skipped.unnamed,
-        stalls=run.stall_recoveries.stalls,
-        stall_fresh_starts=run.stall_recoveries.fresh_starts,
+        stalls=run.reconnects.stalls,
+        stall_fresh_starts=run.reconnects.stall_fresh_starts,
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):
-        cause = str(getattr(getattr(run, "reconnects", None), "cause", "") or "")
+        cause = str(getattr(getattr(run, "reconnects", None), "last_cause", "") or "")
         logger.warning(
             "live session %s of agent %s gave up after %d connection(s): %s",
             stats.session_id,

@@ -16,8 +16,8 @@ drops many sockets at once.
 
 An outage ends in an error when
 ``max_attempts`` connection attempts have failed or ``outage_timeout`` seconds have passed
-since the drop, whichever comes first. The attempt counter resets only once a resumed
-connection has proved healthy (a server message was received on it).
+disconnected since the drop, whichever comes first. The attempt counter resets only once the
+run makes progress: an answer, or a minute connected (:mod:`adk_live_resume.outage`).
 
 On top of that, ``max_reconnects_per_minute`` caps reconnects over the whole run, so a server
 that accepts, says something and drops again cannot make the client spin forever.
@@ -107,9 +107,12 @@ class ResumePolicy:
     """
 
     max_attempts: int = 8
-    """Connection attempts per outage before giving up (the first one is immediate)."""
+    """Connection attempts per outage before giving up (the first one is immediate): the run
+    never opens more connections than this in a row without progress (an answer, or a minute
+    connected)."""
     outage_timeout: float = 60.0
-    """Seconds an outage may last, from the drop to a healthy connection, before giving up."""
+    """Seconds an outage may last disconnected, from the drop until progress, before giving
+    up."""
     initial_wait: float = 0.25
     """Upper bound of the second retry's wait; doubles with each later attempt."""
     max_wait: float = 5.0
@@ -386,26 +389,6 @@ def _type_problem(value: object, hint: Any) -> str:
     if isinstance(hint, type):
         return "" if isinstance(value, hint) else f"a {hint.__name__}"
     return ""
-
-
-@dataclass
-class OutageBudget:
-    """One outage: when it began (a ``loop.time()`` value) and the attempts made since.
-
-    What the next attempt does is :func:`adk_live_resume.retry_decision.decide`'s call."""
-
-    policy: ResumePolicy
-    started_at: float
-    attempts: int = 0
-
-    def elapsed(self, now: float) -> float:
-        """Seconds since the outage began."""
-        return now - self.started_at
-
-    def attempt_made(self) -> int:
-        """Count one more attempt; return how many were made in this outage."""
-        self.attempts += 1
-        return self.attempts
 
 
 @dataclass

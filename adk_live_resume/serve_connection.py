@@ -40,7 +40,7 @@ from .handle_coverage import with_catch_up
 from .outbox import Outbox, Replay
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
-from .retry_plan import Reconnects
+from .reconnects import Reconnects
 from .run_rules import RunRules
 from .run_timeline import RunTimeline
 from .tap import SessionTap
@@ -102,6 +102,7 @@ async def serve(
     queue = adk.ctx.live_request_queue
     opening = run.connector.take_opening()
     handle = opening.handle if opening is not None else rules.handles.handle
+    outcome.resuming(handle)
     send_task: asyncio.Task[None] | None = None
     connection: Any = None
     clean_exit = ended = False
@@ -125,7 +126,7 @@ async def serve(
                 encoder=adk.chunk_encoder,
                 end_tool_turns=adk.tool_turns_need_an_end,
             )
-            watch.attach(session, tap)
+            watch.attach(session, tap, resumed=bool(handle))
             adk_compat.set_genai_session(connection, tap)
             adk_compat.continue_input_transcription(connection, adk.unfinished_input)
             watch.watch_socket()
@@ -428,7 +429,8 @@ def report_reconnect(
             dropped_audio_ms=replay.dropped_audio_ms,
             dropped_silence_ms=replay.dropped_silence_ms,
             dropped_frames=replay.dropped_frames,
-            stall=reconnects.cause.removeprefix("stall: ") if reconnects.reason == "stall" else "",
+            stall=reconnects.stall,
+            failure_class=reconnects.failure,
         )
     )
     reconnects.reported()

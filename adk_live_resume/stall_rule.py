@@ -103,22 +103,6 @@ def degenerate(*, rejected: bool, content: bool, voiced_audio: bool, quiet_audio
 Recovery = Literal["resume", "fresh_start", "give_up"]
 
 
-def recovery(taken: Sequence[Recovery], *, can_resume: bool) -> Recovery:
-    """The next step of the stall ladder, given the steps ``taken`` since a user turn was last
-    answered: a resume from the newest handle (when ``can_resume``), then a fresh session
-    with the conversation rebuilt, then giving up.
-
-    Guarantees: at most one resume and one fresh start per ladder; never a resume after a
-    fresh start (the fresh session is the last hope); ``give_up`` once both were tried (or a
-    fresh start, when no handle could be resumed: the caller says no for a degenerate turn,
-    which every later handle holds)."""
-    if not taken:
-        return "resume" if can_resume else "fresh_start"
-    if "fresh_start" not in taken:
-        return "fresh_start"
-    return "give_up"
-
-
 def give_up_message(seen: Sequence[str], taken: Sequence[Recovery]) -> str:
     """The error that ends a run whose session stalled past the ladder's last step: what
     happened and what to do first (within 120 bytes: a browser is shown the first 123), then
@@ -139,37 +123,6 @@ def give_up_message(seen: Sequence[str], taken: Sequence[Recovery]) -> str:
         " activityEnd) and the model name. If your model legitimately takes longer to answer,"
         " raise ResumePolicy.stall_timeout (or degenerate_turns); 0 turns the check off."
     )
-
-
-class StallRecoveries:
-    """One run's stall ladder (:func:`recovery`) and its counters."""
-
-    def __init__(self) -> None:
-        self.taken: list[Recovery] = []
-        #: What was seen at each stall of the current ladder, in order.
-        self.seen: list[str] = []
-        self.stalls = 0
-        self.fresh_starts = 0
-
-    def answered(self) -> None:
-        """A user turn was answered: the next stall starts a new ladder."""
-        self.taken.clear()
-        self.seen.clear()
-
-    def give_up_message(self) -> str:
-        """The error's message once the ladder gave up (:func:`give_up_message`)."""
-        return give_up_message(self.seen, self.taken)
-
-    def next(self, seen: str, *, can_resume: bool) -> Recovery:
-        """A stall (``seen``) ended a connection: the step to take (and count) now."""
-        self.stalls += 1
-        self.seen.append(seen)
-        step = recovery(self.taken, can_resume=can_resume)
-        if step != "give_up":
-            self.taken.append(step)
-        if step == "fresh_start":
-            self.fresh_starts += 1
-        return step
 
 
 class StallRule:

@@ -11,7 +11,9 @@ tracing is on):
   ``.gap_ms``, ``.state_restored``, ``.cause``, ``.connection_number``, ``.replayed_messages``,
   ``.dropped_audio_ms`` (voiced user audio, i.e. speech, that left the replay window and was
   not replayed), ``.dropped_silence_ms`` (unvoiced audio that left it: nothing said lost),
-  ``.dropped_frames`` (video and image frames that left the frame window);
+  ``.dropped_frames`` (video and image frames that left the frame window); ``.stall`` (what
+  was seen, for a stall recovery) and ``.failure_class`` (how the end was read, e.g.
+  ``quota`` or ``poisoned_handle``: ``ReconnectInfo.failure_class``) when set;
 * ``adk_live_resume.gave_up``: attributes ``adk_live_resume.error`` (the exception class) and
   ``adk_live_resume.cause``;
 * ``adk_live_resume.run_started``: how long the start of the run took, once its first answer

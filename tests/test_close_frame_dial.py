@@ -122,6 +122,30 @@ async def test_a_server_close_mid_call_is_acted_on_within_a_second(
         assert server.connections[1].resumed and first.finished
 
 
+async def test_the_close_frame_and_the_loop_carry_out_one_decision_per_end(
+    make_agent: AgentFactory, dials_when_reported: list[int]
+) -> None:
+    """What follows an end is decided once, at its first sign: a retry hook that would answer
+    otherwise when asked again (at once, then 30 s) is asked once, the socket opened on the
+    close frame is the one used, and the loop does not wait."""
+    answers = iter([0.0, 30.0, 30.0])
+    asked: list[tuple[int | None, int]] = []
+
+    def fickle(drop: adk_live_resume.Drop, attempt: int) -> float:
+        asked.append((drop.code, attempt))
+        return next(answers)
+
+    remove = adk_live_resume.on_retry(fickle)
+    try:
+        async with FakeLiveServer() as server:
+            stats = await _through_close(server, server, make_agent, ResumePolicy(), 1011)
+            _resumed_once(server)
+    finally:
+        remove()
+    assert asked == [(1011, 1)] and dials_when_reported[0] == 1
+    assert stats.error is None and (stats.sockets_dialed_early, stats.early_sockets_used) == (1, 1)
+
+
 async def test_through_a_real_round_trip_the_socket_opened_on_the_close_frame_is_used(
     make_agent: AgentFactory, dials_when_reported: list[int]
 ) -> None:

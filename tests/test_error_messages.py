@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import glob
 import inspect
 from collections.abc import Awaitable, Callable
@@ -25,13 +26,12 @@ import pytest
 from cryptography.fernet import Fernet
 
 import adk_live_resume
-from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat
+from adk_live_resume import ResumableLlmAgent, ResumePolicy, adk_compat, retry_hooks
 from adk_live_resume.config import resolve_policy
-from adk_live_resume.connection_end import End, Outcome
 from adk_live_resume.errors import Drop
-from adk_live_resume.handles import ResumptionState
 from adk_live_resume.launcher import plan_launch, split_argv
-from adk_live_resume.retry_plan import Reconnects
+from adk_live_resume.next_step import GiveUp, RunView, next_step
+from adk_live_resume.outage import AttemptEnd
 from adk_live_resume.stored_handle import HandleSealer, ResumeHandle, SessionKey
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
@@ -115,17 +115,55 @@ QUOTA = (
 )
 
 
-def _drop(code: int | None, *, at_connect: bool, reason: str = QUOTA) -> Outcome:
-    return Outcome(
-        End.DROPPED, drop=Drop("closed", code, reason), error=None, at_connect=at_connect
+def _drop(
+    code: int | None,
+    *,
+    at_connect: bool = False,
+    reason: str = "x",
+    resumed: bool = False,
+    answered: bool = False,
+    quiet: float = 0.0,
+) -> AttemptEnd:
+    return AttemptEnd(
+        "drop",
+        at=0.0,
+        drop=Drop("closed", code, reason),
+        at_connect=at_connect,
+        resumed=resumed,
+        answered=answered,
+        connected_for=0.0 if at_connect else max(quiet, 0.8),
+        quiet_for=quiet,
     )
 
 
-def _after_drop(reconnects: Reconnects, outcome: Outcome, *, limited: bool = False) -> None:
-    handles = ResumptionState.starting_with(HANDLE)
-    reconnects.after_drop(
-        outcome, 0.0, handles=handles, session_limited=lambda: limited, start_fresh=lambda: None
-    )
+STALL = AttemptEnd("stall", at=0.0, what="no answer 3.0 s after a typed turn", silence=True)
+
+
+def _give_up(
+    ends: list[AttemptEnd],
+    *,
+    policy: ResumePolicy | None = None,
+    handle: bool = True,
+    limited: bool = False,
+    room: bool = True,
+) -> None:
+    """Decide about ``ends`` in order, as the loop does (``next_step``); raise the error the
+    run gives up with."""
+    outage = None
+    for number, end in enumerate(ends):
+        view = RunView(
+            policy or ResumePolicy(),
+            model="gemini-live-fake",
+            handle=handle,
+            session_limited=limited,
+            rate_has_room=room,
+            hooks=retry_hooks.registered(),
+        )
+        step = next_step(end, outage, view, now=float(number))
+        if isinstance(step, GiveUp):
+            raise step.error
+        outage = step.outage
+    raise AssertionError("the run did not give up")
 
 
 @case(
@@ -134,9 +172,8 @@ def _after_drop(reconnects: Reconnects, outcome: Outcome, *, limited: bool = Fal
     to_do=("check the network and the service status",),
 )
 def attempts_spent(monkeypatch: pytest.MonkeyPatch) -> None:
-    reconnects = Reconnects(ResumePolicy(max_attempts=1, first_attempt_jitter=0.0))
-    _after_drop(reconnects, _drop(1011, at_connect=False))
-    _after_drop(reconnects, _drop(1011, at_connect=True))
+    policy = ResumePolicy(max_attempts=1, first_attempt_jitter=0.0)
+    _give_up([_drop(1011, answered=True), _drop(1011, at_connect=True)], policy=policy)
 
 
 @case("ReconnectFailedError", happened=("retry hook",), to_do=("check the hook", "remove it"))
@@ -146,7 +183,7 @@ def a_hook_gave_up(monkeypatch: pytest.MonkeyPatch) -> None:
 
     remove = adk_live_resume.on_retry(never)
     try:
-        _after_drop(Reconnects(ResumePolicy()), _drop(1011, at_connect=False))
+        _give_up([_drop(1011, answered=True)])
     finally:
         remove()
 
@@ -157,9 +194,8 @@ def a_hook_gave_up(monkeypatch: pytest.MonkeyPatch) -> None:
     to_do=("check the service status",),
 )
 def stall_recoveries_spent(monkeypatch: pytest.MonkeyPatch) -> None:
-    reconnects = Reconnects(ResumePolicy(max_attempts=1))
-    for _ in range(2):
-        reconnects.after_stall("no answer 3.0 s after a typed turn", 0.0)
+    answered = dataclasses.replace(STALL, answered=True)
+    _give_up([answered, STALL], policy=ResumePolicy(max_attempts=1))
 
 
 @case(
@@ -168,10 +204,7 @@ def stall_recoveries_spent(monkeypatch: pytest.MonkeyPatch) -> None:
     to_do=("check the service status",),
 )
 def too_many_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
-    reconnects = Reconnects(ResumePolicy(max_reconnects_per_minute=1))
-    reconnects.cause = f"1011 {QUOTA}"
-    for _ in range(2):
-        reconnects.count(0.0, None)
+    _give_up([_drop(1011, reason=QUOTA, answered=True)], room=False)
 
 
 @case(
@@ -180,7 +213,17 @@ def too_many_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
     to_do=("check the model name",),
 )
 def a_close_no_resume_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
-    _after_drop(Reconnects(ResumePolicy()), _drop(1008, at_connect=False, reason="x" * 300))
+    _give_up([_drop(1008, reason="x" * 300, answered=True)])
+
+
+@case(
+    "SessionNotResumableError",
+    happened=("refused the fresh session's handle",),
+    to_do=("start a new run",),
+)
+def a_handle_refused_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = _drop(1008, at_connect=True, resumed=True, reason="Invalid resumption handle")
+    _give_up([_drop(1011, answered=True), refused, _drop(1011), refused])
 
 
 @case(
@@ -190,8 +233,35 @@ def a_close_no_resume_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def an_audio_session_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = ResumePolicy(fresh_start_when_handle_dead=False)
-    outcome = _drop(1007, at_connect=True, reason="Request contains an invalid argument.")
-    _after_drop(Reconnects(policy), outcome, limited=True)
+    end = _drop(1007, at_connect=True, resumed=True, reason="Request contains an invalid argument.")
+    _give_up([end], policy=policy, limited=True)
+
+
+@case("QuotaExceededError", happened=("quota is spent",), to_do=("check the plan and billing",))
+def a_spent_quota_confirmed(monkeypatch: pytest.MonkeyPatch) -> None:
+    _give_up([_drop(1011, reason=QUOTA, answered=True), _drop(1011, reason=QUOTA, resumed=True)])
+
+
+@case(
+    "IdleCloseError",
+    happened=("closed the idle connection twice",),
+    to_do=("send input sooner", "start a new run"),
+)
+def idle_closes_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    _give_up([_drop(1008, reason="", quiet=151.0), _drop(1008, reason="", quiet=4.0)])
+
+
+@case("PoisonedSessionError", happened=("dies before any answer",), to_do=("retry later",))
+def a_conversation_that_dies_however_connected(monkeypatch: pytest.MonkeyPatch) -> None:
+    died = _drop(1011, reason="Internal error encountered.", resumed=True)
+    fresh = dataclasses.replace(died, resumed=False)
+    _give_up([_drop(1011, answered=True), died, died, fresh])
+
+
+@case("ModelRefusedError", happened=("refuses every setup",), to_do=("check its name",))
+def a_model_refused_at_every_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = _drop(1011, at_connect=True, reason="Internal error encountered.")
+    _give_up([refused, refused], handle=False)
 
 
 @case(

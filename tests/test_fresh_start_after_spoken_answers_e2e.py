@@ -123,9 +123,9 @@ async def test_a_tool_result_its_connection_lost_before_the_send_is_told_by_a_fr
     make_agent: AgentFactory, vertex: bool
 ) -> None:
     """The socket goes while a tool runs and the microphone streams (its next chunk fails
-    on the gone socket, which ends ADK's sender); the next handshake is refused for a while
-    (``Retry-After``), and the tool ends meanwhile: ADK's session holds its response, its
-    queue the send, which no connection took. Then the handle is refused. The fresh session's
+    on the gone socket, which ends ADK's sender); the tool ends before any next connection
+    and the next handshake is refused for a while (``Retry-After``): ADK's session holds its
+    response, its queue the send, which no connection took. Then the handle is refused. The fresh session's
     history ends with that response, which nothing answered (text answers here, so no
     spoken-answer turn may close it): the fresh session tells the result, once."""
     lookup = SlowTool(gated=True)
@@ -146,9 +146,12 @@ async def test_a_tool_result_its_connection_lost_before_the_send_is_told_by_a_fr
 
             streaming = asyncio.create_task(microphone())
             await server.close_open(1011)
-            await server.wait_for_connections(2)
             await asyncio.sleep(0.2)  # (the sender fails on the gone socket)
-            lookup.gate.set()  # (ends while the loop waits out the Retry-After)
+            # (ends before any next connection: ADK's reading, blocked in the tool, had not
+            # read what arrived before the close, so the run decides what follows and
+            # reconnects once the reading reports the close; the handshake it then makes is
+            # refused for a while)
+            lookup.gate.set()
             await streaming
             await server.wait_for_connections(4)
             fresh = server.connections[3]

@@ -21,6 +21,8 @@ import adk_live_resume
 from adk_live_resume import ReconnectFailedError, ReconnectInfo, ResumePolicy, RunStats, observe
 from adk_live_resume.testing import FakeLiveServer, Fault, LiveDriver
 
+from .conftest import AgentFactory
+
 pytestmark = pytest.mark.e2e
 
 _READER = InMemoryMetricReader()
@@ -163,6 +165,41 @@ async def test_a_stall_recovery_is_a_span_event_with_what_was_seen(
 
 
 @pytest.mark.timeout(60)
+async def test_a_stall_recovery_whose_resume_is_refused_is_one_stall_event(
+    otel: tuple[InMemoryMetricReader, InMemorySpanExporter],
+    runs: list[RunStats],
+    make_agent: AgentFactory,
+) -> None:
+    """One reason per recovery in the OpenTelemetry export too: the refused resume after a
+    stall does not turn the recovery into a "drop" without what was seen."""
+    reader, spans = otel
+    stalls_before = _total(reader, "adk_live_resume.reconnects", reason="stall")
+    drops_before = _total(reader, "adk_live_resume.reconnects", reason="drop")
+    async with asyncio.timeout(30), FakeLiveServer() as server:
+        agent = make_agent(server, policy=ResumePolicy(stall_timeout=1.0))
+        server.script(Fault.refuse_resume(), connection=2)
+        with trace.get_tracer("test").start_as_current_span("conversation"):
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                server.script(Fault.stall(), connection=1)
+                assert await live.say("two", timeout=20) == "echo: two"
+                assert await live.close() is None
+        assert len(server.connections) == 3
+    assert _total(reader, "adk_live_resume.reconnects", reason="stall") == stalls_before + 1
+    assert _total(reader, "adk_live_resume.reconnects", reason="drop") == drops_before
+    events = [e for s in spans.get_finished_spans() for e in s.events]
+    reconnect = [e for e in events if e.name == "adk_live_resume.reconnect"][-1].attributes
+    assert reconnect is not None
+    assert (reconnect["adk_live_resume.reason"], reconnect["adk_live_resume.attempt"]) == (
+        "stall",
+        2,
+    )
+    assert str(reconnect["adk_live_resume.stall"]).startswith("no answer")
+    assert reconnect["adk_live_resume.failure_class"] == "refused_handle"
+    assert runs[0].stalls == 1
+
+
+@pytest.mark.timeout(60)
 async def test_giving_up_is_a_warning_with_the_cause_and_every_attempt_is_a_line(
     otel: tuple[InMemoryMetricReader, InMemorySpanExporter],
     runs: list[RunStats],
@@ -176,7 +213,9 @@ async def test_giving_up_is_a_warning_with_the_cause_and_every_attempt_is_a_line
             agent = LlmAgent(name="assistant", model=server.gemini())
             async with await LiveDriver.start(agent) as live:
                 assert await live.say("one") == "echo: one"
-                server.flap(1011, "still broken")
+                # each resume set up, then its TCP connection dropped: the network, not a
+                # close the service repeats (that would be a poisoned handle: a fresh start)
+                server.flap(1006)
                 await server.close_open(1011, "broken")
                 error = await live.wait_ended(timeout=20)
     assert isinstance(error, ReconnectFailedError), error
@@ -189,7 +228,7 @@ async def test_giving_up_is_a_warning_with_the_cause_and_every_attempt_is_a_line
     ]
     assert len(gave_up) == 1
     assert "3 connection attempts failed" in gave_up[0].getMessage()
-    assert "1011 still broken" in gave_up[0].getMessage()
+    assert "(last cause: 1006 " in gave_up[0].getMessage()
     assert _total(reader, "adk_live_resume.gave_up", error="ReconnectFailedError") == before + 1
     assert len(runs) == 1 and runs[0].error is not None
     assert runs[0].error.startswith("ReconnectFailedError: gave up")

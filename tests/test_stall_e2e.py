@@ -22,6 +22,7 @@ from adk_live_resume import (
     RunStats,
     SessionStalledError,
 )
+from adk_live_resume.errors import Drop
 from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
@@ -159,6 +160,58 @@ async def test_degenerate_turns_start_a_fresh_session_that_is_asked_once(
     assert reports.steps() == [("stall", False)]
     expected = "RESPONSE_REJECTED" if shape == "rejected" else "no content"
     assert expected in reports.reconnects[0].stall
+
+
+async def test_a_stall_recovery_whose_resume_is_refused_is_reported_once_as_a_stall(
+    make_agent: AgentFactory,
+) -> None:
+    """One reason per recovery: the resume that follows the stall is refused at its setup
+    and a fresh session takes over; the reconnect reported is the stall's (reason, what was
+    seen), not the refusal's drop."""
+    with Reports() as reports:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=STALL)
+            server.script(Fault.refuse_resume(), connection=2)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("first") == "echo: first"
+                server.script(Fault.stall(), connection=1)
+                assert await live.say("second", timeout=20) == "echo: second"
+                assert await live.close() is None
+            stalled, refused, fresh = server.connections
+            assert stalled.stalled_turns == ["second"] and refused.ended_by == "refused"
+            assert fresh.history_sends == 1 and fresh.user_turns.count("second") == 1
+    assert reports.steps() == [("stall", False)]
+    (info,) = reports.reconnects
+    assert info.stall.startswith("no answer") and info.cause == f"stall: {info.stall}"
+    assert (info.attempt, info.failure_class) == (2, "refused_handle")
+    (stats,) = reports.runs
+    assert (stats.stalls, stats.stall_fresh_starts, stats.error) == (1, 0, None)
+
+
+async def test_the_retry_hook_is_not_asked_about_the_close_of_a_stalled_socket(
+    make_agent: AgentFactory,
+) -> None:
+    """The loop closes the stalled socket itself (the server never sent that 1000): the
+    stall ladder decides what follows, and a retry hook is asked about drops only."""
+    asked: list[Drop] = []
+
+    def never_retry(drop: Drop, attempt: int) -> bool:
+        asked.append(drop)
+        return False
+
+    remove = adk_live_resume.on_retry(never_retry)
+    try:
+        with Reports() as reports:
+            async with FakeLiveServer() as server:
+                agent = make_agent(server, policy=STALL)
+                async with await LiveDriver.start(agent) as live:
+                    assert await live.say("first") == "echo: first"
+                    server.script(Fault.stall(), connection=1)
+                    assert await live.say("second", timeout=20) == "echo: second"
+                    assert await live.close() is None
+    finally:
+        remove()
+    assert asked == [] and reports.steps() == [("stall", True)]
 
 
 async def test_stall_detection_off_waits_as_stock_adk_does(make_agent: AgentFactory) -> None:

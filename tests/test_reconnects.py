@@ -1,0 +1,59 @@
+"""What a run remembers of its reconnects (reconnects.Reconnects): pure, no sockets, no clock."""
+
+from __future__ import annotations
+
+from adk_live_resume.errors import Drop, ReconnectFailedError
+from adk_live_resume.next_step import FreshStart, GiveUp, Resume, RunView, next_step
+from adk_live_resume.outage import AttemptEnd
+from adk_live_resume.policy import ResumePolicy
+from adk_live_resume.reconnects import Reconnects
+
+STALL = AttemptEnd(
+    "stall", at=1.0, what="no answer 15.0 s after a typed turn", silence=True, answered=True
+)
+REFUSED = AttemptEnd(
+    "drop", at=2.0, drop=Drop("closed", 1008, "Invalid handle"), at_connect=True, resumed=True
+)
+
+
+def test_a_stall_recovery_whose_first_attempt_fails_is_still_a_stall_recovery() -> None:
+    reconnects = Reconnects(ResumePolicy())
+    view = RunView(ResumePolicy(), handle=True)
+    reconnects.lost(1.0)
+    step = next_step(STALL, reconnects.outage, view, now=1.0)
+    assert isinstance(step, Resume)
+    reconnects.decided(STALL, step, 1.0)
+    # the resume is refused at its setup: the recovery goes on with a fresh start
+    refused = next_step(REFUSED, reconnects.outage, view, now=2.0)
+    assert isinstance(refused, FreshStart)
+    reconnects.decided(REFUSED, refused, 2.0)
+    assert (reconnects.reason, reconnects.stall) == ("stall", STALL.what)
+    assert reconnects.cause == f"stall: {STALL.what}" and reconnects.lost_at == 1.0
+    assert reconnects.failure == "refused_handle" and reconnects.attempt == 2
+    assert (reconnects.stalls, reconnects.stall_fresh_starts) == (1, 0)
+    assert reconnects.last_cause == "1008 Invalid handle"
+    reconnects.reported()  # the fresh session is up
+    assert (reconnects.reason, reconnects.stall, reconnects.failure) == (None, "", "")
+    assert reconnects.lost_at is None
+
+
+def test_a_move_is_reported_as_a_go_away_and_counted_against_the_rate() -> None:
+    reconnects = Reconnects(ResumePolicy(max_reconnects_per_minute=1))
+    moved = AttemptEnd("moved", at=5.0, what="goAway at a safe point", answered=True)
+    step = next_step(moved, None, RunView(ResumePolicy(), handle=True), now=5.0)
+    reconnects.decided(moved, step, 5.0)
+    assert (reconnects.reason, reconnects.cause, reconnects.attempt) == (
+        "go_away",
+        "goAway at a safe point",
+        1,
+    )
+    assert not reconnects.has_room(6.0) and reconnects.has_room(65.0)
+
+
+def test_a_give_up_changes_only_the_last_cause() -> None:
+    reconnects = Reconnects(ResumePolicy())
+    error = ReconnectFailedError("gave up", attempts=1, elapsed=0.0)
+    reconnects.decided(STALL, GiveUp(error), 1.0)
+    assert reconnects.reason is None and reconnects.outage is None
+    assert reconnects.stalls == 1 and reconnects.last_cause.startswith("stall: ")
+    assert reconnects.has_room(1.0)
