@@ -125,9 +125,9 @@ async def test_a_tool_result_its_connection_lost_before_the_send_is_told_by_a_fr
     """The socket goes while a tool runs and the microphone streams (its next chunk fails
     on the gone socket, which ends ADK's sender); the tool ends before any next connection
     and the next handshake is refused for a while (``Retry-After``): ADK's session holds its
-    response, its queue the send, which no connection took. Then the handle is refused. The fresh session's
-    history ends with that response, which nothing answered (text answers here, so no
-    spoken-answer turn may close it): the fresh session tells the result, once."""
+    response, its queue the send, which no connection took. Then the handle is refused. The
+    fresh session's history ends with that response, which nothing answered (text answers
+    here, so no spoken-answer turn may close it): the fresh session tells the result, once."""
     lookup = SlowTool(gated=True)
     async with asyncio.timeout(40), FakeLiveServer() as server:
         server.script(Fault.refuse_handshake(503, retry_after=1.0), connection=2)

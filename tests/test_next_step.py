@@ -178,6 +178,16 @@ CLASSES = [
         id="not poisoned: each close another",
     ),
     pytest.param(
+        [
+            resumed(REFUSED, at_connect=True),
+            fresh(INTERNAL),
+            resumed(INTERNAL),
+            resumed(INTERNAL),
+        ],
+        ["fresh", "resume", "resume", "PoisonedSessionError"],
+        id="poisoned after the outage gave a handle up already",
+    ),
+    pytest.param(
         [answered(ABORTED), resumed(ABORTED), resumed(ABORTED)],
         ["resume", "resume", "resume"],
         id="not poisoned: the network",
