@@ -26,8 +26,10 @@ Guarantees:
   without a handle (the fresh session never gave one) or without a handle the run could
   resume at all (too old, a model that needs a fresh session) is no such choice.
 * **The stall ladder**: a resume (only after a silence, with a usable handle), then a fresh
-  start, then :class:`~adk_live_resume.SessionStalledError`; never a resume after a fresh
-  start in the same outage.
+  start, then :class:`~adk_live_resume.SessionStalledError`; one of each per outage, never a
+  resume after the ladder's fresh start. A fresh start the outage took for another reason (no
+  handle yet) is no step of the ladder; one that gave a handle up is (at most one per
+  outage).
 * **A give-up names its class and the last close**: the error's type is the class
   (:class:`~adk_live_resume.QuotaExceededError`, :class:`~adk_live_resume.IdleCloseError`,
   :class:`~adk_live_resume.PoisonedSessionError`, :class:`~adk_live_resume.ModelRefusedError`,
@@ -253,9 +255,12 @@ def _after_stall(end: AttemptEnd, outage: Outage, view: RunView, now: float) -> 
     """The stall ladder: a resume, then a fresh start, then giving up; each an attempt."""
     policy = view.policy
     attempts, elapsed = outage.attempts, outage.elapsed(now, end)
-    if outage.fresh_started:
+    taken = [t.step for t in outage.history if t.end.kind == "stall"]
+    resume = end.silence and view.resumable and "resume" not in taken
+    # (a fresh start a stall took is the last hope; so is one that would give up the
+    # handle of a fresh session the outage started already)
+    if "fresh_start" in taken or (not resume and view.handle and outage.abandoned):
         seen = [*outage.stalls(), end.what]
-        taken = [t.step for t in outage.history if t.end.kind == "stall"]
         message = give_up_message(seen, taken)
         error = SessionStalledError(message, attempts=attempts, elapsed=elapsed)
         return GiveUp(error)
@@ -269,9 +274,7 @@ def _after_stall(end: AttemptEnd, outage: Outage, view: RunView, now: float) -> 
                 elapsed=elapsed,
             )
         )
-    resumed = any(t.end.kind == "stall" and t.step == "resume" for t in outage.history)
-    fresh = not (end.silence and view.resumable and not resumed)
-    return _reconnect(end, outage, view, 0.0, "stall", fresh=fresh)
+    return _reconnect(end, outage, view, 0.0, "stall", fresh=not resume)
 
 
 def _reconnect(

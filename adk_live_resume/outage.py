@@ -172,11 +172,6 @@ class Outage:
         """Handles left behind by a fresh start in this outage."""
         return sum(taken.abandoned for taken in self.history)
 
-    @property
-    def fresh_started(self) -> bool:
-        """A fresh start was taken in this outage."""
-        return any(taken.step == "fresh_start" for taken in self.history)
-
     def stalls(self) -> list[str]:
         """What was seen at each stall of this outage, in order."""
         return [taken.end.what for taken in self.history if taken.end.kind == "stall"]

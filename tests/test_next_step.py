@@ -288,6 +288,15 @@ def test_every_give_up_names_its_class_and_quotes_the_last_close() -> None:
         assert len(first.encode()) <= 120 and ": " in first, first
 
 
+def test_a_fresh_start_for_want_of_a_handle_is_no_step_of_the_stall_ladder() -> None:
+    """The first session is lost before it gave a handle: a fresh session follows, and when
+    that one stalls (turns answered with nothing), its own fresh start is the ladder's."""
+    ends = [answered(ABORTED), stall(silence=False), stall()]
+    steps = play(ends, handle=False)
+    assert names(steps) == ["fresh", "fresh", "SessionStalledError"]
+    assert isinstance(steps[1], FreshStart) and steps[1].failure == "stall"
+
+
 def test_a_model_refused_at_every_setup_of_a_new_run_ends_after_two() -> None:
     steps = play([fresh(INTERNAL, at_connect=True)] * 3, handle=False)
     assert names(steps) == ["fresh", "ModelRefusedError"]

@@ -62,7 +62,7 @@ def test_increment_returns_a_new_outage_with_the_history_and_leaves_the_old_one(
     later = after.increment(resumed, "fresh_start", "poisoned_handle", abandoned=True)
     assert [t.end for t in later.history] == [first, resumed] and after.attempts == 1
     assert later.last is not None and later.last.failure == "poisoned_handle"
-    assert later.abandoned == 1 and later.fresh_started and not after.fresh_started
+    assert later.abandoned == 1 and after.abandoned == 0
     assert later.read_as("poisoned_handle") == [later.history[1]]
     with pytest.raises(dataclasses.FrozenInstanceError):
         later.started_at = 0.0  # type: ignore[misc]
