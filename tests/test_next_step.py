@@ -380,8 +380,17 @@ def test_a_full_reconnect_rate_gives_up_whatever_the_end() -> None:
 def test_a_stall_ladder_that_gives_up_lists_what_each_stall_saw() -> None:
     steps = play([stall(answered_before=True), stall(), stall(silence=False)])
     error = steps[-1].error  # type: ignore[union-attr]
-    assert isinstance(error, SessionStalledError) and "stalled 3 time(s)" in str(error)
+    assert isinstance(error, SessionStalledError)
+    assert str(error).startswith(
+        "live session stalled 3 times; a resume and a fresh session brought no answer."
+    )
     assert "3 turns answered with nothing" in str(error)
+    # (a ladder whose stalls had no handle to resume names only the fresh session)
+    alone = play([stall(answered_before=True, silence=False), stall()], handle=False)
+    assert isinstance(alone[-1], GiveUp)
+    assert str(alone[-1].error).startswith(
+        "live session stalled twice; a fresh session brought no answer."
+    )
 
 
 def test_a_drop_after_a_go_away_deadline_resumes_and_elsewhere_1008_ends_the_run() -> None:
