@@ -1,4 +1,4 @@
-"""A person's call in ADK's web UI survives a dropped connection, a goAway and a stall.
+"""A person's call in ADK's web UI survives a drop, a goAway and a stall, or says why not.
 
 ``adk web`` runs under our launcher (``adk-live-resume adk web``), pointed at the fake by
 ``environment_variables`` alone. Headless Chromium (Debian's ``chromium``, driven by Playwright
@@ -12,7 +12,9 @@ survive Chromium's capture chain), the browser's one ``/run_live`` socket stayed
 page showed no error. With ``ADK_LIVE_RESUME_STALL_TIMEOUT=3``, the model stops answering
 while the microphone keeps speaking: the stall is recovered the same way; or it never
 answers again: the page shows the run's error, which must say what happened and what to do
-within the 123 bytes ADK passes on. Every request of the page to a host other than
+within the 123 bytes ADK passes on. With the quota spent, every connection is closed with the
+quota's reason: the call ends after one confirming connection, the page naming the quota.
+Every request of the page to a host other than
 127.0.0.1 (web fonts) is aborted, and the ADK process's proxies point at a dead port, so
 nothing leaves the machine.
 
@@ -279,4 +281,39 @@ async def test_a_stall_that_never_ends_shows_the_page_what_happened_and_what_to_
         )
         assert "Check the service status and quota" in reason
         assert [len(c.stalled_turns) > 0 for c in server.connections[first - 1 :]] == [True] * 3
+        call.no_page_errors()
+
+
+async def test_a_spent_quota_ends_the_call_quickly_and_the_page_names_the_quota(
+    tmp_path: Path,
+) -> None:
+    """The service keeps refusing: the quota is spent, so the live connection is closed with
+    1011 and the quota's reason, and so is every connection after it (set up, then closed
+    0.8 s later, as the field measured). The run must not storm the service: one confirming
+    connection, then the page shows the run's error, whose 123 bytes name the quota and what
+    to do."""
+    async with FakeLiveServer() as server, adk_web_call(tmp_path, server) as call:
+        first = server.connections[-1].index
+        for number in range(first + 1, first + 8):
+            server.script(Fault.quota_close(), connection=number)
+        loop = asyncio.get_running_loop()
+        socket = call.call_socket()
+        closed: asyncio.Future[None] = loop.create_future()
+        socket.on("close", lambda _: closed.done() or closed.set_result(None))
+        armed = loop.time()
+        server.script(Fault.quota_close(after_seconds=0), connection=first)
+        await asyncio.wait_for(closed, 60)
+        took = loop.time() - armed
+        print(f"the call ended {took:.1f} s after the quota close")
+        snack = _snack(call.page)
+        await snack.first.wait_for(timeout=10_000)
+        await call.page.screenshot(path=str(tmp_path / "quota-spent.png"))
+        shown = " ".join((await snack.first.inner_text()).split())
+        reason = shown.split("full details: ", 1)[-1].removesuffix(" OK")
+        assert len(reason.encode()) <= 123, reason
+        assert reason.startswith("The Live API quota is spent"), reason
+        assert "check the plan" in reason, reason
+        # one confirming connection after the first close, no more
+        assert len(server.connections) - first == 1, [c.ended_by for c in server.connections]
+        assert took < 10, took
         call.no_page_errors()
