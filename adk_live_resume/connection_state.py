@@ -257,7 +257,9 @@ class ConnectionState:
         return actions + self._dial_ahead()
 
     def handle_changed(self, *, safe: bool) -> list[Action]:
-        """A new handle arrived; a goAway that waits for its safe point may move now."""
+        """A new handle arrived, or what held the safe point let go (an unknown
+        ``interactionStatus`` timed out); a goAway that waits for its safe point may move
+        now."""
         if self._move_on_handle and safe:
             return self.move("goAway at a safe point")
         return []

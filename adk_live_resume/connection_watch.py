@@ -61,6 +61,12 @@ from .wire_classifier import Frame
 
 logger = logging.getLogger("adk_live_resume.loop")
 
+#: ``interactionStatus`` values of an unknown kind already logged (once per process each).
+_UNKNOWN_STATUSES_LOGGED: set[str] = set()
+#: Seconds an unknown status holds the model's turn where ``stall_timeout`` is off: the
+#: policy's default time for one answer.
+_ONE_ANSWER = 15.0
+
 
 @dataclass(frozen=True)
 class FrameWatching:
@@ -140,6 +146,8 @@ class ConnectionWatch:
         #: ``interactionStatus`` from the raw frames, where google-genai drops it.
         self._frame_statuses = FrameStatuses()
         self._sdk_status = genai_compat.parses_interaction_status()
+        #: Ends the hold of an unknown ``interactionStatus`` after one answer's time.
+        self._unknown_timer: asyncio.TimerHandle | None = None
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
@@ -344,14 +352,51 @@ class ConnectionWatch:
             self.model_turn_open = False
         status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
         if content.turn_complete and self.work.turn_complete(status):
-            outbox.turn_complete()
-            if self.output_in_turn:
-                self.run.rules.tool_calls.on_answered()
-                self.hold_late_results()
-            self.output_in_turn = False
+            self._turn_finished()
         elif content.turn_complete:
             # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.work_goes_on()
+        if content.turn_complete:
+            self._hold_unknown_status()
+
+    def _turn_finished(self) -> None:
+        """The model's turn is finished: what it answered is answered."""
+        self.run.rules.outbox.turn_complete()
+        if self.output_in_turn:
+            self.run.rules.tool_calls.on_answered()
+            self.hold_late_results()
+        self.output_in_turn = False
+
+    def _hold_unknown_status(self) -> None:
+        """A ``turnComplete`` was read: an ``interactionStatus`` of a kind not known
+        (:attr:`ModelWork.unknown`) holds a move for one answer's time at most
+        (``stall_timeout``); logged once per process and kind."""
+        if self._unknown_timer is not None:
+            self._unknown_timer.cancel()
+            self._unknown_timer = None
+        unknown = self.work.unknown
+        if unknown is None:
+            return
+        hold = self.run.policy.stall_timeout or _ONE_ANSWER
+        if unknown not in _UNKNOWN_STATUSES_LOGGED:
+            _UNKNOWN_STATUSES_LOGGED.add(unknown)
+            logger.warning(
+                "unknown interactionStatus %r with turnComplete: read as finished; a goAway"
+                " move waits at most %.0f s for it",
+                unknown[:40],
+                hold,
+            )
+        self._unknown_timer = asyncio.get_running_loop().call_later(
+            hold, self._unknown_status_expired
+        )
+
+    def _unknown_status_expired(self) -> None:
+        """One answer's time passed since an unknown status: a goAway that waits for its
+        safe point may move now."""
+        self._unknown_timer = None
+        if not self.work.unknown_expired():
+            return
+        self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
 
     def input_transcription(self, text: str) -> str:
         handled, self._input_shown = self._input_shown, None
@@ -392,10 +437,11 @@ class ConnectionWatch:
         (a handle may cross the user's next turn), no request in ADK's hand, the user is not
         speaking and has no utterance waiting for its answer
         (:meth:`RunRules.at_safe_point`), and the model's last ``interactionStatus`` did not
-        say its work goes on (:attr:`ModelWork.in_progress`). The last holds on its own where
+        say its work goes on nor was of an unknown kind less than one answer's time ago
+        (:attr:`ModelWork.holds_move`). The last holds on its own where
         the server cut an answer (``interrupted``) while the work goes on: the cut counts as
         taking the request in, though the handle issued during the work does not hold it."""
-        return self.run.rules.at_safe_point() and not self.work.in_progress
+        return self.run.rules.at_safe_point() and not self.work.holds_move
 
     def on_resumption_update(
         self, new_handle: str | None, resumable: bool | None, last_consumed_index: int | None
@@ -692,6 +738,8 @@ class ConnectionWatch:
         an error or a cancellation, the transport is aborted at once.
         """
         self.stall_watch.stop()
+        if self._unknown_timer is not None:
+            self._unknown_timer.cancel()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()

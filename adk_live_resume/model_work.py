@@ -12,15 +12,19 @@ the model's turn is finished; the rules that wait for it (the safe point of a mo
 unanswered-turn rule, what a handle covers, whether an utterance was answered) count a
 ``turnComplete`` only when it does.
 
-Statuses: ``IDLE`` (and ``INTERACTION_STATUS_UNSPECIFIED``) finish the turn;
-``IN_PROGRESS`` and ``REQUIRES_ACTION`` (the model waits for the client, a tool response)
-do not. google-genai 2.34 reads them the same way: its ``AsyncSession.receive`` ends an
-interaction at a message whose status is ``IDLE`` and goes on past a ``turnComplete`` with
-any other status but ``INTERACTION_STATUS_UNSPECIFIED`` (``live._is_interaction_complete``).
-A ``turnComplete`` without a status finishes the turn: a model that never sends one behaves
-as before, and a server that stops sending it cannot leave a turn open for ever.
-A status of a kind not listed here does not finish the turn either (the safe side: a move
-then waits for its deadline rather than cut the work).
+Statuses: ``IDLE``, ``INTERACTION_STATUS_UNSPECIFIED`` and ``REQUIRES_ACTION`` finish the
+turn; ``IN_PROGRESS`` does not. ``REQUIRES_ACTION`` is documented by the API reference and
+google-genai 3.6.1 as "Deprecated: Use IDLE instead. The server has completed all processing
+and background reasoning" (``gemini-live-protocol.md``, "Field facts of 2026-11-29"; an
+integration that read it as "still working" hung until its watchdog fired). google-genai's own
+``receive`` still ends an interaction at ``IDLE`` only: the SDK disagrees with its docs, and
+this module follows the docs. A ``turnComplete`` without a status finishes the turn: a model
+that never sends one behaves as before, and a server that stops sending it cannot leave a turn
+open for ever. A status of a kind not listed here finishes the turn too (what the model said
+is answered, and a handle issued with it holds the request), but the work may go on: it holds
+a move (:attr:`ModelWork.holds_move`) for one answer's time at most, until
+:meth:`ModelWork.unknown_expired` (the watch calls it after ``stall_timeout``, the time a
+turn may wait for an answer), never until the move's deadline.
 
 Three readings, for three kinds of reader:
 
@@ -30,7 +34,9 @@ Three readings, for three kinds of reader:
   working": its output streams (text, audio, a transcription; not a tool call, after which
   it waits for the client), or its last status is ``IN_PROGRESS``. What a stall detector
   reads; a turn the model has not begun to answer is :mod:`adk_live_resume.answers`' to tell;
-* :attr:`ModelWork.waiting_for_client`: the last status is ``REQUIRES_ACTION``.
+* :attr:`ModelWork.holds_move`: the turn is not finished, or an unknown status
+  (:attr:`ModelWork.unknown`, its name) arrived less than one answer's time ago: the safe
+  point of a move waits.
 
 google-genai 2.x parses the status (``LiveServerContent.interaction_status``); 1.x drops the
 field while parsing, so it is read from the raw frame as it arrives
@@ -40,8 +46,11 @@ message it came in is read: one websocket message is one server message, read in
 Guarantees:
 
 * :meth:`ModelWork.turn_complete` returns True exactly when the ``turnComplete`` carried no
-  status or a finishing one; :attr:`ModelWork.in_progress` is then false, and stays so
-  until a ``turnComplete`` with another status.
+  status or one other than ``IN_PROGRESS``; :attr:`ModelWork.in_progress` is then false,
+  and stays so until a ``turnComplete`` with another status.
+* An unknown status finishes the turn and holds :attr:`ModelWork.holds_move` only until
+  :meth:`ModelWork.unknown_expired` or the next ``turnComplete``; ``IN_PROGRESS`` holds it
+  until a finishing status.
 * :attr:`ModelWork.working` is true from model output until the next finishing
   ``turnComplete``, an ``interrupted`` or a tool call, and while the last status is
   ``IN_PROGRESS``; never otherwise.
@@ -59,10 +68,12 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-__all__ = ["FINISHED_STATUSES", "FrameStatuses", "ModelWork", "status_name"]
+__all__ = ["FINISHED_STATUSES", "GOING_ON_STATUSES", "FrameStatuses", "ModelWork", "status_name"]
 
 #: ``interactionStatus`` values that finish the model's turn.
-FINISHED_STATUSES = frozenset({"IDLE", "INTERACTION_STATUS_UNSPECIFIED"})
+FINISHED_STATUSES = frozenset({"IDLE", "INTERACTION_STATUS_UNSPECIFIED", "REQUIRES_ACTION"})
+#: ``interactionStatus`` values that say the model's work goes on.
+GOING_ON_STATUSES = frozenset({"IN_PROGRESS"})
 
 
 def status_name(status: object) -> str | None:
@@ -79,16 +90,23 @@ def status_name(status: object) -> str | None:
 class ModelWork:
     """Whether the model works on the request of one connection (see the module)."""
 
-    #: The last ``interactionStatus`` read with a ``turnComplete`` (``None``: none, or one
-    #: that finished the turn).
+    #: The last ``interactionStatus`` read with a ``turnComplete`` that left the turn open
+    #: (``IN_PROGRESS``; ``None``: none, or one that finished the turn).
     status: str | None = None
+    #: An unknown status that finished the turn and holds a move for now (``None``: none).
+    unknown: str | None = None
     #: Model output seen and no finishing ``turnComplete``, ``interrupted`` or tool call since.
     _output: bool = False
 
     @property
     def in_progress(self) -> bool:
-        """The model's turn is not finished: the last status did not finish it."""
+        """The model's turn is not finished: the last status said its work goes on."""
         return self.status is not None
+
+    @property
+    def holds_move(self) -> bool:
+        """A move waits: the turn is not finished, or an unknown status holds it."""
+        return self.status is not None or self.unknown is not None
 
     @property
     def working(self) -> bool:
@@ -96,10 +114,11 @@ class ModelWork:
         (``IN_PROGRESS``)."""
         return self._output or self.status == "IN_PROGRESS"
 
-    @property
-    def waiting_for_client(self) -> bool:
-        """The model said it waits for the client (``REQUIRES_ACTION``)."""
-        return self.status == "REQUIRES_ACTION"
+    def unknown_expired(self) -> bool:
+        """One answer's time passed since an unknown status arrived: it no longer holds a
+        move. Return whether it held one until now."""
+        held, self.unknown = self.unknown is not None, None
+        return held
 
     def output(self) -> None:
         """Model output arrived (text, audio, a thought, a transcription piece)."""
@@ -113,7 +132,9 @@ class ModelWork:
         """A ``turnComplete`` arrived with ``status`` (its ``interactionStatus``, as sent or
         parsed; ``None``: none came); return whether the model's turn is finished."""
         name = status_name(status)
-        self.status = None if name is None or name in FINISHED_STATUSES else name
+        known = name is None or name in FINISHED_STATUSES or name in GOING_ON_STATUSES
+        self.unknown = None if known else name
+        self.status = name if name in GOING_ON_STATUSES else None
         if self.status is None:
             self._output = False
         return self.status is None

@@ -286,3 +286,25 @@ async def test_plain_gemini_3_8_reports_idle_with_every_turn_end(
     sent = server.connections[0].server_messages
     ends = [m["serverContent"] for m in sent if "turnComplete" in str(m)]
     assert [e.get("interactionStatus") for e in ends] == ["IDLE"]
+
+
+async def test_a_model_may_end_its_tasks_with_requires_action_the_documented_idle(
+    fake_live_server_factory: Any,
+) -> None:
+    server = await fake_live_server_factory(done_status="REQUIRES_ACTION")
+    async with live_session(server, "gemini-3.8-live") as live:
+        await live.send_realtime_input(text="hi")
+        # (google-genai 2.x's receive() goes on past a turnComplete whose status is not IDLE)
+        seen = await until(live, lambda m: m.server_content and m.server_content.turn_complete)
+    assert text_of(seen) == "echo: hi"
+    sent = server.connections[0].server_messages
+    ends = [m["serverContent"] for m in sent if "turnComplete" in str(m)]
+    assert [e.get("interactionStatus") for e in ends] == ["REQUIRES_ACTION"]
+    assert server.connections[0].answers == ["echo: hi"]
+
+
+def test_the_done_status_must_be_a_status_name() -> None:
+    from adk_live_resume.testing import FakeLiveServer
+
+    with pytest.raises(ValueError, match="done_status must be an interactionStatus name"):
+        FakeLiveServer(done_status="idle now!")

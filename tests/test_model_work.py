@@ -37,9 +37,10 @@ def test_without_a_status_a_turn_complete_finishes_the_turn_as_before() -> None:
 
 
 def test_statuses_by_kind() -> None:
-    for finishing in ("IDLE", "INTERACTION_STATUS_UNSPECIFIED", "idle", _Status.IDLE, ""):
+    finishing_statuses = ("IDLE", "INTERACTION_STATUS_UNSPECIFIED", "idle", _Status.IDLE, "")
+    for finishing in (*finishing_statuses, "REQUIRES_ACTION", "requires_action"):
         assert ModelWork().turn_complete(finishing), finishing
-    for going_on in ("IN_PROGRESS", "REQUIRES_ACTION", _Status.IN_PROGRESS, "SOME_NEW_STATUS"):
+    for going_on in ("IN_PROGRESS", _Status.IN_PROGRESS):
         assert not ModelWork().turn_complete(going_on), going_on
     assert status_name(_Status.IN_PROGRESS) == "IN_PROGRESS" and status_name(None) is None
 
@@ -54,15 +55,29 @@ def test_an_interruption_ends_the_output_not_the_status() -> None:
     assert work.working and work.in_progress
 
 
-def test_a_model_waiting_for_the_client_is_not_working_and_its_turn_is_not_finished() -> None:
+def test_requires_action_finishes_the_turn_as_idle_does() -> None:
+    # "Deprecated: Use IDLE instead. The server has completed all processing and background
+    # reasoning" (the API reference; google-genai 3.6.1)
     work = ModelWork()
     work.output()
-    work.tool_call()
-    assert not work.working, "after a tool call the model waits for its response"
-    assert not work.turn_complete("REQUIRES_ACTION")
-    assert work.in_progress and work.waiting_for_client and not work.working
-    assert not work.turn_complete("SOME_NEW_STATUS")
-    assert work.in_progress and not work.working and not work.waiting_for_client
+    assert work.turn_complete("REQUIRES_ACTION")
+    assert not work.in_progress and not work.working and work.unknown is None
+
+
+def test_an_unknown_status_finishes_the_turn_and_holds_a_move_for_one_answers_time() -> None:
+    work = ModelWork()
+    work.output()
+    assert work.turn_complete("SOME_NEW_STATUS"), "what was said is answered"
+    assert not work.in_progress and not work.working and work.unknown == "SOME_NEW_STATUS"
+    assert work.holds_move
+    assert work.unknown_expired()
+    assert not work.holds_move and work.unknown is None
+    assert not work.unknown_expired(), "held only once"
+    work.turn_complete("SOME_NEW_STATUS")
+    work.turn_complete("IDLE")
+    assert not work.holds_move, "the next turnComplete says what holds"
+    work.turn_complete("IN_PROGRESS")
+    assert not work.unknown_expired() and work.holds_move, "IN_PROGRESS is no unknown status"
 
 
 _EVENTS = st.lists(
@@ -82,7 +97,7 @@ def test_the_readings_follow_the_last_status_and_the_output_since_the_turn_ended
     events: list[tuple[str, str | None]],
 ) -> None:
     work = ModelWork()
-    output, last = False, None
+    output, last, unknown = False, None, None
     for kind, status in events:
         if kind == "output":
             work.output()
@@ -92,12 +107,14 @@ def test_the_readings_follow_the_last_status_and_the_output_since_the_turn_ended
             output = False
         else:
             finished = work.turn_complete(status)
-            last = None if status in (None, "IDLE") else status
+            last = "IN_PROGRESS" if status == "IN_PROGRESS" else None
+            unknown = status if status == "X" else None
             assert finished == (last is None)
             output = output and last is not None
         assert work.in_progress == (last is not None)
         assert work.working == (output or last == "IN_PROGRESS")
-        assert work.waiting_for_client == (last == "REQUIRES_ACTION")
+        assert work.unknown == unknown
+        assert work.holds_move == (last is not None or unknown is not None)
 
 
 def test_frame_statuses_come_back_with_the_message_they_came_in() -> None:

@@ -51,9 +51,12 @@ The families, from recordings of real sessions and field reports
   (started, or its result not told yet), the task is not done: every ``turnComplete`` says
   ``IN_PROGRESS`` (the guide: ``IN_PROGRESS`` during background work, ``IDLE`` when the task
   is done; calls are async only, so a call's work is background work), and ``IDLE`` comes
-  with the telling of the last result. ``REQUIRES_ACTION`` (the model waits for the client)
-  has no source beyond google-genai's ``InteractionStatus`` enum: the server's
-  ``requires_action`` switch sends it instead of ``IN_PROGRESS`` while a call is open.
+  with the telling of the last result. ``REQUIRES_ACTION`` is documented as a deprecated
+  ``IDLE`` ("The server has completed all processing and background reasoning": the API
+  reference, google-genai 3.6.1; notes, "Field facts of 2026-11-29"): the server's
+  ``done_status`` sends it where ``IDLE`` would go, and the ``requires_action`` switch keeps
+  the older reading, no source's, that sends it instead of ``IN_PROGRESS`` while a call is
+  open.
 """
 
 from __future__ import annotations

@@ -22,8 +22,11 @@
   call ids, an empty ``serverContent {}`` before and after a ``toolCall`` on the Gemini 3.x
   Live families, ``usageMetadata`` with ``turnComplete`` unless switched off;
 * a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
-  ends an answer (an extended-thinking model: ``IN_PROGRESS`` while a call it issued is
-  open, or ``REQUIRES_ACTION`` behind the server's ``requires_action`` switch); an
+  ends an answer (or the server's ``done_status``: ``REQUIRES_ACTION``, "Deprecated: Use
+  IDLE instead. The server has completed all processing and background reasoning", the API
+  reference and google-genai 3.6.1, notes "Field facts of 2026-11-29"; an extended-thinking
+  model: ``IN_PROGRESS`` while a call it issued is open, or ``REQUIRES_ACTION`` behind the
+  server's ``requires_action`` switch, a reading no source supports); an
   extended-thinking model answering a user turn first says
   :data:`WORKING` plus the turn's text, ends that utterance with ``generationComplete`` and a
   ``turnComplete`` carrying ``interactionStatus: IN_PROGRESS`` and the handle that restores
@@ -373,13 +376,15 @@ class Generation:
             self._finishing = False
 
     def _status_after_answer(self) -> str:
-        """The ``interactionStatus`` of an answer's ``turnComplete``: ``IDLE``, unless a
-        call the model issued is still open in a family whose task goes on meanwhile
-        (``IN_PROGRESS``, or ``REQUIRES_ACTION`` behind the server's switch; sources:
+        """The ``interactionStatus`` of an answer's ``turnComplete``: the server's
+        ``done_status`` (``IDLE``; ``REQUIRES_ACTION``, its documented deprecated alias, as
+        some models send it), unless a call the model issued is still open in a family whose
+        task goes on meanwhile (``IN_PROGRESS``, or ``REQUIRES_ACTION`` behind the server's
+        ``requires_action`` switch, the reading the API reference contradicts; sources:
         :mod:`~adk_live_resume.testing.families`)."""
         if self._choices.family.works_while_calls_open and self._session.calls_open():
             return "REQUIRES_ACTION" if self._settings.requires_action else "IN_PROGRESS"
-        return "IDLE"
+        return self._settings.done_status
 
     def _turn_complete(self, status: str) -> JsonDict:
         """``turnComplete``, with ``interactionStatus`` where the family reports it."""

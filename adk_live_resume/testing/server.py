@@ -117,8 +117,14 @@ class FakeLiveServer:
         work_delay: real seconds an extended-thinking model works in the background between
             its first utterance and its answer (``interactionStatus`` ``IN_PROGRESS``).
         requires_action: while a call it issued is open, an extended-thinking model says
-            ``REQUIRES_ACTION`` rather than ``IN_PROGRESS`` (default off: no source says when
-            the service sends it).
+            ``REQUIRES_ACTION`` rather than ``IN_PROGRESS``: the older reading "the model waits
+            for the client", which the API reference contradicts (default off).
+        done_status: the ``interactionStatus`` of the ``turnComplete`` that ends a task, on
+            the families that report it: ``"IDLE"`` (default) or ``"REQUIRES_ACTION"``,
+            which the API reference and google-genai 3.6.1 document as "Deprecated: Use IDLE
+            instead. The server has completed all processing and background reasoning" (a
+            model that ends its answers with it; notes, "Field facts of 2026-11-29"). Any
+            other name models a status a client does not know yet.
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
@@ -177,6 +183,7 @@ class FakeLiveServer:
         requires_action: bool = False,
         idle_close_after: float | None = IDLE_CLOSE_AFTER,
         refused_models: Collection[str] = (),
+        done_status: str = "IDLE",
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -204,6 +211,7 @@ class FakeLiveServer:
             requires_action=requires_action,
             idle_close_after=idle_close_after,
             refused_models=frozenset(refused_models),
+            done_status=done_status,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

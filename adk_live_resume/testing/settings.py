@@ -57,8 +57,12 @@ class ServerSettings:
     ``work_delay`` is real seconds of background work an extended-thinking model does between
     its first utterance and its answer. ``requires_action``: while a call the model issued is
     open, an extended-thinking model's ``turnComplete`` says ``REQUIRES_ACTION`` instead of
-    ``IN_PROGRESS`` (off by default: no source beyond google-genai's ``InteractionStatus``
-    enum says when the service sends it).
+    ``IN_PROGRESS`` (off by default: the API reference documents ``REQUIRES_ACTION`` as a
+    deprecated ``IDLE``, "the server has completed all processing and background reasoning";
+    the switch keeps the older reading, "the model waits for the client", which no source
+    supports). ``done_status``: the ``interactionStatus`` a family that reports it sends
+    when the task is done: ``IDLE`` (default), or ``REQUIRES_ACTION`` (that documented alias,
+    as a model that ends its answers with it; notes, "Field facts of 2026-11-29").
     """
 
     time_scale: float = 1.0
@@ -86,6 +90,7 @@ class ServerSettings:
     idle_close_after: float | None = IDLE_CLOSE_AFTER
     #: Model names whose every setup is closed with 1011 "Internal error encountered.".
     refused_models: frozenset[str] = frozenset()
+    done_status: str = "IDLE"
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
@@ -96,6 +101,11 @@ class ServerSettings:
             raise ValueError("go_away_lead, handle_ttl and chunk_delay must be >= 0")
         if self.work_delay < 0:
             raise ValueError("work_delay must be >= 0")
+        if not self.done_status or not self.done_status.replace("_", "").isalpha():
+            raise ValueError(
+                "done_status must be an interactionStatus name such as 'IDLE' or"
+                f" 'REQUIRES_ACTION', not {self.done_status!r}"
+            )
         if self.pong_delay is not None and self.pong_delay < 0:
             raise ValueError("pong_delay must be >= 0 (or None to answer pings at once)")
         if self.session_limit is not None and self.session_limit <= 0:
