@@ -9,8 +9,9 @@
 The report names the versions (Python, google-genai, google-adk, adk-live-resume), the
 targets (the fake in both dialects; the real service, or why it was skipped), a count per
 outcome and target, every case (file and test, its other parameters kept) with its outcome on
-each target, and every failure with its message. Guarantee: resumption handles and
-API keys in failure messages are cut to short prefixes
+each target and the model it ran against there (the case's junit property ``model``, which
+``tests/service/conftest.py`` records), and every failure with its message and model.
+Guarantee: resumption handles and API keys in failure messages are cut to short prefixes
 (:func:`adk_live_resume.log_redaction.redact_credentials`, plus bare UUIDs, the shape the
 service's handles have), so the report can be posted as it is.
 """
@@ -44,6 +45,8 @@ class Case:
     message: str = ""
     #: The test's file without ``.py`` (``test_field_shapes``; "" when the XML names none).
     module: str = ""
+    #: The model(s) the case ran against (its ``model`` property; "" when it asked none).
+    model: str = ""
 
     @property
     def case(self) -> str:
@@ -71,7 +74,11 @@ def read_cases(xml_text: str) -> list[Case]:
                 message = (found.get("message") or "") + "\n" + (found.text or "")
                 break
         module = element.get("classname", "").rpartition(".")[2]
-        cases.append(Case(name, target_of(name), outcome, message.strip(), module))
+        model = next(
+            (p.get("value", "") for p in element.iter("property") if p.get("name") == "model"),
+            "",
+        )
+        cases.append(Case(name, target_of(name), outcome, message.strip(), module, model))
     return cases
 
 
@@ -123,16 +130,19 @@ def render(cases: list[Case], *, versions: dict[str, str], when: str) -> str:
         lines.append("None.")
     for case in failed:
         message = "\n".join(redact(case.message).splitlines()[:MESSAGE_LINES])
-        lines += [f"### `{case.name}` ({case.outcome})", "", "```", message, "```", ""]
+        model = f", model {case.model}" if case.model else ""
+        lines += [f"### `{case.name}` ({case.outcome}{model})", "", "```", message, "```", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _case_table(cases: list[Case], targets: list[str]) -> list[str]:
-    """One row per case, in the suite's order, with its outcome on each target ("" where it
-    did not run there; "no target": the cases that ask no service, as the model names')."""
+    """One row per case, in the suite's order, with its outcome on each target and the model
+    it ran against there, in brackets ("" where it did not run there; "no target": the cases
+    that ask no service, as the model names')."""
     outcomes: dict[str, dict[str, str]] = {}
     for case in cases:
-        outcomes.setdefault(case.case, {})[case.target] = case.outcome
+        cell = f"{case.outcome} ({case.model})" if case.model else case.outcome
+        outcomes.setdefault(case.case, {})[case.target] = cell
     header = " | ".join("no target" if target == "-" else target for target in targets)
     lines = [f"| case | {header} |", "|---" * (len(targets) + 1) + "|"]
     for name, where in outcomes.items():

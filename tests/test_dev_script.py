@@ -153,7 +153,8 @@ def _report_module() -> ModuleType:
 
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
-<testcase classname="tests.service.t" name="test_handles_are_uuids[fake]"/>
+<testcase classname="tests.service.t" name="test_handles_are_uuids[fake]"><properties>
+<property name="model" value="gemini-live-fake"/></properties></testcase>
 <testcase classname="tests.service.t" name="test_x[fake-vertex-TEXT-True]">
 <failure message="AssertionError: newHandle='0123456789abcdef0123' was not a UUID">
 the handle 3f2b8c1e-1d2c-4b5a-9e8f-0123456789ab, x-goog-api-key: AIzaSyREALKEY9</failure></testcase>
@@ -183,6 +184,7 @@ def test_the_conformance_report_counts_per_target_and_redacts_failures() -> None
 def test_the_conformance_report_lists_every_case_with_its_outcome_per_target() -> None:
     report = _report_module()
     cases = report.read_cases(JUNIT)
+    assert [c.model for c in cases] == ["gemini-live-fake", "", "", ""]
     assert [c.case for c in cases] == [
         "t::test_handles_are_uuids",
         "t::test_x[TEXT-True]",
@@ -194,7 +196,7 @@ def test_the_conformance_report_lists_every_case_with_its_outcome_per_target() -
     assert table == [
         "| case | no target | fake | fake-vertex | real |",
         "|---|---|---|---|---|",
-        "| `t::test_handles_are_uuids` |  | passed |  | skipped |",
+        "| `t::test_handles_are_uuids` |  | passed (gemini-live-fake) |  | skipped |",
         "| `t::test_x[TEXT-True]` |  |  | failed |  |",
         "| `m::test_names_agree[TEXT]` | passed |  |  |  |",
     ]

@@ -14,8 +14,8 @@ GEMINI_3_8, GEMINI_3_8_EXTENDED_THINKING). Tests that wait for the service's own
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -28,13 +28,17 @@ SLOW_ENV = "ADK_LIVE_RESUME_CONFORMANCE_SLOW"
 #: that family is served on that backend (the test is skipped there). From
 #: ``gemini-live-protocol.md``, newest section first: ``gemini-3.8-live`` and
 #: ``gemini-3.8-live-extended-thinking`` are GA on both since 2026-09-15;
-#: ``gemini-3.1-flash-live-preview`` is served on the Gemini API only and labelled legacy; the
-#: 2.5 names (the only Live models of the TEXT and NATIVE_AUDIO families) come from
-#: recordings and older docs, and whether each is still served is not confirmed (two Live
-#: previews were reported shut down on 2026-11-17, ids unconfirmed): override with
-#: ``ADK_LIVE_RESUME_CONFORMANCE_<FAMILY>_MODEL`` when the service refuses one.
+#: ``gemini-3.1-flash-live-preview`` is served on the Gemini API only and labelled legacy;
+#: the Gemini API serves no model of the TEXT family any more (``gemini-live-2.5-flash-preview``
+#: was shut down on 2025-12-09, the Gemini API changelog); the other 2.5 names come from
+#: recordings and older docs, and whether each is still served is not confirmed: override
+#: with ``ADK_LIVE_RESUME_CONFORMANCE_<FAMILY>_MODEL`` when the service refuses one. Each
+#: case records the model it ran against (the junit property ``model``, which the
+#: ``--report`` shows per row).
 REAL_MODELS: dict[str, tuple[str | None, str | None]] = {
-    "TEXT": ("gemini-live-2.5-flash-preview", "gemini-live-2.5-flash"),
+    # (gemini-live-2.5-flash-preview, the Gemini API's only Live model of this family, was
+    # shut down on 2025-12-09: Gemini API changelog, notes "Field facts of 2026-11-29")
+    "TEXT": (None, "gemini-live-2.5-flash"),
     "NATIVE_AUDIO": (
         "gemini-2.5-flash-native-audio-preview-09-2025",
         "gemini-live-2.5-flash-native-audio",
@@ -45,6 +49,11 @@ REAL_MODELS: dict[str, tuple[str | None, str | None]] = {
         "gemini-3.8-live-extended-thinking",
         "gemini-3.8-live-extended-thinking",
     ),
+}
+#: Why a family has no default on a backend, where a reason is known (else: not served).
+NOT_SERVED = {
+    ("TEXT", False): "gemini-live-2.5-flash-preview, the Gemini API's last Gemini 2.x Live"
+    " model, was shut down on 2025-12-09 (Gemini API changelog)",
 }
 #: The same families on the fake: it recognises them by name.
 FAKE_MODELS = {
@@ -63,6 +72,10 @@ class Target:
     name: str
     vertex: bool
     server: FakeLiveServer | None = None
+    #: Records a property of the case in the junit XML (pytest's ``record_property``).
+    record: Callable[[str, object], None] = lambda name, value: None
+    #: The models this case asked for, in order (recorded as its ``model`` property).
+    models: list[str] = field(default_factory=list)
 
     @property
     def is_fake(self) -> bool:
@@ -76,14 +89,27 @@ class Target:
         return genai.Client()  # the user's own environment: key or Vertex credentials
 
     def model(self, family: str = "TEXT") -> str:
+        """The model of ``family`` on this target (skips the case where none is served);
+        recorded for the report."""
         if self.server is not None:
-            return FAKE_MODELS[family]
+            return self._used(FAKE_MODELS[family])
         chosen = os.environ.get(f"ADK_LIVE_RESUME_CONFORMANCE_{family}_MODEL")
         served = chosen or REAL_MODELS[family][1 if self.vertex else 0]
         if served is None:
             backend = "Vertex AI" if self.vertex else "the Gemini API"
-            pytest.skip(f"no {family} model is served on {backend}")
-        return served
+            why = NOT_SERVED.get((family, self.vertex), "")
+            pytest.skip(
+                f"no {family} model is served on {backend}"
+                + (f": {why}" if why else "")
+                + f"; set ADK_LIVE_RESUME_CONFORMANCE_{family}_MODEL to name one"
+            )
+        return self._used(served)
+
+    def _used(self, model: str) -> str:
+        if model not in self.models:
+            self.models.append(model)
+            self.record("model", ", ".join(self.models))
+        return model
 
     def needs_the_clock(self) -> None:
         """Skip on the real service unless slow tests were asked for."""
@@ -125,12 +151,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-async def target(request: pytest.FixtureRequest) -> AsyncIterator[Target]:
+async def target(
+    request: pytest.FixtureRequest, record_property: Callable[[str, object], None]
+) -> AsyncIterator[Target]:
     name: str = request.param
     if name.startswith("real"):
-        yield Target(name, vertex=name == "real-vertex")
+        yield Target(name, vertex=name == "real-vertex", record=record_property)
         return
     # 600 s connections last 6 s; goAway 0.6 s before; the 15-minute audio session in 9 s.
     server = FakeLiveServer(time_scale=0.01, chunk_delay=0.01, refuse_resume_while_open=True)
     async with server:
-        yield Target(name, vertex=name == "fake-vertex", server=server)
+        yield Target(name, vertex=name == "fake-vertex", server=server, record=record_property)

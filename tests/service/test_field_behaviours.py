@@ -53,6 +53,12 @@ def _declared(name: str, behavior: types.Behavior | None) -> types.Tool:
     return types.Tool(function_declarations=[declaration])
 
 
+#: The statuses that end a task: ``IDLE`` and ``REQUIRES_ACTION``, documented as "Deprecated:
+#: Use IDLE instead. The server has completed all processing and background reasoning" (the
+#: API reference, google-genai 3.6.1; notes, "Field facts of 2026-11-29").
+DONE = frozenset({"IDLE", "REQUIRES_ACTION"})
+
+
 def status(frame: JsonDict) -> str | None:
     """The frame's ``serverContent.interactionStatus``, if it carries one."""
     value = (frame.get("serverContent") or {}).get("interactionStatus")
@@ -150,12 +156,12 @@ async def test_extended_thinking_status_goes_in_progress_then_idle(target: Targe
     family = "GEMINI_3_8_EXTENDED_THINKING"
     async with _session(target, _config(target), family) as (session, tap):
         await _say(session, "Work it out step by step: what is 17 times 23?", family)
-        await tap.wait(lambda t: t.index(lambda f: status(f) == "IDLE") is not None, ANSWER, "IDLE")
-        idle = tap.index(lambda f: status(f) == "IDLE") or 0
+        await tap.wait(lambda t: t.index(lambda f: status(f) in DONE) is not None, ANSWER, "IDLE")
+        idle = tap.index(lambda f: status(f) in DONE) or 0
         await asyncio.sleep(QUIET)  # nothing goes back to IN_PROGRESS after IDLE
     statuses = [s for f in tap.frames if (s := status(f)) is not None]
-    assert statuses[-1] == "IDLE" and set(statuses[:-1]) <= {"IN_PROGRESS"}, statuses
-    assert statuses.count("IDLE") == 1, statuses
+    assert statuses[-1] in DONE and set(statuses[:-1]) <= {"IN_PROGRESS"}, statuses
+    assert sum(s in DONE for s in statuses) == 1, statuses
     assert turn_complete(tap.frames[idle]), tap.frames[idle]
     early = [f for f in tap.frames[:idle] if turn_complete(f)]
     assert all(status(f) == "IN_PROGRESS" for f in early), early
@@ -189,7 +195,7 @@ async def test_extended_thinking_calls_are_async_even_when_declared_blocking(
         start = len(tap.frames)
         await _respond_when_idle(session, _calls(tap.frames[called]))
         await tap.wait(
-            lambda t: t.index(lambda f: status(f) == "IDLE", start) is not None,
+            lambda t: t.index(lambda f: status(f) in DONE, start) is not None,
             ANSWER,
             "IDLE after the response",
         )

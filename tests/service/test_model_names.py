@@ -42,6 +42,17 @@ def test_the_real_and_the_fake_name_of_a_family_agree(family: str) -> None:
             assert family_for(name) is FAMILIES[family], name
 
 
+#: Live models the service shut down (the Gemini API changelog, 2025-12-09; notes "Field facts
+#: of 2026-11-29"): no default may name one.
+SHUT_DOWN = {"gemini-2.0-flash-live-001", "gemini-live-2.5-flash-preview"}
+
+
+def test_no_default_names_a_model_that_was_shut_down() -> None:
+    defaults = {name for names in REAL_MODELS.values() for name in names if name}
+    assert not defaults & SHUT_DOWN
+    assert REAL_MODELS["TEXT"][0] is None, "the Gemini API serves no Gemini 2.x Live model"
+
+
 def test_the_gemini_3_8_names_are_served_on_both_backends() -> None:
     for family in ("GEMINI_3_8", "GEMINI_3_8_EXTENDED_THINKING"):
         assert None not in REAL_MODELS[family]
