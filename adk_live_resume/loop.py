@@ -49,6 +49,7 @@ from . import (
     next_run,
     observe,
     retry_hooks,
+    setup_refusals,
     startup_log,
     withheld,
 )
@@ -69,7 +70,7 @@ from .connection_state import (
 from .connection_watch import ConnectionWatch, FrameWatching
 from .connector import Connector, abort_transport
 from .deferred_results import DeferredResults
-from .errors import Drop, classify
+from .errors import Drop, SessionNotResumableError, classify
 from .handle_store import HandleKeeper
 from .handles import ResumptionState, redact
 from .late_results import LateResultsWay
@@ -648,7 +649,10 @@ class LiveRun:
         )
         if isinstance(step, GiveUp):
             lost = outcome.error if outcome.end is End.DROPPED else None
-            raise step.error from (step.hook_error or lost)
+            error = step.error
+            if isinstance(error, SessionNotResumableError):  # (a 1007 at setup: name why)
+                error = setup_refusals.explained(error, self.request, at_connect=end.at_connect)
+            raise error from (step.hook_error or lost)
         if isinstance(step, FreshStart) and (step.abandons or not end.at_connect):
             self._need_fresh_start()  # (a fresh setup that failed is only tried again)
         if step.wait:

@@ -3,11 +3,13 @@
 Per connection, in order:
 
 1. the lifetime timers start (:mod:`~adk_live_resume.testing.connection_clocks`);
-2. the first message must be ``{"setup": {...}}``; a resumption handle in it is checked (an
-   unknown or expired one, or a ``Fault.refuse_resume``, closes with ``refuse_close_code``; a
-   session that has ended, 1007); with ``refuse_resume_while_open``, a resume of a session
-   whose earlier socket is still open is closed with 1011, as the service does (off by
-   default: a client that drops TCP and resumes at once races the server's notice);
+2. the first message must be ``{"setup": {...}}``, keeping its model family's setup rules
+   (:mod:`~adk_live_resume.testing.setup_rules`, else 1007); a resumption handle in it is
+   checked (an unknown or expired one, or a ``Fault.refuse_resume``, closes with
+   ``refuse_close_code``; a session that has ended, 1007); with
+   ``refuse_resume_while_open``, a resume of a session whose earlier socket is still open is
+   closed with 1011, as the service does (off by default: a client that drops TCP and
+   resumes at once races the server's notice);
 3. a model the server refuses (``refused_models``) is closed with 1011 "Internal error
    encountered."; setup delays, flapping, a resume of a poisoned session (closed right after
    its ``setupComplete``, or at its first client message), then ``{"setupComplete": {}}``;
@@ -63,6 +65,7 @@ from .records import ConnectionRecord, EndedBy, ResentMessage, short_handle
 from .session_state import SessionState
 from .settings import INTERNAL_ERROR_REASON, INVALID_ARGUMENT_REASON, ServerSettings, SharedState
 from .setup_choices import SetupChoices, read_setup
+from .setup_rules import broken_rule
 from .turn_taking import TurnTaking
 
 __all__ = ["LiveConnection", "SessionParts"]
@@ -276,6 +279,11 @@ class LiveConnection:
         choices = read_setup(
             setup, refuse_3_1_content=self._settings.wire_shapes.refuse_3_1_mid_session_content
         )
+        broken = broken_rule(setup, choices.family) if self._settings.setup_rules else None
+        if broken is not None:
+            self.record.refused_setup(broken)
+            self.terminate("refused", code=1007, reason=INVALID_ARGUMENT_REASON)
+            return
         if choices.resumption:
             self.record.resumption_asked(choices.resume_handle, transparent=choices.transparent)
         if model_name(setup) in self._settings.refused_models:

@@ -34,7 +34,9 @@ The families, from recordings of real sessions and field reports
   :data:`IDENTICAL_CALLS_MAX` calls in the turn (the model "may issue 2-5 identical calls in
   one turn when tools return empty results": Vertex AI migration guide 2.5 -> 3.8, same
   section): separate calls, each answered; a blocking call in progress is cancelled
-  (``toolCallCancellation``) when new input arrives, as on every family here.
+  (``toolCallCancellation``) when new input arrives, as on every family here. A setup with
+  ``thinkingConfig`` is closed with 1007 (:mod:`~adk_live_resume.testing.setup_rules`, its
+  sources there).
 * **Gemini 3.8 Live with extended thinking** (a 3.8-or-later name containing
   ``extended-thinking``, e.g. ``gemini-3.8-live-extended-thinking``, GA 2026-09-15): as 3.8,
   and (the Live API thinking guide, same section) the model may speak several times per
@@ -56,7 +58,8 @@ The families, from recordings of real sessions and field reports
   reference, google-genai 3.6.1; notes, "Field facts of 2026-11-29"): the server's
   ``done_status`` sends it where ``IDLE`` would go, and the ``requires_action`` switch keeps
   the older reading, no source's, that sends it instead of ``IN_PROGRESS`` while a call is
-  open.
+  open. Its setup rules (a ``thinkingLevel`` of low, medium or high; OpenAPI ``parameters``
+  for functions) are :mod:`~adk_live_resume.testing.setup_rules`'.
 """
 
 from __future__ import annotations
@@ -116,6 +119,14 @@ class Family:
     #: A blocking call whose result is empty is issued again, identically, under a new id
     #: (up to :data:`IDENTICAL_CALLS_MAX` such calls in one turn).
     repeats_empty_calls: bool = False
+    #: A setup with ``generationConfig.thinkingConfig`` is closed with 1007.
+    refuses_thinking_config: bool = False
+    #: The ``thinkingConfig.thinkingLevel`` values a setup may ask for (None: any); another
+    #: level, or a ``thinkingBudget``, is closed with 1007.
+    thinking_levels: frozenset[str] | None = None
+    #: A function declared with ``parametersJsonSchema`` (not OpenAPI ``parameters``) is
+    #: closed with 1007.
+    needs_openapi_parameters: bool = False
 
     def non_blocking(self, behavior: object) -> bool:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
@@ -146,6 +157,7 @@ GEMINI_3_8_LIVE = Family(
     session_cap=GEMINI_3_8_SESSION_CAP,
     interaction_status=True,
     repeats_empty_calls=True,
+    refuses_thinking_config=True,
 )
 GEMINI_3_8_EXTENDED_THINKING = Family(
     "gemini-3.8-live-extended-thinking",
@@ -156,6 +168,8 @@ GEMINI_3_8_EXTENDED_THINKING = Family(
     speaks_while_working=True,
     calls_async_only=True,
     works_while_calls_open=True,
+    thinking_levels=frozenset({"low", "medium", "high"}),
+    needs_openapi_parameters=True,
 )
 
 

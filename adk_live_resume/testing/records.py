@@ -160,6 +160,8 @@ class ConnectionRecord:
         ignored_audio_ms: audio received outside any activity (manual activity detection).
         cancelled_tool_ids: call ids named in ``toolCallCancellation`` messages.
         context_updates: the bodies of the ``contextUpdate`` messages received, in order.
+        setup_refused: the rule of its model family the setup broke, in words, when the
+            connection was closed with 1007 for it (``None``: none).
         session_id: the session this connection belongs to (kept across resumption).
         interrupted: number of generations cut off by ``serverContent.interrupted``.
         errors: internal errors of the fake itself (a non-empty list is a bug in the fake).
@@ -211,6 +213,7 @@ class ConnectionRecord:
     ignored_audio_ms: int = 0
     cancelled_tool_ids: list[str] = field(default_factory=list)
     context_updates: list[dict[str, Any]] = field(default_factory=list)
+    setup_refused: str | None = None
     session_id: str = ""
     interrupted: int = 0
     errors: list[str] = field(default_factory=list)
@@ -231,6 +234,10 @@ class ConnectionRecord:
     def set_up(self, setup: dict[str, Any]) -> None:
         """The client's ``setup`` message arrived."""
         self.setup = setup
+
+    def refused_setup(self, rule: str) -> None:
+        """The setup broke ``rule`` of its model family (the connection closes with 1007)."""
+        self.setup_refused = rule
 
     def resumption_asked(self, handle: str | None, *, transparent: bool) -> None:
         """The setup carried ``sessionResumption``, asking to resume ``handle`` (if any)."""

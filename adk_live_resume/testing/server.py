@@ -125,6 +125,12 @@ class FakeLiveServer:
             instead. The server has completed all processing and background reasoning" (a
             model that ends its answers with it; notes, "Field facts of 2026-11-29"). Any
             other name models a status a client does not know yet.
+        setup_rules: a setup that breaks its model family's rules is closed with 1007
+            "Request contains an invalid argument." (default on, as the field reports the
+            Gemini 3.8 family: no ``thinkingConfig`` on ``gemini-3.8-live``; ``thinkingLevel``
+            low, medium or high and OpenAPI ``parameters``, not ``parametersJsonSchema``, on
+            extended thinking; :mod:`~adk_live_resume.testing.setup_rules`); which rule is in
+            ``record.setup_refused``. Off: every setup is taken, as before those reports.
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
@@ -184,6 +190,7 @@ class FakeLiveServer:
         idle_close_after: float | None = IDLE_CLOSE_AFTER,
         refused_models: Collection[str] = (),
         done_status: str = "IDLE",
+        setup_rules: bool = True,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -212,6 +219,7 @@ class FakeLiveServer:
             idle_close_after=idle_close_after,
             refused_models=frozenset(refused_models),
             done_status=done_status,
+            setup_rules=setup_rules,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

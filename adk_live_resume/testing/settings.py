@@ -91,6 +91,9 @@ class ServerSettings:
     #: Model names whose every setup is closed with 1011 "Internal error encountered.".
     refused_models: frozenset[str] = frozenset()
     done_status: str = "IDLE"
+    #: Setups that break their family's rules are closed with 1007
+    #: (:mod:`~adk_live_resume.testing.setup_rules`).
+    setup_rules: bool = True
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:

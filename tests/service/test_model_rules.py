@@ -1,6 +1,6 @@
 """One case per rule of the current model families the fake follows from the field facts of
 late 2026 (``gemini-live-protocol.md``, "Field facts of 2026-11-29"): how a task ends
-(``REQUIRES_ACTION`` is a finished task).
+(``REQUIRES_ACTION`` is a finished task) and the Gemini 3.8 setup rules.
 
 Each runs against the fake (both dialects, the server's defaults) and, with credentials,
 against the real service (see conftest.py); each records what the service did (the junit
@@ -10,13 +10,18 @@ properties the ``--report`` keeps), so a run with a key tells which way each mod
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from google.genai import errors, types
 
 from .conftest import Target
 from .tap import turn_complete
 from .test_field_behaviours import DONE, status
 from .test_protocol_assumptions import ANSWER, QUIET, _config, _say, _session
+
+#: The families' conformance names of the two Gemini 3.8 models.
+PLAIN, EXTENDED = "GEMINI_3_8", "GEMINI_3_8_EXTENDED_THINKING"
 
 pytestmark = [pytest.mark.timeout(180)]
 
@@ -44,3 +49,97 @@ async def test_a_task_ends_with_idle_or_its_documented_alias_and_nothing_follows
     assert not later, f"the model went on after {status(tap.frames[done])}: {later[:3]}"
     before = [status(f) for f in tap.frames[:done] if turn_complete(f)]
     assert set(before) <= {"IN_PROGRESS"}, before
+
+
+# ---- the Gemini 3.8 setup rules ------------------------------------------------------------
+
+
+def _declaring(*, json_schema: bool, behavior: types.Behavior | None) -> types.Tool:
+    """A ``get_time`` function, its parameters declared as JSON schema or OpenAPI."""
+    schema = {"type": "object", "properties": {"zone": {"type": "string"}}}
+    shape: dict[str, Any] = (
+        {"parameters_json_schema": schema}
+        if json_schema
+        else {
+            "parameters": types.Schema(
+                type=types.Type.OBJECT, properties={"zone": {"type": "STRING"}}
+            )
+        }
+    )
+    declaration = types.FunctionDeclaration(
+        name="get_time", description="The time in a zone.", behavior=behavior, **shape
+    )
+    return types.Tool(function_declarations=[declaration])
+
+
+async def _opened(target: Target, family: str, config: types.LiveConnectConfig) -> str:
+    """Open a session with ``config`` and say one thing: ``"refused 1007"`` (the code) when the
+    service closes it before an answer, ``"answered"`` when it answers."""
+    try:
+        async with _session(target, config, family) as (session, tap):
+            await _say(session, "What is two plus two? One word.", family)
+            await tap.wait(
+                lambda t: t.index(turn_complete) is not None or t.ended, ANSWER, "an answer"
+            )
+            if tap.index(turn_complete) is None:
+                return f"refused {getattr(tap.error, 'code', '?')}"
+    except errors.APIError as refused:
+        return f"refused {refused.code}"
+    except ValueError as refused:  # (this google-genai refuses the field before sending)
+        pytest.skip(f"this google-genai refuses the setup before sending it: {refused}")
+    return "answered"
+
+
+def _thinking(**fields: Any) -> dict[str, Any]:
+    if "thinking_config" not in types.LiveConnectConfig.model_fields:
+        pytest.skip("this google-genai sends no thinking_config on a live setup")
+    return {"thinking_config": types.ThinkingConfig(**fields)}
+
+
+@pytest.mark.parametrize(
+    ("family", "thinking", "expected"),
+    [
+        (PLAIN, {"thinking_level": "LOW"}, "refused 1007"),
+        (EXTENDED, {"thinking_level": "LOW"}, "answered"),
+        (EXTENDED, {"thinking_budget": 512}, "refused 1007"),
+    ],
+    ids=["plain-any", "extended-low", "extended-budget"],
+)
+async def test_gemini_3_8_takes_a_thinking_config_only_as_its_rules_say(
+    target: Target, family: str, thinking: dict[str, Any], expected: str
+) -> None:
+    """Source: ProfSynapse/nexus PR 389 (a real-socket smoke test), google-gemini/cookbook PR
+    1379, promptfoo PR 10956 (notes, "Field facts of 2026-11-29"): ``gemini-3.8-live``
+    closes with 1007 if ``thinkingConfig`` is present; extended thinking closes unless
+    ``thinkingLevel`` is low, medium or high (``thinkingBudget`` refused). Records what the
+    service did."""
+    config = _config(target).model_copy(update=_thinking(**thinking))
+    outcome = await _opened(target, family, config)
+    target.record("setup_outcome", outcome)
+    assert outcome == expected
+
+
+@pytest.mark.parametrize("json_schema", [True, False], ids=["json-schema", "openapi"])
+async def test_extended_thinking_needs_openapi_parameters(
+    target: Target, json_schema: bool
+) -> None:
+    """Source: as above: extended thinking needs OpenAPI ``parameters``, not
+    ``parametersJsonSchema`` (which google-adk uses for Python functions). A function
+    declared NON_BLOCKING with each shape: the JSON schema one is refused with 1007."""
+    tool = _declaring(json_schema=json_schema, behavior=types.Behavior.NON_BLOCKING)
+    outcome = await _opened(target, EXTENDED, _config(target, tools=[tool]))
+    target.record("setup_outcome", outcome)
+    assert outcome == ("refused 1007" if json_schema else "answered")
+
+
+async def test_extended_thinking_with_a_blocking_declaration_is_recorded(target: Target) -> None:
+    """Two readings disagree: "extended thinking needs NON_BLOCKING functions" (nexus PR 389)
+    and "function calling is async only" whatever the declaration (the Live API thinking
+    guide, which the fake follows: it takes the setup). Records which way the service goes;
+    requires only that it either answers or refuses with 1007."""
+    tool = _declaring(json_schema=False, behavior=types.Behavior.BLOCKING)
+    outcome = await _opened(target, EXTENDED, _config(target, tools=[tool]))
+    target.record("setup_outcome", outcome)
+    assert outcome in ("answered", "refused 1007")
+    if target.is_fake:
+        assert outcome == "answered"
