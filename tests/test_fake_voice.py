@@ -501,3 +501,34 @@ def test_answer_text_reads_an_audio_only_answer_from_its_audio() -> None:
     assert answer_text([*partials, final]) == "echo: one"  # (not twice)
     assert answer_text([*partials, event(partial=False, text="typed")]) == "typed"
     assert answer_text([event(partial=True)]) == ""
+
+
+async def test_gemini_3_1_transcribes_an_utterance_once_it_ended_whole(
+    fake_live_server_factory: Any,
+) -> None:
+    # A field report (notes, "Field facts of 2026-11-29"): on 3.1 inputTranscription arrives
+    # only after the utterance ends; and the Gemini API never sets finished.
+    server = await fake_live_server_factory(chunk_delay=0.001)
+    cfg = config(resume=False, input_transcription=True)
+    client = server.genai_client()
+    async with client.aio.live.connect(model="gemini-3.1-flash-live-preview", config=cfg) as live:
+        await send_audio(live, silence_pcm(0.3) + speech_pcm("hello there", seconds=0.8))
+        await send_audio(live, silence_pcm(0.6))
+        seen = await until(
+            live, lambda m: bool(m.server_content and m.server_content.turn_complete)
+        )
+    heard = [
+        m.server_content for m in seen if m.server_content and m.server_content.input_transcription
+    ]
+    assert [c.input_transcription.text for c in heard] == ["hello there"]
+    assert heard[0].input_transcription.finished is None
+    answer_at = next(
+        i for i, m in enumerate(seen) if m.server_content and m.server_content.model_turn
+    )
+    assert (
+        seen.index(
+            next(m for m in seen if m.server_content and m.server_content.input_transcription)
+        )
+        < answer_at
+    )
+    assert text_of(seen) == "echo: hello there"

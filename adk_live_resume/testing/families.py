@@ -20,7 +20,10 @@ The families, from recordings of real sessions and field reports
   LiveKit PR 7289 and a 3.1 recording; the older refusal with 1007 is the server's
   ``WireShapes.refuse_3_1_mid_session_content`` switch, see
   :mod:`~adk_live_resume.testing.wire_shapes`); every function call is synchronous (a
-  NON_BLOCKING declaration is ignored); no ``turnComplete`` until the answer.
+  NON_BLOCKING declaration is ignored); no ``turnComplete`` until the answer; the user's
+  ``inputTranscription`` arrives only after the utterance ends, whole (a field report,
+  ``gemini-live-protocol.md``, "Field facts of 2026-11-29"; google-adk 2.13's own reader
+  says "Gemini 3.x Live only sends a single final input transcription"), not in pieces.
 * **Gemini 3.8 Live** (ADK's rule, minor version 8 or more, e.g. ``gemini-3.8-live``):
   ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
   calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
@@ -119,6 +122,9 @@ class Family:
     #: A blocking call whose result is empty is issued again, identically, under a new id
     #: (up to :data:`IDENTICAL_CALLS_MAX` such calls in one turn).
     repeats_empty_calls: bool = False
+    #: ``inputTranscription`` comes once, after the utterance ends (not in pieces as the
+    #: speech is decoded).
+    transcribes_after_utterance: bool = False
     #: A setup with ``generationConfig.thinkingConfig`` is closed with 1007.
     refuses_thinking_config: bool = False
     #: The ``thinkingConfig.thinkingLevel`` values a setup may ask for (None: any); another
@@ -149,6 +155,7 @@ GEMINI_3_1_LIVE = Family(
     "gemini-3.1-live",
     turn_complete_after_tool_call=False,
     honours_non_blocking=False,
+    transcribes_after_utterance=True,
 )
 GEMINI_3_8_LIVE = Family(
     "gemini-3.8-live",

@@ -6,7 +6,9 @@
   pending calls; not with ``activityHandling: NO_INTERRUPTION``), ``inputTranscription``
   pieces follow the speech as it is decoded when the setup asks for them
   (``inputAudioTranscription``; the service sends none otherwise, see
-  :mod:`~adk_live_resume.testing.generation` for the sources), and the finished utterance
+  :mod:`~adk_live_resume.testing.generation` for the sources; on Gemini 3.1 Live one
+  transcription comes once the utterance ended, :mod:`~adk_live_resume.testing.families`),
+  and the finished utterance
   is a user turn (on the Vertex AI dialect, recognised by its websocket path, a
   transcription ends with ``finished: true`` at the end of the utterance; the Gemini API
   sends no such end). Text, ``clientContent`` or ``activityEnd`` arriving mid-utterance end
@@ -318,12 +320,13 @@ class TurnTaking:
                 if self._tracker.config.interrupts:
                     await self._model.interrupt()
             elif isinstance(event, Transcribed):
-                if self._choices.input_transcription:
+                if self._choices.input_transcription and not self._whole_transcriptions:
                     await self._wire.send(
                         wire.server_content(input_transcription={"text": event.text})
                     )
             elif isinstance(event, Utterance):
-                ending: JsonDict = {} if event.has_text else {"text": event.text}
+                pieces_sent = event.has_text and not self._whole_transcriptions
+                ending: JsonDict = {} if pieces_sent else {"text": event.text}
                 if self._wire.vertex:  # Vertex AI marks the end of a transcription
                     ending["finished"] = True
                 if ending and self._choices.input_transcription:
@@ -338,6 +341,11 @@ class TurnTaking:
                     event.cut_start,
                 )
                 await self._user_turn(spoken)
+
+    @property
+    def _whole_transcriptions(self) -> bool:
+        """The family transcribes an utterance once it ended, whole (3.1 Live)."""
+        return self._choices.family.transcribes_after_utterance
 
     async def _end_utterance(self) -> None:
         """Other input arrived: the audio held so far becomes a turn first."""
