@@ -13,7 +13,8 @@ ended from the state it ended in. What the watch needs of its run is
 Guarantees: nothing here blocks the receive or the send path (a close runs in a task of its
 own, bounded by ``close_timeout``, then aborted); :meth:`ConnectionWatch.finish` never raises
 and leaves no task behind; handles seen while the session is being moved to a new connection
-are ignored (the new one resumes the handle the move began with).
+are ignored (the new one resumes the handle the move began with), and so are handles issued
+while the model's reply streams (a resume from one may replay the reply, or drop it).
 """
 
 from __future__ import annotations
@@ -138,6 +139,10 @@ class ConnectionWatch:
         self.model_turn_open = False
         #: Model output seen on this connection since its last turnComplete.
         self.output_in_turn = False
+        #: The model's reply streams: output seen, and no ``generationComplete``,
+        #: ``turnComplete``, ``interrupted`` or tool call since. A handle issued meanwhile is
+        #: not taken (:meth:`on_resumption_update`).
+        self.reply_streams = False
         #: Whether the model is working (:mod:`.model_work`): its output streams, or its last
         #: ``interactionStatus`` said the task goes on (``work.working``, what a stall
         #: detector reads); a ``turnComplete`` finishes the model's turn only where the
@@ -310,6 +315,8 @@ class ConnectionWatch:
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         raw_status = self._frame_statuses.read()
+        if message.tool_call is not None:
+            self.reply_streams = False
         self._note_content(message.server_content, raw_status)
         cancellation = message.tool_call_cancellation
         if cancellation is not None and cancellation.ids:
@@ -334,12 +341,12 @@ class ConnectionWatch:
                 outbox.model_text(part.text)
             else:
                 outbox.model_audio(voiced=not near_silent_audio(part))
-            self.model_turn_open = self.output_in_turn = True
+            self.model_turn_open = self.output_in_turn = self.reply_streams = True
             self.work.output()
             self._model_answered()
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
-            self.model_turn_open = self.output_in_turn = True
+            self.model_turn_open = self.output_in_turn = self.reply_streams = True
             self.work.output()
             self._model_answered()
         if content.input_transcription and content.input_transcription.text:
@@ -350,6 +357,8 @@ class ConnectionWatch:
             self.work.interrupted()
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
+        if content.turn_complete or content.interrupted or content.generation_complete:
+            self.reply_streams = False
         status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
         if content.turn_complete and self.work.turn_complete(status):
             self._turn_finished()
@@ -448,6 +457,13 @@ class ConnectionWatch:
     ) -> None:
         # (Also while the next connection is being opened: a newer handle makes the loop
         # discard that connection, opened with an older one, and open one with the newest.)
+        if new_handle and self.reply_streams:
+            # A session resumed from a handle issued while a reply streams may replay that
+            # reply before its next answer (Omi probes, pydantic-ai PR 7379; notes, "Field
+            # facts of 2026-11-29"), or not continue it at all: either way the newest
+            # handle stays the one from before the reply, whose resume asks again.
+            logger.debug("a handle issued while the model's reply streams is not taken")
+            return
         changed = self.run.resumption_update(
             new_handle,
             resumable,

@@ -417,6 +417,7 @@ class LiveConnection:
             return None
         session = SessionState.restored(
             snapshot,
+            replays_cut_reply=self._settings.resume_replays_cut_reply,
             audio=choices.audio_out,
             open_calls=self._settings.tool_ids_outlive_connection,
         )

@@ -17,7 +17,11 @@
   outputAudioTranscription properties"); the recordings in the protocol notes ("Facts from
   recordings of real sessions") had both asked for; on the Vertex AI dialect the
   transcription ends with ``finished: true`` before ``generationComplete``;
-* the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule);
+* the ``turn_complete`` handle goes with ``turnComplete`` (or later, per the schedule); a
+  ``mid_reply`` handle after an answer's first chunk where the schedule or the server's
+  ``resume_replays_cut_reply`` asks for it, and a session resumed from one says the reply
+  again before its next answer with that switch (its sources:
+  :meth:`HandleIssuer.mid_reply <adk_live_resume.testing.handle_issuing.HandleIssuer.mid_reply>`);
 * the recorded wire shapes (:mod:`~adk_live_resume.testing.wire_shapes`): ``fc_<digits>``
   call ids, an empty ``serverContent {}`` before and after a ``toolCall`` on the Gemini 3.x
   Live families, ``usageMetadata`` with ``turnComplete`` unless switched off;
@@ -345,11 +349,16 @@ class Generation:
                 await self._wire.send(
                     wire.server_content(model_turn={"parts": [thought_part(reply)]})
                 )
-            for number, chunk in enumerate(split_chunks(reply.text)):
+            replayed = self._session.take_replay() if answers_user else None
+            said = f"{replayed} {reply.text}" if replayed else reply.text
+            for number, chunk in enumerate(split_chunks(said)):
                 if number:
                     await asyncio.sleep(self._settings.chunk_delay)
                 await self._send_chunk(chunk)
                 if number == 0:
+                    mid_reply = self._handles.mid_reply(reply.text)
+                    if mid_reply is not None:
+                        await self._handles.send_issued(mid_reply)
                     await self._faults.send_messages(lambda f: f.mid_turn, self._wire.send)
                     if self._faults.fire(lambda f: f.mid_turn):
                         return
@@ -366,7 +375,7 @@ class Generation:
             if handle is not None:
                 final.append(handle[0])
             await self._wire.send(*final)
-            self._record.answers.append(reply.text)
+            self._record.answers.append(said)
             if answers_user:
                 self._record.answered_user_turns.append(user_text)
                 self._shared.answered_user_turns.append(user_text)

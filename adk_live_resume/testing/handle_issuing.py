@@ -185,9 +185,17 @@ class HandleIssuer:
     def _idle_point(self) -> IssuePoint:
         return "idle_silent" if self._held_since() is None else "idle_speaking"
 
-    def _new(self, point: IssuePoint, handled: int = 0, *, before: int | None = None) -> Issued:
+    def _new(
+        self,
+        point: IssuePoint,
+        handled: int = 0,
+        *,
+        before: int | None = None,
+        cut_reply: str | None = None,
+    ) -> Issued:
         """Snapshot the session now; return its update message and its issue record
-        (``before``: only the client messages before that one count as consumed)."""
+        (``before``: only the client messages before that one count as consumed;
+        ``cut_reply``: the reply streaming now)."""
         index = self._ledger.last_consumed(self._held_since(), handled)
         if before is not None:
             index = min(index, before - 1)
@@ -196,7 +204,11 @@ class HandleIssuer:
         connection = self._wire.record.index
         sent_index = index if self._transparent else None
         snapshot = self._session.snapshot(
-            now=now, connection=connection, last_consumed_index=sent_index, consumed=consumed
+            now=now,
+            connection=connection,
+            last_consumed_index=sent_index,
+            consumed=consumed,
+            cut_reply=cut_reply,
         )
         handle = self._shared.handles.issue(snapshot, self._settings.wire_shapes.new_handle)
         issue = HandleIssue(handle, connection, point, sent_index, len(snapshot.turns), now)
@@ -249,6 +261,18 @@ class HandleIssuer:
         if not self._enabled:
             return None
         return self._new("after_tool_response", before=response)
+
+    def mid_reply(self, reply: str) -> Issued | None:
+        """The handle issued while the answer ``reply`` streams (after its first chunk), where
+        the schedule asks for one (``HandleSchedule.mid_reply``) or the server replays cut
+        replies (``resume_replays_cut_reply``, which the field reports of a service that
+        issues them: Omi probes, pydantic-ai PR 7379; notes, "Field facts of 2026-11-29").
+        Its snapshot holds the request and the reply in flight; send it with
+        :meth:`send_issued`. None otherwise, or when the setup asked for no handles."""
+        wanted = self._settings.handle_schedule.mid_reply or self._settings.resume_replays_cut_reply
+        if not self._enabled or not wanted:
+            return None
+        return self._new("mid_reply", cut_reply=reply)
 
     async def send_issued(self, update: Issued) -> None:
         """Send a handle update prepared earlier and record it."""

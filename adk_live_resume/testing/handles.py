@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 IssuePoint = Literal[
-    "turn_complete", "idle_silent", "idle_speaking", "working", "after_tool_response"
+    "turn_complete", "idle_silent", "idle_speaking", "working", "after_tool_response", "mid_reply"
 ]
 
 
@@ -84,6 +84,10 @@ class HandleSchedule:
     every_audio_ms: int | None = None
     idle_interval: float | None = None
     turn_handle_late: bool = False
+    #: A resumable handle goes out after the first chunk of every answer, while the reply
+    #: streams (a session resumed from it holds the request, not the reply: the reply is not
+    #: continued; with the server's ``resume_replays_cut_reply`` it is said again).
+    mid_reply: bool = False
 
     def __post_init__(self) -> None:
         if self.every_audio_ms is not None and self.every_audio_ms <= 0:
@@ -116,6 +120,8 @@ class Snapshot:
     background: tuple[tuple[str, str], ...] = ()
     #: What ``contextUpdate`` messages set in the session before this point.
     context: SessionContext = NO_UPDATE
+    #: The reply that streamed when the handle was issued (``None``: none).
+    cut_reply: str | None = None
 
 
 @dataclass(frozen=True)

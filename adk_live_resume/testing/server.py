@@ -131,6 +131,14 @@ class FakeLiveServer:
             low, medium or high and OpenAPI ``parameters``, not ``parametersJsonSchema``, on
             extended thinking; :mod:`~adk_live_resume.testing.setup_rules`); which rule is in
             ``record.setup_refused``. Off: every setup is taken, as before those reports.
+        resume_replays_cut_reply: a resumable handle goes out while each answer streams
+            (after its first chunk), and a session resumed from one says the reply that
+            streamed then again, glued before its next answer ("27 s of unwanted
+            monologue": Omi probes ``lane5-session-resumption.py`` / ``-bargein.py`` on
+            native audio, pydantic-ai PR 7379; notes, "Field facts of 2026-11-29"). Off by
+            default: handles only at resumable points, and a generation in flight is never
+            continued after a resume (notes, "Limits the service documents");
+            ``HandleSchedule(mid_reply=True)`` issues the handles without the replay.
 
     The model family (:mod:`~adk_live_resume.testing.families`) is chosen per connection by
     the setup's model name: Gemini 2.x Live, 2.5 native audio, 3.1 Live, 3.8 Live or 3.8 Live
@@ -191,6 +199,7 @@ class FakeLiveServer:
         refused_models: Collection[str] = (),
         done_status: str = "IDLE",
         setup_rules: bool = True,
+        resume_replays_cut_reply: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -220,6 +229,7 @@ class FakeLiveServer:
             refused_models=frozenset(refused_models),
             done_status=done_status,
             setup_rules=setup_rules,
+            resume_replays_cut_reply=resume_replays_cut_reply,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

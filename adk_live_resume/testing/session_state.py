@@ -38,6 +38,7 @@ class SessionState:
         turns: Iterable[Turn] = (),
         background: Iterable[tuple[str, str]] = (),
         context: SessionContext = NO_UPDATE,
+        replay: str | None = None,
     ) -> None:
         self._info = info
         self._audio = audio or info.audio
@@ -48,14 +49,21 @@ class SessionState:
         self._telling: dict[str, str] = {}
         #: What ``contextUpdate`` messages set (kept across resumption, in the snapshots).
         self.context = context
+        #: A reply cut by the resume that restored this session, said again before the next
+        #: answer (``None``: none).
+        self._replay = replay
 
     @classmethod
-    def restored(cls, snapshot: Snapshot, *, audio: bool, open_calls: bool) -> SessionState:
+    def restored(
+        cls, snapshot: Snapshot, *, audio: bool, open_calls: bool, replays_cut_reply: bool = False
+    ) -> SessionState:
         """The session a handle's ``snapshot`` names; ``audio`` when the new setup answers in
         AUDIO. ``open_calls``: the snapshot's open NON_BLOCKING calls stay open under their
         old ids; otherwise (the field's behaviour: a call id belongs to the connection that
         issued it, Pipecat PR 5497, Strands PR 4244, voiceclaw PR 53) the restored session
-        has none, and a response for one of them is stale."""
+        has none, and a response for one of them is stale. ``replays_cut_reply``: a reply
+        that streamed when the handle was issued is said again, glued before the next answer
+        (:meth:`take_replay`; a field report, the server's ``resume_replays_cut_reply``)."""
         background = snapshot.background if open_calls else ()
         return cls(
             snapshot.session,
@@ -63,6 +71,7 @@ class SessionState:
             turns=snapshot.turns,
             background=background,
             context=snapshot.context,
+            replay=snapshot.cut_reply if replays_cut_reply else None,
         )
 
     # ---- identity and audio ----------------------------------------------------------------
@@ -96,6 +105,11 @@ class SessionState:
     def remember(self, *turns: Turn) -> None:
         """Add completed turns at the end."""
         self._turns.extend(turns)
+
+    def take_replay(self) -> str | None:
+        """The cut reply to say again before the next answer, once (``None``: none)."""
+        replay, self._replay = self._replay, None
+        return replay
 
     def last_user_text(self) -> str:
         """The text of the latest user turn ("" when there is none)."""
@@ -140,8 +154,10 @@ class SessionState:
         connection: int,
         last_consumed_index: int | None,
         consumed: collections.Counter[str],
+        cut_reply: str | None = None,
     ) -> Snapshot:
-        """The session as a handle issued now restores it (see the module docstring)."""
+        """The session as a handle issued now restores it (see the module docstring);
+        ``cut_reply``: the reply streaming now."""
         return Snapshot(
             tuple(self._turns),
             now,
@@ -151,4 +167,5 @@ class SessionState:
             consumed,
             tuple({**self._background, **self._telling}.items()),
             self.context,
+            cut_reply,
         )

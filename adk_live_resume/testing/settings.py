@@ -91,6 +91,9 @@ class ServerSettings:
     #: Model names whose every setup is closed with 1011 "Internal error encountered.".
     refused_models: frozenset[str] = frozenset()
     done_status: str = "IDLE"
+    #: A session resumed from a handle issued while a reply streamed says that reply again,
+    #: glued before its next answer (and such handles are issued).
+    resume_replays_cut_reply: bool = False
     #: Setups that break their family's rules are closed with 1007
     #: (:mod:`~adk_live_resume.testing.setup_rules`).
     setup_rules: bool = True

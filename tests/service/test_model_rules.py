@@ -1,6 +1,7 @@
 """One case per rule of the current model families the fake follows from the field facts of
 late 2026 (``gemini-live-protocol.md``, "Field facts of 2026-11-29"): how a task ends
-(``REQUIRES_ACTION`` is a finished task) and the Gemini 3.8 setup rules.
+(``REQUIRES_ACTION`` is a finished task), the Gemini 3.8 setup rules, and what a resume
+from a handle issued mid-reply says.
 
 Each runs against the fake (both dialects, the server's defaults) and, with credentials,
 against the real service (see conftest.py); each records what the service did (the junit
@@ -16,7 +17,7 @@ import pytest
 from google.genai import errors, types
 
 from .conftest import Target
-from .tap import turn_complete
+from .tap import has_handle, turn_complete, update
 from .test_field_behaviours import DONE, status
 from .test_protocol_assumptions import ANSWER, QUIET, _config, _say, _session
 
@@ -143,3 +144,67 @@ async def test_extended_thinking_with_a_blocking_declaration_is_recorded(target:
     assert outcome in ("answered", "refused 1007")
     if target.is_fake:
         assert outcome == "answered"
+
+
+# ---- a handle taken mid-reply --------------------------------------------------------------
+
+#: A request whose answer takes a while to say.
+LONG_REQUEST = "Describe a lighthouse on a stormy night in about eighty words."
+
+
+def _said(frames: list[dict[str, Any]]) -> str:
+    """The text the model said in ``frames``: text parts and output transcriptions."""
+    pieces = []
+    for frame in frames:
+        content = frame.get("serverContent") or {}
+        for part in (content.get("modelTurn") or {}).get("parts") or []:
+            if part.get("text") and not part.get("thought"):
+                pieces.append(part["text"])
+        pieces.append((content.get("outputTranscription") or {}).get("text") or "")
+    return "".join(pieces)
+
+
+@pytest.mark.parametrize("family", ["TEXT", "NATIVE_AUDIO", "GEMINI_3_1", PLAIN])
+async def test_what_a_resume_from_a_handle_issued_mid_reply_says(
+    target: Target, family: str
+) -> None:
+    """Source: Omi probes ``lane5-session-resumption.py`` / ``-bargein.py`` (native audio)
+    and pydantic-ai PR 7379 say a session resumed from a handle issued while a reply
+    streamed says that reply again, glued before the next answer; the older notes say a
+    generation in flight is never continued (notes, "Field facts of 2026-11-29"). Records,
+    per family, whether handles come mid-reply and what a resume from one says
+    (``cut_reply``: "no handle mid-reply", "replayed" or "not continued"); the loop is right
+    either way (it never resumes from such a handle). The fake (defaults) issues none."""
+    audio = family == "NATIVE_AUDIO"
+    config = _config(target, audio=audio)
+    if audio:
+        config = config.model_copy(
+            update={"output_audio_transcription": types.AudioTranscriptionConfig()}
+        )
+    async with _session(target, config, family) as (session, tap):
+        await _say(session, LONG_REQUEST, family)
+        await tap.wait(lambda t: t.index(turn_complete) is not None, ANSWER, "the answer")
+    done = tap.index(turn_complete) or 0
+    first_output = tap.index(lambda f: bool(_said([f]))) or 0
+    mid = [
+        update(f)
+        for f in tap.frames[first_output:done]
+        if has_handle(f) and (update(f) or {}).get("resumable")
+    ]
+    if not mid:
+        target.record("cut_reply", "no handle mid-reply")
+        return
+    reply = _said(tap.frames[: done + 1]).strip()
+    handle = str((mid[0] or {})["newHandle"])
+    resumed = _config(target, handle=handle, audio=audio).model_copy(
+        update={"output_audio_transcription": config.output_audio_transcription}
+    )
+    async with _session(target, resumed, family) as (session, tap):
+        await _say(session, "Now just say the word 'done'.", family)
+        await tap.wait(lambda t: t.index(turn_complete) is not None, ANSWER, "the next answer")
+    after = _said(tap.frames).strip()
+    head = reply[: max(12, len(reply) // 3)]
+    replayed = bool(head) and head.lower() in after.lower()
+    target.record("cut_reply", "replayed" if replayed else "not continued")
+    target.record("answer_after_resume", after[:200])
+    assert tap.index(turn_complete) is not None
