@@ -9,6 +9,11 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 * explicit ``activityStart`` / ``activityEnd`` (manual activity detection): speaking from
   start to end, whatever the audio says;
 * ``audioStreamEnd``: the microphone stopped, so the user did too;
+* the server's own voice activity detection, ``serverContent.speechState`` (``SPEECH`` about
+  0.24 s after the user began, ``NON_SPEECH`` about 1.2 s after they stopped; the Vertex AI
+  RPC reference, notes "Field facts of 2026-11-29"): speaking from ``SPEECH`` to
+  ``NON_SPEECH`` whatever the audio's energy says (quiet speech, a noisy room), on the
+  connection that said it;
 * the server: ``inputTranscription`` means it hears speech; a model turn that completes
   after the user went quiet means the utterance was answered (an answer cut off by a drop
   did not answer it, nor did a turn the user went on speaking over or began to speak
@@ -21,8 +26,9 @@ utterance the model has not answered yet. :class:`UserActivity` tracks that from
 Guarantees:
 
 * :attr:`UserActivity.speaking` is true from the first voiced chunk until ``hangover_ms`` of
-  unvoiced audio followed it (or an explicit end), and from ``activityStart`` to
-  ``activityEnd``;
+  unvoiced audio followed it (or an explicit end), from ``activityStart`` to
+  ``activityEnd``, and from a ``SPEECH`` speech state to ``NON_SPEECH`` or the connection's
+  end (:meth:`UserActivity.on_new_connection`);
 * :attr:`UserActivity.unanswered` is true from the start of an utterance until a model turn
   with output completes with no voice sent since its output began (and not between two
   chunks of a word): an utterance is never taken as answered while it is still going on
@@ -157,6 +163,8 @@ class UserActivity:
     hangover_ms: float = DEFAULT_HANGOVER_MS
     #: True between ``activityStart`` and ``activityEnd`` sent by the client.
     manual_activity: bool = False
+    #: True between the server's ``speechState`` ``SPEECH`` and ``NON_SPEECH``.
+    server_speech: bool = False
     #: Voiced audio seen and fewer than ``hangover_ms`` of unvoiced audio since.
     _voiced_recently: bool = False
     _quiet_ms: float = 0.0
@@ -179,7 +187,7 @@ class UserActivity:
     @property
     def speaking(self) -> bool:
         """Whether the user is speaking now (see the module's guarantees)."""
-        return self.manual_activity or self._voiced_recently
+        return self.manual_activity or self._voiced_recently or self.server_speech
 
     def on_audio(self, pcm: bytes, duration_ms: float) -> bool:
         """A chunk of user audio is being sent; return whether it is voiced."""
@@ -208,6 +216,20 @@ class UserActivity:
     def on_audio_stream_end(self) -> None:
         self.on_activity_end()
 
+    def on_speech_state(self, state: str) -> None:
+        """The server's ``speechState``: ``SPEECH`` (it hears the user: an utterance is on,
+        whatever the audio's energy said) or ``NON_SPEECH`` (it heard the utterance end);
+        another value is ignored."""
+        if state == "SPEECH":
+            self._begin()
+            self.server_speech = True
+        elif state == "NON_SPEECH":
+            self.server_speech = False
+
+    def on_new_connection(self) -> None:
+        """A new connection serves the run: its server has not heard the user yet."""
+        self.server_speech = False
+
     def on_input_transcription(self) -> None:
         """The server heard user speech (it may know before our energy check does)."""
         if not self.speaking:
@@ -230,6 +252,7 @@ class UserActivity:
         if (
             self._output_in_turn
             and not self.manual_activity
+            and not self.server_speech
             and not self._voiced_after_output
             and not self._mid_speech_in_a_flowing_stream()
         ):

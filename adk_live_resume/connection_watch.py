@@ -187,6 +187,7 @@ class ConnectionWatch:
         self.tap = tap
         self.resumed = resumed
         self.connected_at = self._last_traffic = self._now()
+        self.run.rules.outbox.activity.on_new_connection()
         self.stall_watch.start()
 
     def connected_for(self, now: float) -> float:
@@ -327,6 +328,8 @@ class ConnectionWatch:
 
     def _message_arrived(self, frame: Frame | None) -> None:
         self.lifecycle.frame_arrived()
+        if frame is not None and frame.speech_state is not None:
+            self._speech_state(frame.speech_state)
         if not self._sdk_status:
             self._frame_statuses.arrived(frame.interaction_status if frame is not None else None)
 
@@ -406,6 +409,14 @@ class ConnectionWatch:
         if not self.work.unknown_expired():
             return
         self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
+
+    def _speech_state(self, state: str) -> None:
+        """The server's ``speechState``, as its frame arrives (no google-genai parses it):
+        whether the user speaks (:meth:`UserActivity.on_speech_state`); ``NON_SPEECH`` also
+        starts the stall clock for the utterance, which the server now owes an answer."""
+        self.run.rules.outbox.activity.on_speech_state(state)
+        if state == "NON_SPEECH":
+            self.stall_watch.utterance_ended()
 
     def input_transcription(self, text: str) -> str:
         handled, self._input_shown = self._input_shown, None

@@ -102,6 +102,15 @@ class StallWatch:
         """Whether the model says it works on the request (``interactionStatus``)."""
         self._working = working
 
+    def utterance_ended(self) -> None:
+        """The server heard the user's utterance end (``speechState: NON_SPEECH``): the
+        wait for its answer begins, unless an older turn already waits."""
+        if self._stopped:
+            return
+        self.rule.user_turn("utterance the server heard end", self._now())
+        self._owed = True
+        self._check()
+
     def server_message(self, message: types.LiveServerMessage) -> None:
         """A server message was read."""
         if self._stopped:

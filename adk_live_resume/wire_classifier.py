@@ -22,7 +22,10 @@ with ``usageMetadata``), the first that applies:
 A ``"content"`` frame also carries its ``serverContent.interactionStatus`` (``IN_PROGRESS``,
 ``IDLE``...: whether the model still works on the request, see
 :mod:`adk_live_resume.model_work`) when it has one: google-genai releases before 2.x drop
-the field while parsing, so the loop reads it here, from the frame.
+the field while parsing, so the loop reads it here, from the frame. So is its
+``serverContent.speechState`` (``SPEECH`` / ``NON_SPEECH``: the server's voice activity
+detection, which no google-genai release parses; the Vertex AI RPC reference, notes "Field
+facts of 2026-11-29"), :attr:`Frame.speech_state`.
 A ``toolCallCancellation`` (content) also gives the ids it names (:attr:`Frame.cancelled_ids`):
 the server cancels a call in progress when new input arrives (Gemini 3.8, Vertex migration
 guide 2.5 -> 3.8), while ADK, running a blocking tool inside its receive step, reads the
@@ -39,7 +42,8 @@ Guarantees:
   its first key is anything else.
 * ``interaction_status`` is the string the frame's ``serverContent`` carries under
   ``interactionStatus`` (or ``interaction_status``), else ``None``; a long frame is searched
-  for the key without being parsed (the key in quotes cannot occur inside a JSON string).
+  for the key without being parsed (the key in quotes cannot occur inside a JSON string);
+  ``speech_state`` likewise for ``speechState`` (or ``speech_state``).
 * :class:`SkippedMessages` counts every skipped message and names each unknown key once, the
   first :data:`MAX_NAMED_KINDS` kinds only, each cut to :data:`MAX_KIND_CHARS` characters:
   what a run keeps and logs of them is bounded whatever the server sends.
@@ -72,6 +76,8 @@ _GO_AWAY_SNAKE = "go_away"
 SERVER_CONTENT = "serverContent"
 _STATUS_KEYS = ("interactionStatus", "interaction_status")
 _STATUS = re.compile(rb'"interaction(?:Status|_status)"\s*:\s*"([A-Za-z_]{1,64})"')
+_SPEECH_KEYS = ("speechState", "speech_state")
+_SPEECH = re.compile(rb'"speech(?:State|_state)"\s*:\s*"([A-Za-z_]{1,64})"')
 
 _FIRST_KEY = re.compile(rb'\A\s*\{\s*"([^"\\]{1,200})"\s*:')
 
@@ -91,6 +97,8 @@ class Frame:
     interaction_status: str | None = None
     #: The call ids a ``toolCallCancellation`` names (content parsed whole), else empty.
     cancelled_ids: tuple[str, ...] = ()
+    #: ``serverContent.speechState`` as sent (only for ``"content"``), else ``None``.
+    speech_state: str | None = None
 
 
 def _kind_of_keys(keys: tuple[str, ...], known: Set[str]) -> FrameKind:
@@ -114,8 +122,15 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
         match = _FIRST_KEY.match(raw[:256])
         first = match.group(1).decode("utf-8", "replace") if match is not None else None
         if first is not None and first in known and first not in (GO_AWAY, RESUMPTION_UPDATE):
-            status = _STATUS.search(raw) if first == SERVER_CONTENT else None
-            return Frame("content", (first,), interaction_status=_decoded(status))
+            content = first == SERVER_CONTENT
+            status = _STATUS.search(raw) if content else None
+            speech = _SPEECH.search(raw) if content else None
+            return Frame(
+                "content",
+                (first,),
+                interaction_status=_decoded(status),
+                speech_state=_decoded(speech),
+            )
     try:
         message = json.loads(raw)
     except ValueError:  # also UnicodeDecodeError
@@ -136,6 +151,7 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
             kind,
             keys,
             interaction_status=_status_of(message.get(SERVER_CONTENT)),
+            speech_state=_status_of(message.get(SERVER_CONTENT), _SPEECH_KEYS),
             cancelled_ids=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
         )
     return Frame(kind, keys, unknown_keys=keys if kind == "unknown" else ())
@@ -145,11 +161,12 @@ def _decoded(match: re.Match[bytes] | None) -> str | None:
     return match.group(1).decode("ascii") if match is not None else None
 
 
-def _status_of(content: object) -> str | None:
-    """``interactionStatus`` of a parsed ``serverContent`` (``None``: absent, or not a string)."""
+def _status_of(content: object, keys: tuple[str, ...] = _STATUS_KEYS) -> str | None:
+    """``interactionStatus`` (or another field under ``keys``) of a parsed ``serverContent``
+    (``None``: absent, or not a string)."""
     if not isinstance(content, dict):
         return None
-    for key in _STATUS_KEYS:
+    for key in keys:
         status = content.get(key)
         if isinstance(status, str) and status:
             return status

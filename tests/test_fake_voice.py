@@ -532,3 +532,47 @@ async def test_gemini_3_1_transcribes_an_utterance_once_it_ended_whole(
         < answer_at
     )
     assert text_of(seen) == "echo: hello there"
+
+
+@pytest.mark.parametrize("model", ["gemini-live-fake", "gemini-3.1-flash-live-preview"])
+async def test_the_server_says_speech_then_non_speech_with_the_final_transcription(
+    fake_live_server_factory: Any, model: str
+) -> None:
+    # serverContent.speechState (the Vertex AI RPC reference; measured SPEECH about 0.24 s
+    # after onset, NON_SPEECH in the frame of the final inputTranscription)
+    server = await fake_live_server_factory(chunk_delay=0.001)
+    cfg = config(resume=False, input_transcription=True)
+    async with server.genai_client().aio.live.connect(model=model, config=cfg) as live:
+        await send_audio(live, silence_pcm(0.3) + speech_pcm("hello there", seconds=0.8))
+        await send_audio(live, silence_pcm(0.6))
+        await until(live, lambda m: bool(m.server_content and m.server_content.turn_complete))
+    contents = [
+        m["serverContent"] for m in server.connections[0].server_messages if "serverContent" in m
+    ]
+    states = [(i, c["speechState"]) for i, c in enumerate(contents) if "speechState" in c]
+    assert [state for _, state in states] == ["SPEECH", "NON_SPEECH"]
+    (ending_at, _), answer_at = (
+        states[1],
+        next(i for i, c in enumerate(contents) if "modelTurn" in c),
+    )
+    assert ending_at < answer_at and states[0][0] < ending_at
+    if model == "gemini-live-fake":  # (pieces as heard; NON_SPEECH alone at the end)
+        pieces = [i for i, c in enumerate(contents) if "inputTranscription" in c]
+        assert len(pieces) > 1 and pieces[-1] < ending_at
+    else:  # (one transcription, at the end: NON_SPEECH in its frame)
+        assert "inputTranscription" in contents[ending_at]
+
+
+async def test_no_speech_states_in_manual_activity_detection_or_behind_the_switch(
+    fake_live_server_factory: Any,
+) -> None:
+    from adk_live_resume.testing import WireShapes
+
+    server = await fake_live_server_factory(
+        chunk_delay=0.001, wire_shapes=WireShapes(speech_state=False)
+    )
+    async with session(server, config(resume=False)) as live:
+        await send_audio(live, silence_pcm(0.3) + speech_pcm("hello there", seconds=0.8))
+        await send_audio(live, silence_pcm(0.6))
+        assert text_of(await turn(live)) == "echo: hello there"
+    assert "speechState" not in str(server.connections[0].server_messages)

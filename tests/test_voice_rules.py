@@ -876,3 +876,20 @@ def test_an_utterance_answered_with_near_silence_after_a_handle_is_replayed_whol
     assert outbox.activity.unanswered
     replay = outbox.take_replay()
     assert sum(m.voiced for m in replay.messages) == 10, "every chunk of its speech is replayed"
+
+
+def test_the_servers_speech_state_says_the_user_speaks_whatever_the_energy() -> None:
+    activity = UserActivity()
+    activity.on_speech_state("SPEECH")
+    assert activity.speaking and activity.unanswered and activity.utterances == 1
+    activity.on_model_output()
+    activity.on_turn_complete()
+    assert activity.unanswered, "a turn while the server hears speech answers nothing of it"
+    activity.on_speech_state("NON_SPEECH")
+    assert not activity.speaking and activity.unanswered
+    activity.on_speech_state("SOMETHING_ELSE")
+    assert not activity.speaking
+    activity.on_speech_state("SPEECH")
+    assert activity.utterances == 2
+    activity.on_new_connection()
+    assert not activity.speaking, "a new connection's server has heard nothing yet"

@@ -197,3 +197,14 @@ def test_a_long_key_is_named_cut_and_only_once() -> None:
     )
     assert skipped.note(Frame("unknown", (long_key,), unknown_keys=(long_key,))) == ()
     assert skipped.unnamed == 0
+
+
+def test_content_carries_its_speech_state() -> None:
+    # (serverContent.speechState: no google-genai release parses it)
+    assert _frame({"serverContent": {"speechState": "SPEECH"}}).speech_state == "SPEECH"
+    ending = {"serverContent": {"inputTranscription": {"text": "hi"}, "speech_state": "NON_SPEECH"}}
+    assert _frame(ending).speech_state == "NON_SPEECH"
+    assert _frame({"serverContent": {"turnComplete": True}}).speech_state is None
+    parts = [{"inlineData": {"data": "A" * 4000}}]
+    long_frame = {"serverContent": {"modelTurn": {"parts": parts}, "speechState": "SPEECH"}}
+    assert _frame(long_frame).speech_state == "SPEECH"

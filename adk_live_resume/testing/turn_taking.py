@@ -29,6 +29,10 @@
 * every ``handle_schedule.every_audio_ms`` of audio received while idle, a handle is issued;
 * a user turn to an extended-thinking model (:mod:`~adk_live_resume.testing.families`) takes
   the handle the model issues while it works before the turn is remembered;
+* in voice sessions with automatic detection, ``serverContent.speechState`` says ``SPEECH``
+  once 240 ms of an utterance were heard and ``NON_SPEECH`` with its end (in the frame of the
+  final transcription), where the wire shapes send it
+  (:mod:`~adk_live_resume.testing.wire_shapes`, its sources there);
 * ``contextUpdate`` sets the session's system instruction and tools from then on, kept in
   its handles (:mod:`~adk_live_resume.testing.context_update`);
 * a second ``setup`` on a connection closes it with 1007.
@@ -55,7 +59,11 @@ from .setup_choices import SetupChoices
 from .speech import pcm_duration_ms
 from .vad import SpeechEvent, SpeechStarted, SpeechTracker, Transcribed, Utterance
 
-__all__ = ["TurnTaking"]
+__all__ = ["SPEECH_ONSET_MS", "TurnTaking"]
+
+#: Milliseconds of an utterance heard before ``speechState: SPEECH`` (measured about 0.24 s
+#: after speech onset: notes, "Field facts of 2026-11-29").
+SPEECH_ONSET_MS = 240
 
 logger = logging.getLogger("adk_live_resume.testing")
 
@@ -93,6 +101,11 @@ class TurnTaking:
         self._realtime_seen = False
         self._awaiting_trigger = False
         self._trigger_tool_results: list[tuple[str, Any]] = []
+        #: Milliseconds of the utterance in progress heard, for ``speechState`` (``None``:
+        #: none in progress, or the server sends no speech states).
+        self._heard_ms: int | None = None
+        #: ``speechState: SPEECH`` was said for the utterance in progress.
+        self._said_speech = False
 
     def speaking(self) -> bool:
         """True while the user is in the middle of an utterance."""
@@ -305,6 +318,7 @@ class TurnTaking:
         )
         self._record.audio_ignored(self._tracker.ignored_audio_ms)
         await self._speech(events)
+        await self._speech_state(pcm_duration_ms(pcm, self._audio_rate))
         if (
             idle
             and self._handles.audio_received(pcm_duration_ms(pcm, self._audio_rate))
@@ -313,10 +327,22 @@ class TurnTaking:
             # this message's audio is in the state already: it counts as handled
             await self._handles.issue(handled=self._ledger.received)
 
+    async def _speech_state(self, ms: int) -> None:
+        """``speechState: SPEECH`` once :data:`SPEECH_ONSET_MS` of the utterance in progress
+        were heard (automatic detection, where the wire shapes send it)."""
+        if self._heard_ms is None or self._said_speech:
+            return
+        self._heard_ms += ms
+        if self._heard_ms >= SPEECH_ONSET_MS:
+            self._said_speech = True
+            await self._wire.send(wire.server_content(speech_state="SPEECH"))
+
     async def _speech(self, events: Sequence[SpeechEvent]) -> None:
         """Act on what the voice activity detection found."""
         for event in events:
             if isinstance(event, SpeechStarted):
+                if self._speech_states and not self._tracker.config.disabled:
+                    self._heard_ms, self._said_speech = 0, False
                 if self._tracker.config.interrupts:
                     await self._model.interrupt()
             elif isinstance(event, Transcribed):
@@ -329,8 +355,14 @@ class TurnTaking:
                 ending: JsonDict = {} if pieces_sent else {"text": event.text}
                 if self._wire.vertex:  # Vertex AI marks the end of a transcription
                     ending["finished"] = True
+                final: JsonDict = {}
                 if ending and self._choices.input_transcription:
-                    await self._wire.send(wire.server_content(input_transcription=ending))
+                    final["input_transcription"] = ending
+                if self._said_speech:  # (in the final transcription's frame)
+                    final["speech_state"] = "NON_SPEECH"
+                self._heard_ms, self._said_speech = None, False
+                if final:
+                    await self._wire.send(wire.server_content(**final))
                 spoken = HeardTurn(
                     event.text,
                     "spoken",
@@ -341,6 +373,11 @@ class TurnTaking:
                     event.cut_start,
                 )
                 await self._user_turn(spoken)
+
+    @property
+    def _speech_states(self) -> bool:
+        """The server says ``speechState`` (the wire shapes' switch)."""
+        return self._settings.wire_shapes.speech_state
 
     @property
     def _whole_transcriptions(self) -> bool:

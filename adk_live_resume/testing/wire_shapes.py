@@ -29,6 +29,14 @@ needs the older shape. Each shape names its source (``gemini-live-protocol.md``,
 * **``usageMetadata``** (``usage_metadata``): present with ``turnComplete`` in the
   recordings above, measured absent on 3.1 in another app (kazunori279/interpretab README):
   False leaves it out.
+* **``serverContent.speechState``** (``speech_state``): the server's voice activity
+  detection, ``SPEECH`` / ``NON_SPEECH``, "not set if unchanged" (the Vertex AI RPC
+  reference), measured ``SPEECH`` about 0.24 s after speech onset and ``NON_SPEECH`` in the
+  same frame as the final ``inputTranscription`` (notes, "Field facts of 2026-11-29"): sent
+  in voice sessions with automatic activity detection, ``SPEECH`` once 240 ms of the
+  utterance were heard, ``NON_SPEECH`` at the fake's end of the utterance (its
+  ``silenceDurationMs`` of silence: 500 ms by default, where the service measured about
+  1.2 s). google-genai 2.34 and 3.6.1 drop the field while parsing. False: never sent.
 * **3.1 takes ``clientContent`` mid-session** (``refuse_3_1_mid_session_content`` False): the
   3.1 model page, LiveKit PR 7289 (merged 2026-09-15) and a 3.1 recording (pydantic-ai
   ``test_history_seeding_parity[google-current].yaml``) show it accepted; True brings back the
@@ -63,6 +71,7 @@ class WireShapes:
     handle_after_tool_response: bool = True
     usage_metadata: bool = True
     refuse_3_1_mid_session_content: bool = False
+    speech_state: bool = True
 
     def __post_init__(self) -> None:
         if self.empty_updates is not None:
@@ -81,6 +90,7 @@ class WireShapes:
             handle_after_tool_response=False,
             usage_metadata=True,
             refuse_3_1_mid_session_content=True,
+            speech_state=False,
         )
 
     def new_handle(self) -> str:

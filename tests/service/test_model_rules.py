@@ -208,3 +208,38 @@ async def test_what_a_resume_from_a_handle_issued_mid_reply_says(
     target.record("cut_reply", "replayed" if replayed else "not continued")
     target.record("answer_after_resume", after[:200])
     assert tap.index(turn_complete) is not None
+
+
+# ---- speechState ----------------------------------------------------------------------------
+
+
+async def test_the_server_says_when_it_hears_speech(target: Target) -> None:
+    """Source: ``serverContent.speechState`` (the Vertex AI RPC reference: ``SPEECH`` /
+    ``NON_SPEECH``, "not set if unchanged"; measured about 0.24 s after onset, ``NON_SPEECH``
+    in the frame of the final ``inputTranscription``: notes, "Field facts of 2026-11-29").
+    Voiced audio then silence on native audio: records the speech states in order; the fake
+    must say ``SPEECH`` then ``NON_SPEECH``, the
+    service only in that order when it says them (a synthetic voice may not pass its VAD)."""
+    from adk_live_resume.testing import silence_pcm, speech_pcm
+
+    config = _config(target, audio=True).model_copy(
+        update={"input_audio_transcription": types.AudioTranscriptionConfig()}
+    )
+    async with _session(target, config, "NATIVE_AUDIO") as (session, tap):
+        pcm = silence_pcm(0.3) + speech_pcm("hello there how are you", seconds=1.5)
+        pcm += silence_pcm(1.5)
+        for offset in range(0, len(pcm), 640):  # 20 ms chunks, at real time
+            await session.send_realtime_input(
+                audio=types.Blob(data=pcm[offset : offset + 640], mime_type="audio/pcm;rate=16000")
+            )
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(QUIET)
+    content = [frame.get("serverContent") or {} for frame in tap.frames]
+    states = [str(c["speechState"]) for c in content if c.get("speechState")]
+    target.record("speech_states", states)
+    assert states in ([], ["SPEECH"], ["SPEECH", "NON_SPEECH"]) or states[:2] == [
+        "SPEECH",
+        "NON_SPEECH",
+    ], states
+    if target.is_fake:
+        assert states[:2] == ["SPEECH", "NON_SPEECH"], states
