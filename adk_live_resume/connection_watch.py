@@ -55,7 +55,7 @@ from .model_work import FrameStatuses, ModelWork
 from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
-from .stall_rule import Stall
+from .stall_rule import NUDGE, Stall
 from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
 from .wire_classifier import Frame
@@ -169,6 +169,8 @@ class ConnectionWatch:
         self.answered = False
         #: ``loop.time()`` of its latest traffic: a client send or model output.
         self._last_traffic: float | None = None
+        #: The nudge sent for a silence (``stall_nudge``; ``None``: none yet).
+        self._nudge: asyncio.Task[None] | None = None
         self.stall_watch = StallWatch(
             run.policy.stall_timeout,
             run.policy.degenerate_turns,
@@ -709,7 +711,40 @@ class ConnectionWatch:
         )
 
     def _stalled(self, stall: Stall) -> None:
-        """The session stalled on this connection: end it; the loop recovers."""
+        """The session stalled on this connection: end it; the loop recovers. A silence is
+        first nudged, once per connection, where ``ResumePolicy.stall_nudge`` asks for it."""
+        if (
+            stall.kind == "silence"
+            and self.run.policy.stall_nudge
+            and self._nudge is None
+            and self.session is not None
+            and not self.holds_sends
+        ):
+            logger.info(
+                "no answer on connection %d (%s): nudging the model once before recovering",
+                self.number,
+                stall.seen,
+            )
+            self._nudge = asyncio.get_running_loop().create_task(
+                self._send_nudge(stall), name=f"adk_live_resume nudge #{self.number}"
+            )
+            return
+        self._end_stalled(stall)
+
+    async def _send_nudge(self, stall: Stall) -> None:
+        """Send :data:`~adk_live_resume.stall_rule.NUDGE` as realtime text on the session
+        itself (not recorded: no later connection is sent it), then wait for its answer as
+        for a user turn; a send that fails recovers the stall at once."""
+        try:
+            await asyncio.wait_for(
+                self.session.send_realtime_input(text=NUDGE), self.run.policy.close_timeout
+            )
+        except Exception:  # a broken socket: the stall is recovered as without a nudge
+            self._end_stalled(stall)
+            return
+        self.stall_watch.nudged()
+
+    def _end_stalled(self, stall: Stall) -> None:
         actions = self.lifecycle.stalled(now=self._now())
         if actions:
             self.stall = stall
@@ -767,6 +802,9 @@ class ConnectionWatch:
         self.stall_watch.stop()
         if self._unknown_timer is not None:
             self._unknown_timer.cancel()
+        if self._nudge is not None and not self._nudge.done():
+            self._nudge.cancel()
+            await asyncio.wait({self._nudge})
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()

@@ -210,8 +210,10 @@ class ResumePolicy:
     """
     degenerate_turns: int = 3
     """Turns in a row that answer a user turn with nothing (no content, ``turnCompleteReason:
-    RESPONSE_REJECTED``, near-silent audio) after which the session counts as stalled and is
-    recovered as for ``stall_timeout``. One empty turn happens in healthy sessions (the model
+    RESPONSE_REJECTED``, near-silent audio), or with the very words that answered the turn
+    before, another user turn (a canned answer: the same refusal seven turns in a row, forum
+    142056), after which the session counts as stalled and is recovered as for
+    ``stall_timeout``. One empty turn happens in healthy sessions (the model
     chose not to speak); the field reports show runs of many (27 rejected in a row). 0 turns
     it off.
     """
@@ -220,6 +222,15 @@ class ResumePolicy:
     is known to come, after its turn at the pacer: on goAway, while the answer in flight ends; on
     a server's close frame retried at once, while the close handshake ends. The setup, with the
     newest handle, still goes when ADK connects (:mod:`adk_live_resume.early_dial`).
+    """
+    stall_nudge: bool = False
+    """Before a silence (``stall_timeout``) is recovered, nudge the model once on the same
+    connection: a realtime text asking it to answer the user's last message, then
+    ``stall_timeout`` more for an answer; only if that goes unanswered too does the recovery
+    go on (resume, fresh start, give up). What a voice client did against a model that never
+    answered after a barge-in (cookbook issue 1228: a nudge after 4 s, a 10 s watchdog).
+    Off by default: the nudge is input the live session keeps, and the model may answer it in
+    words of its own. Degenerate turns are never nudged.
     """
 
     def __post_init__(self, restart_when_handle_dead: bool | None) -> None:

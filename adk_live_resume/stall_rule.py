@@ -5,11 +5,13 @@ A *stall* is one of:
 * **silence**: a user turn (a typed turn, a function response to a call the model waits
   for, ``activityEnd``, or an utterance the server transcribed) that got no answering
   server message (model output, a transcription of it, ``turnComplete``,
-  ``generationComplete``, an ``interrupted`` that cut model output, a tool call or its
-  cancellation) within ``stall_timeout`` seconds of waiting;
+  ``generationComplete``, a tool call or its cancellation; not ``interrupted``, which is the
+  server taking new input in: a model may never answer after it, cookbook issue 1228) within
+  ``stall_timeout`` seconds of waiting;
 * **degenerate turns**: ``degenerate_turns`` turns in a row that answered a user turn with
   nothing (:func:`degenerate`: no content, ``turnCompleteReason: RESPONSE_REJECTED``, or
-  audio that is all near silence).
+  audio that is all near silence), or with the very words that answered the turn before, a
+  different user turn (a canned answer).
 
 The wait for an answer is excused, and starts over when the excuse ends, while a tool runs,
 while the model says it works (``serverContent.interactionStatus: IN_PROGRESS``), while the
@@ -36,7 +38,8 @@ Guarantees:
   and after add up), unless a tool ran or the model said it works meanwhile.
 * ``stall_timeout == 0`` turns the silence rule off; ``degenerate_turns == 0`` turns the
   degenerate rule off; a turn with content resets the count of degenerate turns.
-* Once a stall was returned, no other is returned by the same rule (one per connection).
+* Once a stall was returned, no other is returned by the same rule (one per connection),
+  unless :meth:`StallRule.nudged` says a nudge answered it (then one more).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ EXCUSE_POLL = 0.25
 
 #: The ``turnCompleteReason`` of a turn the service refused to answer.
 RESPONSE_REJECTED = "RESPONSE_REJECTED"
+
+#: What ``ResumePolicy.stall_nudge`` sends as realtime text before a silence is recovered
+#: (cookbook issue 1228: a nudge through ``realtimeInput.text`` after 4 s of silence).
+NUDGE = "Please answer the user's last message."
 
 
 @dataclass(frozen=True)
@@ -85,14 +92,25 @@ class Stall:
     seen: str
 
 
-def degenerate(*, rejected: bool, content: bool, voiced_audio: bool, quiet_audio: bool) -> str:
+def degenerate(
+    *,
+    rejected: bool,
+    content: bool,
+    voiced_audio: bool,
+    quiet_audio: bool,
+    repeated: bool = False,
+) -> str:
     """Why a finished turn that answered a user turn is degenerate ("" when it is not).
 
     ``rejected``: its ``turnCompleteReason`` was ``RESPONSE_REJECTED``; ``content``: text,
     an output transcription or a tool call came in it; ``voiced_audio``/``quiet_audio``:
-    audio above/below the speech threshold came in it."""
+    audio above/below the speech threshold came in it; ``repeated``: its words are those of
+    the turn before, which answered another user turn (a canned answer: the same refusal
+    seven turns in a row, forum 142056; notes, "Field facts of 2026-11-29")."""
     if rejected:
         return "turnCompleteReason RESPONSE_REJECTED"
+    if repeated:
+        return "the same answer as to the turn before"
     if content or voiced_audio:
         return ""
     if quiet_audio:
@@ -235,6 +253,15 @@ class StallRule:
             return None
         self._reported = True
         return Stall("silence", f"no answer {waited:.1f} s after {self._waiting}")
+
+    def nudged(self, now: float) -> None:
+        """A silence this rule returned was answered with a nudge (``stall_nudge``): the
+        wait runs again from ``now``, for the nudge, and another stall may be returned."""
+        self._reported = False
+        self._waiting = "a nudge after a silence"
+        self._since = now
+        self._owed = False
+        self._banked = self._quiet_before = 0.0
 
     def next_check(self, now: float) -> float | None:
         """Seconds from ``now`` until :meth:`check` may find a silence (``None``: nothing

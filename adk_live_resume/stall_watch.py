@@ -86,6 +86,12 @@ class StallWatch:
         self._speaking = False
         #: Turns that answered a user turn with content on this connection.
         self.answers = 0
+        #: The words of the turn in progress, and of the last finished turn that answered a
+        #: user turn with the text of that user turn (``None``: not known, as for speech
+        #: without transcription): a canned answer repeats the words to another turn.
+        self._words: list[str] = []
+        self._asked: str | None = None
+        self._last: tuple[str, str | None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -102,12 +108,20 @@ class StallWatch:
         """Whether the model says it works on the request (``interactionStatus``)."""
         self._working = working
 
+    def nudged(self) -> None:
+        """The silence this watch reported was answered with a nudge on the connection: the
+        watch runs again, waiting for an answer to the nudge."""
+        self._stopped = False
+        self.rule.nudged(self._now())
+        self._owed = True
+        self._schedule()
+
     def utterance_ended(self) -> None:
         """The server heard the user's utterance end (``speechState: NON_SPEECH``): the
         wait for its answer begins, unless an older turn already waits."""
         if self._stopped:
             return
-        self.rule.user_turn("utterance the server heard end", self._now())
+        self.rule.user_turn("an utterance whose end the server heard", self._now())
         self._owed = True
         self._check()
 
@@ -133,26 +147,27 @@ class StallWatch:
             if content.input_transcription and content.input_transcription.text:
                 self.rule.user_turn("an utterance the server transcribed", self._now())
                 self._owed = True
+                self._asked = (self._asked or "") + content.input_transcription.text
         if answering:
             self.rule.answered()
         self._check()
 
     def _note_content(self, content: types.LiveServerContent) -> bool:
         """Note the turn's content; return whether the message answers. An ``interrupted``
-        answers only when it cut model output: one that cut a generation that had said
-        nothing (the user spoke again before any answer) answers nothing, and tells the rule
-        the server took the turn (:meth:`StallRule.cut_before_output`)."""
+        answers nothing: it is the server taking new input in, and a model that never answers
+        after a barge-in sends it all the same (cookbook issue 1228); what it cut was output
+        (which answered what came before it) or nothing, and then it tells the rule the
+        server took the turn (:meth:`StallRule.cut_before_output`)."""
         answering = bool(content.turn_complete or content.generation_complete)
-        if content.interrupted:
-            if self._content or self._voiced or self._quiet:
-                answering = True
-            else:
-                self.rule.cut_before_output()
+        if content.interrupted and not (self._content or self._voiced or self._quiet):
+            self.rule.cut_before_output()
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             answering = True
             blob = part.inline_data
             if part.text or part.function_call or part.thought:
                 self._content = True
+                if part.text and not part.thought:
+                    self._words.append(part.text)
             elif near_silent_audio(part):
                 self._quiet = True
             elif blob is not None and blob.data and str(blob.mime_type or "").startswith("audio"):
@@ -161,8 +176,10 @@ class StallWatch:
                 self._content = True
         if content.output_transcription and content.output_transcription.text:
             answering = self._content = True
+            self._words.append(content.output_transcription.text)
         if content.interrupted:
             self._content = self._voiced = self._quiet = False
+            self._words.clear()
         if content.turn_complete:
             if self._owed:
                 rejected = _value(getattr(content, "turn_complete_reason", None))
@@ -171,13 +188,26 @@ class StallWatch:
                     content=self._content,
                     voiced_audio=self._voiced,
                     quiet_audio=self._quiet,
+                    repeated=self._repeats_the_turn_before(),
                 )
                 self.rule.turn_ended(why)
                 self.answers += 0 if why else 1
                 self._owed = False
             self._content = self._voiced = self._quiet = False
             self._working = False
+            self._words.clear()
         return answering
+
+    def _repeats_the_turn_before(self) -> bool:
+        """The finished turn's words are those of the turn before, and the user turns each
+        answered are known and differ (the same words typed again answered alike are no
+        stall); remembers this turn for the next."""
+        words = "".join(self._words).strip()
+        last, self._last = self._last, (words, self._asked)
+        self._asked = None
+        if not words or last is None or self._last[1] is None or last[1] is None:
+            return False
+        return words == last[0] and self._last[1] != last[1]
 
     def history_sent(self, method: str, kwargs: Mapping[str, Any]) -> None:
         """A fresh session's history went: one that ends with a complete user turn (ADK sets
@@ -202,6 +232,7 @@ class StallWatch:
         what: str | None = None
         if message.user_text:
             what = "a typed turn"
+            self._asked = message.user_text
         waited = [self._open_calls.pop(i, False) for i in message.response_ids]
         if any(waited):
             what = what or "a function response"

@@ -79,3 +79,11 @@ def test_policy_is_frozen_and_validated() -> None:
         ResumePolicy(max_attempts=0)
     with pytest.raises(ValueError, match="outage_timeout must be >= 0"):
         policy.replace(outage_timeout=-1)
+
+
+def test_stall_nudge_is_off_by_default_and_set_by_its_variable() -> None:
+    from adk_live_resume.config import changes_from_environment
+
+    assert ResumePolicy().stall_nudge is False
+    changes = changes_from_environment({"ADK_LIVE_RESUME_STALL_NUDGE": "true"})
+    assert ResumePolicy(**changes).stall_nudge is True  # type: ignore[arg-type]

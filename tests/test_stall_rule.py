@@ -266,3 +266,27 @@ def test_no_stall_ending_once_a_move_began_or_the_client_closed() -> None:
     closed = ConnectionState()
     closed.client_closed()
     assert closed.stalled(now=1.0) == [] and closed.state is State.CLIENT_CLOSED
+
+
+def test_the_same_words_to_another_turn_are_degenerate() -> None:
+    assert (
+        degenerate(
+            rejected=False, content=True, voiced_audio=False, quiet_audio=False, repeated=True
+        )
+        == "the same answer as to the turn before"
+    )
+    assert degenerate(rejected=False, content=True, voiced_audio=False, quiet_audio=False) == ""
+
+
+def test_a_nudged_silence_waits_again_and_may_be_reported_once_more() -> None:
+    rule = StallRule(stall_timeout=2.0, degenerate_turns=0)
+    rule.setup_completed(0.0)
+    rule.user_turn("typed turn", 0.0)
+    assert rule.check(2.0, Excuses()) is not None
+    assert rule.check(9.0, Excuses()) is None, "one per connection"
+    rule.nudged(10.0)
+    assert rule.check(11.0, Excuses()) is None and rule.next_check(11.0) == 1.0
+    stall = rule.check(12.0, Excuses())
+    assert stall is not None and "nudge" in stall.seen
+    rule.answered()
+    assert rule.check(20.0, Excuses()) is None

@@ -39,8 +39,14 @@ service in 2026 (protocol notes, "Silent open sessions are the most repeated com
 54): ``silent`` (no server message at all answers the user's turn), ``empty``
 (``turnComplete`` with no content), ``rejected`` (``turnComplete`` with
 ``turnCompleteReason: RESPONSE_REJECTED``, no content) and ``quiet_audio`` (an answer whose
-audio is near silence, then ``turnComplete``). From the moment it is armed every answer to a
-user turn on that connection stalls; with ``session=True`` every later connection that
+audio is near silence, then ``turnComplete``); and two the field reports of late 2026 (notes,
+"Field facts of 2026-11-29"), played by the fake server only: ``after_barge_in`` (the model
+answers until a generation is cut off, ``interrupted``, then no server message answers any
+user turn: cookbook issue 1228, whose client nudged after 4 s and gave the call up after
+10 s) and ``canned`` (every user turn answered with the same :data:`CANNED_ANSWER`: the same
+canned refusal seven turns in a row after a network handoff, forum 142056). From the moment
+it is armed every answer to a user turn on that connection stalls (``after_barge_in``: from
+its first cut off); with ``session=True`` every later connection that
 resumes the same live session stalls too (only a fresh session answers again). Stalled turns
 are listed in ``record.stalled_turns``; they are never in ``answered_user_turns``.
 
@@ -75,6 +81,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "CANNED_ANSWER",
+    "FAKE_STALL_SHAPES",
     "INTERNAL_ERROR_REASON",
     "QUOTA_REASON",
     "STALL_SHAPES",
@@ -113,8 +121,13 @@ old socket is open); a model refusing every setup closes with it too (a report o
 notes, "Field facts of 2026-11-29")."""
 
 #: The shapes of a ``stall`` fault (see the module docstring).
-StallShape = Literal["silent", "empty", "rejected", "quiet_audio"]
+StallShape = Literal["silent", "empty", "rejected", "quiet_audio", "after_barge_in", "canned"]
 STALL_SHAPES: tuple[StallShape, ...] = ("silent", "empty", "rejected", "quiet_audio")
+#: The shapes only the fake server plays (the fault proxy does not): a model that never
+#: answers after a barge-in, and the same canned answer to every turn.
+FAKE_STALL_SHAPES: tuple[StallShape, ...] = (*STALL_SHAPES, "after_barge_in", "canned")
+#: The canned answer of a ``canned`` stall.
+CANNED_ANSWER = "I'm sorry, I can't help with that right now."
 
 
 @dataclass(frozen=True)
@@ -318,8 +331,8 @@ class Fault:
         """Stop answering user turns with the connection left healthy, in ``shape`` (see the
         module docstring); ``session``: for the live session (a resume stalls again), not
         only for this connection."""
-        if shape not in STALL_SHAPES:
-            raise ValueError(f"shape must be one of {', '.join(STALL_SHAPES)}, not {shape!r}")
+        if shape not in FAKE_STALL_SHAPES:
+            raise ValueError(f"shape must be one of {', '.join(FAKE_STALL_SHAPES)}, not {shape!r}")
         return cls("stall", shape=shape, whole_session=session)
 
     def describe(self) -> str:

@@ -42,8 +42,9 @@
   there) answers user turns in its shape instead: nothing at all (the generation waits until
   it is cut off or the connection ends, so no handle is issued meanwhile: the session is not
   at a resumable point), ``turnComplete`` alone, ``turnComplete`` with ``turnCompleteReason:
-  RESPONSE_REJECTED``, or near-silent audio then ``turnComplete``; no handle goes with a
-  stalled turn, and it is recorded in ``record.stalled_turns``, never as answered.
+  RESPONSE_REJECTED``, near-silent audio then ``turnComplete``, nothing once a generation
+  was cut off (``after_barge_in``), or the same canned answer (``canned``); no handle goes
+  with a stalled turn, and it is recorded in ``record.stalled_turns``, never as answered.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from . import protocol as wire
 from .armed_faults import ArmedFaults
 from .connection_wire import ConnectionWire
 from .families import IDENTICAL_CALLS_MAX
+from .faults import CANNED_ANSWER
 from .handle_issuing import HandleIssuer, Issued
 from .model import STARTED, CallTool, CallTools, ScriptedModel, Turn, split_chunks, thought_part
 from .protocol import JsonDict, compact_json, pick
@@ -109,6 +111,8 @@ class Generation:
         #: An answer in progress is being cut off for input that starts the next one: no
         #: background result may start its telling in between (one generation at a time).
         self._interrupting = 0
+        #: A generation on this connection was cut off (an ``after_barge_in`` stall begins).
+        self._cut_off = False
         self._pending: dict[str, tuple[str, asyncio.Future[Any]]] = {}
 
     def busy(self) -> bool:
@@ -135,6 +139,7 @@ class Generation:
             self._task = None
         cancelled = list(self._pending)
         self._pending.clear()
+        self._cut_off = True
         self._record.generation_interrupted()
         for call_id in cancelled:
             known = self._shared.tool_calls.get(call_id)
@@ -286,19 +291,30 @@ class Generation:
     def _stall_shape(self) -> str | None:
         """The shape of the stall answering user turns here now (``None``: no stall)."""
         stalled = self._shared.stalled_sessions.get(self._session.id)
-        if stalled is not None:
-            return stalled
-        faults = self._faults.of_kind("stall")
-        if not faults:
-            return None
-        fault = faults[-1]
-        if fault.whole_session:
-            self._shared.stalled_sessions[self._session.id] = fault.shape
-        return fault.shape
+        if stalled is None:
+            faults = self._faults.of_kind("stall")
+            if not faults:
+                return None
+            fault = faults[-1]
+            if fault.whole_session:
+                self._shared.stalled_sessions[self._session.id] = fault.shape
+            stalled = fault.shape
+        if stalled == "after_barge_in":  # (silent once a generation here was cut off)
+            return "silent" if self._cut_off else None
+        return stalled
 
     async def _stall(self, shape: str, user_text: str) -> None:
         """Answer ``user_text`` in the stall's ``shape`` (see the module docstring)."""
         self._record.stalled_turns.append(user_text)
+        if shape == "canned":
+            for number, chunk in enumerate(split_chunks(CANNED_ANSWER)):
+                if number:
+                    await asyncio.sleep(self._settings.chunk_delay)
+                await self._send_chunk(chunk)
+            await self._wire.send(wire.server_content(generation_complete=True))
+            await self._wire.send(wire.server_content(turn_complete=True))
+            self._record.answers.append(CANNED_ANSWER)
+            return
         if shape == "silent":
             await self._wire.future()  # cut off by the next input, or by the connection's end
             return
