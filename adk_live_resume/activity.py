@@ -218,10 +218,13 @@ class UserActivity:
 
     def on_speech_state(self, state: str) -> None:
         """The server's ``speechState``: ``SPEECH`` (it hears the user: an utterance is on,
-        whatever the audio's energy said) or ``NON_SPEECH`` (it heard the utterance end);
-        another value is ignored."""
+        whatever the audio's energy said; the unanswered one, where there is one: the server
+        says so a quarter second after our own check, or later where audio is sent faster
+        than real time) or ``NON_SPEECH`` (it heard the utterance end); another value is
+        ignored."""
         if state == "SPEECH":
-            self._begin()
+            if not self.unanswered:  # (else it is the utterance our own check began)
+                self._begin()
             self.server_speech = True
         elif state == "NON_SPEECH":
             self.server_speech = False

@@ -182,6 +182,9 @@ class VoicePlan:
     #: A stall and the connection it is armed on (``None``: no stall).
     stall: Fault | None = None
     stall_connection: int = 0
+    #: Handles mid-reply (``None``: none): "replays" (a resume from one says the cut reply
+    #: again, ``resume_replays_cut_reply``) or "drops" (``HandleSchedule(mid_reply=True)``).
+    cut_reply: str | None = None
 
     @property
     def policy(self) -> ResumePolicy:
@@ -216,6 +219,7 @@ class VoicePlan:
             (f" again={self.again}" if self.again else "")
             + (" audio_out=True" if self.audio_out else "")
             + stall
+            + (f" cut_reply={self.cut_reply}" if self.cut_reply else "")
         )
 
     @property
@@ -287,7 +291,22 @@ def make_plan(seed: int) -> VoicePlan:
         shape = stalls.choice(["silent", "silent", "empty", "rejected", "quiet_audio"])
         plan.stall = Fault.stall(shape, session=stalls.random() < 0.3)  # type: ignore[arg-type]
         plan.stall_connection = stalls.choice([1, 2])
+    _add_late_2026_shapes(plan, random.Random(f"voice chaos late 2026 {seed}"))
     return plan
+
+
+def _add_late_2026_shapes(plan: VoicePlan, rng: random.Random) -> None:
+    """The field shapes of late 2026 (a stream of their own, never for a pinned seed, whose
+    plan stays as it failed): handles issued mid-reply, replayed or not after a resume; a
+    model that never answers after a barge-in, where the plan barges in."""
+    if plan.seed in {pin.seed for pin in PINNED}:
+        return
+    if rng.random() < 0.3:
+        plan.cut_reply = rng.choice(["replays", "drops"])
+    barges = any(kind == "barge" for kind, _ in plan.steps)
+    if plan.stall is None and barges and rng.random() < 0.3:
+        plan.stall = Fault.stall("after_barge_in", session=rng.random() < 0.3)
+        plan.stall_connection = rng.choice([1, 2])
 
 
 def _add_repeats(plan: VoicePlan, rng: random.Random) -> None:
@@ -546,7 +565,10 @@ async def _run_plan(
         time_scale=1.0,
         connection_lifetime=plan.lifetime,
         go_away_lead=min(1.0, plan.lifetime / 2),
-        handle_schedule=HandleSchedule(every_audio_ms=plan.every_audio_ms),
+        handle_schedule=HandleSchedule(
+            every_audio_ms=plan.every_audio_ms, mid_reply=plan.cut_reply == "drops"
+        ),
+        resume_replays_cut_reply=plan.cut_reply == "replays",
     ) as server:
         for connection, fault in plan.faults.items():
             server.script(fault, connection=connection)

@@ -890,6 +890,12 @@ def test_the_servers_speech_state_says_the_user_speaks_whatever_the_energy() -> 
     activity.on_speech_state("SOMETHING_ELSE")
     assert not activity.speaking
     activity.on_speech_state("SPEECH")
-    assert activity.utterances == 2
+    assert activity.utterances == 1, "the unanswered utterance, which the server hears still"
+    activity.on_speech_state("NON_SPEECH")
+    activity.on_model_output()
+    activity.on_turn_complete()
+    assert not activity.unanswered
+    activity.on_speech_state("SPEECH")
+    assert activity.utterances == 2 and activity.unanswered
     activity.on_new_connection()
     assert not activity.speaking, "a new connection's server has heard nothing yet"
