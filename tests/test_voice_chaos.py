@@ -305,7 +305,9 @@ def _add_late_2026_shapes(plan: VoicePlan, rng: random.Random) -> None:
         plan.cut_reply = rng.choice(["replays", "drops"])
     barges = any(kind == "barge" for kind, _ in plan.steps)
     if plan.stall is None and barges and rng.random() < 0.3:
-        plan.stall = Fault.stall("after_barge_in", session=rng.random() < 0.3)
+        # (for the connection: the source's client recovered by nudging or reconnecting;
+        # for the live session, every resume's replay would barge in again)
+        plan.stall = Fault.stall("after_barge_in")
         plan.stall_connection = rng.choice([1, 2])
 
 
