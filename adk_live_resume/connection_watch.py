@@ -55,7 +55,8 @@ from .model_work import FrameStatuses, ModelWork
 from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
-from .stall_rule import NUDGE, Stall
+from .stall_nudge import StallNudge
+from .stall_rule import Stall
 from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
 from .wire_classifier import Frame
@@ -169,8 +170,8 @@ class ConnectionWatch:
         self.answered = False
         #: ``loop.time()`` of its latest traffic: a client send or model output.
         self._last_traffic: float | None = None
-        #: The nudge sent for a silence (``stall_nudge``; ``None``: none yet).
-        self._nudge: asyncio.Task[None] | None = None
+        #: The nudge a silence gets first (``stall_nudge``), once.
+        self._nudge = StallNudge(number, run.policy.close_timeout)
         self.stall_watch = StallWatch(
             run.policy.stall_timeout,
             run.policy.degenerate_turns,
@@ -191,15 +192,6 @@ class ConnectionWatch:
         self.connected_at = self._last_traffic = self._now()
         self.run.rules.outbox.activity.on_new_connection()
         self.stall_watch.start()
-
-    def connected_for(self, now: float) -> float:
-        """Seconds from the setup to ``now`` (0 if it was never set up)."""
-        return 0.0 if self.connected_at is None else max(0.0, now - self.connected_at)
-
-    def quiet_for(self, now: float) -> float:
-        """Seconds without traffic (a client send, model output) until ``now``."""
-        last = self._last_traffic
-        return 0.0 if last is None else max(0.0, now - last)
 
     def attempt_end(
         self,
@@ -228,8 +220,8 @@ class ConnectionWatch:
             resumed=resumed,
             # (a stalled connection answered only if a user turn got content before it)
             answered=self.stall_watch.answers > 0 if kind == "stall" else self.answered,
-            connected_for=self.connected_for(now),
-            quiet_for=self.quiet_for(now),
+            connected_for=_since(self.connected_at, now),
+            quiet_for=_since(self._last_traffic, now),
         )
 
     def _model_answered(self) -> None:
@@ -716,7 +708,7 @@ class ConnectionWatch:
         if (
             stall.kind == "silence"
             and self.run.policy.stall_nudge
-            and self._nudge is None
+            and not self._nudge.sent
             and self.session is not None
             and not self.holds_sends
         ):
@@ -725,24 +717,11 @@ class ConnectionWatch:
                 self.number,
                 stall.seen,
             )
-            self._nudge = asyncio.get_running_loop().create_task(
-                self._send_nudge(stall), name=f"adk_live_resume nudge #{self.number}"
+            self._nudge.send(
+                self.session, stall, answered=self.stall_watch.nudged, failed=self._end_stalled
             )
             return
         self._end_stalled(stall)
-
-    async def _send_nudge(self, stall: Stall) -> None:
-        """Send :data:`~adk_live_resume.stall_rule.NUDGE` as realtime text on the session
-        itself (not recorded: no later connection is sent it), then wait for its answer as
-        for a user turn; a send that fails recovers the stall at once."""
-        try:
-            await asyncio.wait_for(
-                self.session.send_realtime_input(text=NUDGE), self.run.policy.close_timeout
-            )
-        except Exception:  # a broken socket: the stall is recovered as without a nudge
-            self._end_stalled(stall)
-            return
-        self.stall_watch.nudged()
 
     def _end_stalled(self, stall: Stall) -> None:
         actions = self.lifecycle.stalled(now=self._now())
@@ -802,9 +781,7 @@ class ConnectionWatch:
         self.stall_watch.stop()
         if self._unknown_timer is not None:
             self._unknown_timer.cancel()
-        if self._nudge is not None and not self._nudge.done():
-            self._nudge.cancel()
-            await asyncio.wait({self._nudge})
+        await self._nudge.stop()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._watcher is not None:
             self._watcher.cancel()
@@ -815,3 +792,8 @@ class ConnectionWatch:
             abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
+
+
+def _since(then: float | None, now: float) -> float:
+    """Seconds from ``then`` to ``now`` (0 when ``then`` is ``None``: it never happened)."""
+    return 0.0 if then is None else max(0.0, now - then)

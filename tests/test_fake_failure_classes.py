@@ -73,10 +73,12 @@ async def test_an_idle_connection_is_closed_1008_without_a_go_away_and_resumes(
 async def test_client_messages_keep_a_connection_from_the_idle_close(
     fake_live_server_factory: Any,
 ) -> None:
-    server = await fake_live_server_factory(chunk_delay=0.001, idle_close_after=0.6)
+    # (each gap between client messages is a 0.3 s pause and a turn, well under the idle
+    # close's 1.5 s even when a loaded machine slows the turn; the whole exceeds it twice)
+    server = await fake_live_server_factory(chunk_delay=0.001, idle_close_after=1.5)
     async with session(server) as live:
-        for n in range(6):
-            await asyncio.sleep(0.25)
+        for n in range(10):
+            await asyncio.sleep(0.3)
             await say(live, f"still here {n}")
             await turn(live)
         assert server.open_connections() == 1
