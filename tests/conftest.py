@@ -170,6 +170,18 @@ def non_blocking(function: Callable[..., Any]) -> Any:
     return tool
 
 
+@pytest.fixture
+def handle_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh sealing key in ``ADK_LIVE_RESUME_HANDLE_KEY`` (``store_handle_in_session``)."""
+    from cryptography.fernet import Fernet
+
+    from adk_live_resume.stored_handle import HANDLE_KEY_ENV
+
+    key = Fernet.generate_key().decode()
+    monkeypatch.setenv(HANDLE_KEY_ENV, key)
+    yield key
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
     """A throwaway PostgreSQL cluster on 127.0.0.1 (skipped, saying why, where none runs)."""

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.fernet import Fernet
 from google.adk.agents import LlmAgent
 from google.adk.sessions import InMemorySessionService
 
@@ -27,6 +25,11 @@ from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
 from .conftest import AgentFactory, our_tasks
+from .worker_runs import database as _database
+from .worker_runs import move as _move
+from .worker_runs import start as _start
+from .worker_runs import stored_token as _stored_token
+from .worker_runs import text_config as _text_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -36,76 +39,11 @@ STORE = ResumePolicy(store_handle_in_session=True)
 
 
 @pytest.fixture
-def handle_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    key = Fernet.generate_key().decode()
-    monkeypatch.setenv(HANDLE_KEY_ENV, key)
-    yield key
-
-
-def _text_config(*, resumption: bool) -> Any:
-    from google.adk.agents.run_config import RunConfig
-    from google.genai import types
-
-    return RunConfig(
-        response_modalities=[types.Modality.TEXT],
-        session_resumption=types.SessionResumptionConfig() if resumption else None,
-    )
-
-
-def _database(kind: str, where: Path | str) -> Any:
-    """ADK's session service ``kind`` on the SQLite file (or PostgreSQL URL) ``where`` (one
-    per worker)."""
-    if kind == "sqlite":
-        from google.adk.sessions.sqlite_session_service import SqliteSessionService
-
-        return SqliteSessionService(db_path=str(where))
-    pytest.importorskip("sqlalchemy", reason="DatabaseSessionService needs sqlalchemy")
-    from google.adk.sessions import DatabaseSessionService
-
-    if kind == "postgresql":
-        return DatabaseSessionService(db_url=str(where))
-    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{where}")
-
-
-@pytest.fixture
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
     """Where the workers of the test keep sessions, per its ``kind`` parameter."""
     if request.node.callspec.params["kind"] == "postgresql":
         return str(request.getfixturevalue("postgres").create_database("workers"))
     return tmp_path / "sessions.db"
-
-
-async def _start(runner: Any, session: Any, run_config: Any) -> LiveDriver:
-    """A LiveDriver on ``runner``'s ``session`` (LiveDriver.start makes its own runner)."""
-    from google.adk.agents.live_request_queue import LiveRequestQueue
-
-    driver = LiveDriver(runner, session, LiveRequestQueue(), run_config)
-    driver._task = asyncio.create_task(driver._consume(session.user_id), name="LiveDriver.run_live")
-    return driver
-
-
-async def _move(live_a: LiveDriver, worker_b: Any, run_config: Any) -> LiveDriver:
-    """Worker A's run ends (cancelled: its client is gone); the session goes on on worker B,
-    read from B's session service."""
-    live_a.task.cancel()
-    await asyncio.wait({live_a.task}, timeout=5)
-    session = live_a.session
-    session_b = await worker_b.session_service.get_session(
-        app_name=session.app_name, user_id=session.user_id, session_id=session.id
-    )
-    return await _start(worker_b, session_b, run_config)
-
-
-async def _stored_token(service: Any, session: Any, *, changed_from: object = None) -> str:
-    """Wait until the session's state holds a sealed handle (other than ``changed_from``)."""
-    while True:
-        stored = await service.get_session(
-            app_name=session.app_name, user_id=session.user_id, session_id=session.id
-        )
-        token = stored.state.get(STATE_KEY)
-        if isinstance(token, str) and token != changed_from:
-            return token
-        await asyncio.sleep(0.02)
 
 
 def _handles_in_events(events: list[Any]) -> list[str]:
