@@ -51,6 +51,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from .errors import UnsupportedAdkVersionError
+from .model_families import is_gemini_3_live
 
 #: The oldest google-adk release the patch works with (keep in step with pyproject.toml's
 #: lower bound). Older releases are refused unless ``install(strict=False)``.
@@ -513,15 +514,22 @@ def sends_history_answer_trigger() -> bool:
     return "send_realtime_input" in source
 
 
-def history_answer_trigger(connection: Any, contents: list[Any]) -> dict[str, Any] | None:
+def history_answer_trigger(
+    connection: Any, contents: list[Any], model: str | None = None
+) -> dict[str, Any] | None:
     """The ``send_realtime_input`` arguments to send after ADK's ``send_history(contents)``
-    on ``connection`` so that the model answers the history, where ADK does not send them
-    itself (:func:`sends_history_answer_trigger`); ``None`` where nothing is owed: the
-    history ends with the model's turn (it waits for the user), or the connection does not
-    speak the Gemini 3.x Live dialect (the model answers the history's ``turnComplete``)."""
+    on ``connection`` (to ``model``) so that the model answers the history, where ADK does
+    not send them itself (:func:`sends_history_answer_trigger`); ``None`` where nothing is
+    owed: the history ends with the model's turn (it waits for the user), or the model is
+    no Gemini 3.x Live model (it answers the history's ``turnComplete``). A release that
+    does not speak the 3.x dialect (no ``_is_gemini_3_x_live`` on its connection: 1.27)
+    never sends them: the model's name says whether it is owed."""
     if not contents or getattr(contents[-1], "role", None) != "user":
         return None
-    if getattr(connection, "_is_gemini_3_x_live", False) is not True:
+    dialect = getattr(connection, "_is_gemini_3_x_live", None)
+    if dialect is None:
+        return {"text": HISTORY_ANSWER_TRIGGER} if is_gemini_3_live(model) else None
+    if dialect is not True:
         return None
     if sends_history_answer_trigger():
         return None

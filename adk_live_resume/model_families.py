@@ -30,6 +30,7 @@ import re
 __all__ = [
     "FIRST_3X_TAKING_CONTENT",
     "ends_turn_after_tool_call",
+    "is_gemini_3_live",
     "takes_mid_session_content",
 ]
 
@@ -41,6 +42,20 @@ _GEMINI_3_MINOR = re.compile(r"gemini-3\.(\d+)")
 
 def _bare(model_name: str | None) -> str:
     return (model_name or "").rpartition("/")[2]
+
+
+def is_gemini_3_live(model_name: str | None) -> bool:
+    """Whether ``model_name`` names a Gemini 3.x Live model, whatever ADK's release knows of
+    the family: its name begins ``gemini-3.`` and has ``-live`` in it, the translation model
+    ``gemini-3.5-live-translate`` aside (the rule ADK 2.13 applies, ``gemini-live-protocol.md``,
+    "Model families"). Such a model answers a history it was given only at the next user
+    input."""
+    bare = _bare(model_name)
+    return (
+        bare.startswith("gemini-3.")
+        and "-live" in bare
+        and not bare.startswith("gemini-3.5-live-translate")
+    )
 
 
 def takes_mid_session_content(model_name: str | None, *, gemini_3_dialect: bool) -> bool:

@@ -162,7 +162,9 @@ async def serve(
                 )
             if history:
                 outcome.sending_history()
-            await send_restoration(watch, outbox, replay, history=(connection, history))
+            await send_restoration(
+                watch, outbox, replay, history=(connection, history), model=adk.request.model
+            )
             await tap.send_due()
             run.timeline.mark("restore")
             warn_unaccounted(outbox.context, fresh=not handle)
@@ -345,10 +347,16 @@ async def finish_request(guard: QueueGuard, task: asyncio.Task[None], close_time
 
 
 async def send_restoration(
-    watch: ConnectionWatch, outbox: Outbox, replay: Replay, *, history: tuple[Any, list[Any]]
+    watch: ConnectionWatch,
+    outbox: Outbox,
+    replay: Replay,
+    *,
+    history: tuple[Any, list[Any]],
+    model: str | None = None,
 ) -> None:
     """Send a fresh session's ``history`` (``(connection, contents)``; none for a resumed
-    one), then ``replay``, on a new connection; what is not sent stays in the ``outbox``.
+    one; ``model`` its model), then ``replay``, on a new connection; what is not sent stays
+    in the ``outbox``.
 
     Each message is recorded again as it is sent (the new connection may drop too), and
     if sending fails midway (the history included) the rest is recorded unsent, so a
@@ -373,7 +381,7 @@ async def send_restoration(
         if contents:
             with watch.sending_history():  # the session's state from its start on
                 await connection.send_history(contents)
-                trigger = adk_compat.history_answer_trigger(connection, contents)
+                trigger = adk_compat.history_answer_trigger(connection, contents, model)
                 if trigger is not None:  # (ADK's release leaves the model waiting)
                     await tap.send_realtime_input(**trigger)
         for method, kwargs in pending:

@@ -175,3 +175,25 @@ def test_a_fresh_history_is_followed_by_the_answer_trigger_only_where_adk_leaves
     contents = [SimpleNamespace(role="user"), SimpleNamespace(role=last_role)]
     assert adk_compat.history_answer_trigger(connection, contents) == expected
     assert adk_compat.history_answer_trigger(connection, []) is None
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("gemini-3.8-live-extended-thinking", {"text": adk_compat.HISTORY_ANSWER_TRIGGER}),
+        ("models/gemini-3.1-flash-live-preview", {"text": adk_compat.HISTORY_ANSWER_TRIGGER}),
+        ("gemini-3.5-live-translate-preview", None),
+        ("gemini-live-2.5-flash", None),
+        (None, None),
+    ],
+)
+def test_a_release_without_the_gemini_3_dialect_asks_a_3x_model_to_answer_its_history(
+    model: str | None, expected: dict[str, str] | None
+) -> None:
+    """google-adk 1.27 does not know the 3.x Live family (its connection has no
+    ``_is_gemini_3_x_live``) and sends no placeholder: the model's name says it is owed."""
+    connection = SimpleNamespace()
+    contents = [SimpleNamespace(role="user")]
+    assert adk_compat.history_answer_trigger(connection, contents, model) == expected
+    ends_with_model = [SimpleNamespace(role="model")]
+    assert adk_compat.history_answer_trigger(connection, ends_with_model, model) is None
