@@ -11,9 +11,9 @@ Rules (Gemini API, where no index says what the server took in; the same rule as
 :mod:`adk_live_resume.outbox`):
 
 * A handle issued now covers every session event up to the model's last answer, and the user
-  turns before it. User turns after the model's last answer (typed or transcribed while the
-  handle was on its way) are *not* counted as covered: if the handle did hold one, the model
-  hears it twice as context, which is better than never.
+  input before it. User input after the model's last answer (a typed or transcribed turn,
+  function responses, which ADK writes as the agent's events) is *not* counted as covered:
+  if the handle did hold one, the model hears it twice, which is better than never.
 * What the session holds after the covered event splits at the model's last turn there:
   before and including it, *finished exchanges*, given back as context that asks for no
   answer; after it, *unanswered user turns*, sent as a turn the model answers once.
@@ -70,13 +70,13 @@ class CatchUp:
 def covered_event_id(events: Sequence[Any]) -> str:
     """The id of the last event of ``events`` that a handle issued now surely covers.
 
-    :data:`START` when it covers none (no events, or only unanswered user turns)."""
+    :data:`START` when it covers none (no events, or only unanswered input)."""
     first_unanswered: int | None = None
     for position in range(len(events) - 1, -1, -1):
         event = events[position]
         if not _has_content(event):
             continue
-        if _is_user(event):
+        if _is_input(event):
             first_unanswered = position
         else:
             break
@@ -165,3 +165,11 @@ def _has_content(event: Any) -> bool:
 
 def _is_user(event: Any) -> bool:
     return bool(event.author == "user")
+
+
+def _is_input(event: Any) -> bool:
+    """User input the model answers: the user's turn, or function responses (ADK writes a
+    function response as an event of the agent)."""
+    return _is_user(event) or any(
+        getattr(part, "function_response", None) is not None for part in event.content.parts
+    )

@@ -133,3 +133,17 @@ def test_the_catch_up_leaves_out_the_turns_withheld_from_the_model() -> None:
         context=[("user", "a forbidden thing"), ("model", "not allowed")],
         unanswered=["a forbidden thing"],
     )
+
+
+def test_a_function_response_the_agent_wrote_is_input_a_handle_after_it_does_not_cover() -> None:
+    """ADK writes a function response as an event of the agent; a Gemini 3.x model sends a
+    handle right after the client's ``toolResponse``, before its answer: that handle covers
+    the call, not the response, so the next worker asks for what came after (a fresh start:
+    a response cannot be given back as a text turn)."""
+    ask = _event("user", "what is the weather?")
+    call = _event(AGENT, function_call=types.FunctionCall(name="weather", args={}))
+    response = _event(AGENT, function_response=types.FunctionResponse(name="weather", response={}))
+    answer = _event(AGENT, "clear skies")
+    assert covered_event_id([ask, call, response]) == call.id
+    assert catch_up([ask, call, response], call.id, AGENT) is None
+    assert covered_event_id([ask, call, response, answer]) == answer.id
