@@ -51,7 +51,7 @@ from .connector import abort_transport
 from .context_updates import KNOWN_SENDS
 from .errors import Drop, classify
 from .late_results import LateResultsWay, as_content
-from .model_work import FrameStatuses, ModelWork
+from .model_work import FrameStatuses, ModelWork, label_working
 from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
@@ -151,6 +151,9 @@ class ConnectionWatch:
         self.work = ModelWork()
         #: ``interactionStatus`` from the raw frames, where google-genai drops it.
         self._frame_statuses = FrameStatuses()
+        #: The status of the message read last when it ended an utterance while the work
+        #: goes on (``None``: it did not): what ADK builds from it is a working utterance.
+        self._working_read: str | None = None
         self._sdk_status = genai_compat.parses_interaction_status()
         #: Ends the hold of an unknown ``interactionStatus`` after one answer's time.
         self._unknown_timer: asyncio.TimerHandle | None = None
@@ -310,6 +313,7 @@ class ConnectionWatch:
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         raw_status = self._frame_statuses.read()
+        self._working_read = None
         if message.tool_call is not None:
             self.reply_streams = False
         self._note_content(message.server_content, raw_status)
@@ -362,6 +366,7 @@ class ConnectionWatch:
         elif content.turn_complete:
             # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.work_goes_on()
+            self._working_read = self.work.status
         if content.turn_complete:
             self._hold_unknown_status()
 
@@ -411,6 +416,17 @@ class ConnectionWatch:
         self.run.rules.outbox.activity.on_speech_state(state)
         if state == "NON_SPEECH":
             self.stall_watch.utterance_ended()
+
+    def label_event(self, event: Any) -> None:
+        """``event`` is one ADK built from the message read last, on its way to the ADK
+        session: label it a working utterance when that message ended one
+        (:func:`~adk_live_resume.model_work.label_working`), so that what is built from the
+        session later, in any worker, does not take it for an answer."""
+        status = self._working_read
+        if status is None or getattr(event, "author", "user") == "user":
+            return
+        if not getattr(event, "partial", None):
+            label_working(event, status)
 
     def input_transcription(self, text: str) -> str:
         handled, self._input_shown = self._input_shown, None

@@ -31,6 +31,7 @@ def fresh_history(
     unanswered: Sequence[str] = (),
     answered_last: bool = False,
     responses_sent_last: frozenset[str] | None = None,
+    working: Sequence[str] = (),
 ) -> tuple[list[Any], bool]:
     """The history for a fresh session, and whether it holds the unanswered utterance.
 
@@ -84,9 +85,16 @@ def fresh_history(
     responses_sent_last`; ``None``: not checked) were never sent (a tool ended as its
     connection went: ADK's session holds the response, its queue still the send), so
     nothing answered them, and the history ends with them: the fresh session answers them.
+
+    ``working`` (:func:`~adk_live_resume.model_work.unfinished_work` of the session's events)
+    are the texts of the working utterances the model said for a request it had not answered
+    yet (it said them while its work went on, and ADK stores them as model turns). They are
+    left out of the history: the request they were said for ends it again, typed or spoken,
+    and the fresh session answers it once (the work is not continued: what the model said
+    of it is said again).
     """
     history, in_history = _arranged(
-        contents, transcript, speaking, fragments, stored, cut, unanswered
+        contents, transcript, speaking, fragments, stored, cut, unanswered, working
     )
     last = _last_kept(history)
     if (
@@ -134,10 +142,12 @@ def _arranged(
     stored: str,
     cut: Sequence[tuple[str, str]],
     unanswered: Sequence[str],
+    working: Sequence[str],
 ) -> tuple[list[Any], bool]:
     """:func:`fresh_history` before its closing model turn."""
     heard = _squeeze(transcript)
     history = _without_fragments(contents, fragments)
+    _without_unfinished_work(history, working)
     for turn, output in cut:
         _put_output_before_turn(history, turn, output)
     for turn in unanswered:
@@ -152,6 +162,23 @@ def _arranged(
         return history, True
     del history[at]
     return history, False
+
+
+def _without_unfinished_work(history: list[Any], working: Sequence[str]) -> None:
+    """Take the model turns that are ``working`` utterances out of the end of ``history``:
+    those after its last other model turn (an answer, a tool call), each text once."""
+    left = [_squeeze(text) for text in working]
+    for position in range(len(history) - 1, -1, -1):
+        if not left:
+            return
+        content = history[position]
+        if content.role != "model":
+            continue
+        said = _squeeze(_model_text(content))
+        if said not in left or _has_call(content):
+            return
+        left.remove(said)
+        del history[position]
 
 
 def _unanswered_user_turn(history: Sequence[Any], heard: str) -> int | None:

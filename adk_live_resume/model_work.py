@@ -60,15 +60,34 @@ Guarantees:
   :meth:`FrameStatuses.start`), never that of a frame after it; an earlier one not read
   yet (none, where reading keeps up) is given with it.
 
+**Working utterances in the ADK session.** ADK stores a working utterance (the model's
+words ended by a ``turnComplete`` whose status says the work goes on) as a model turn like
+any answer, and google-adk 1.x keeps no status with it. So the live loop labels each event
+ADK builds from such a ``turnComplete`` (:func:`label_working`: ``custom_metadata`` under
+:data:`WORK_KEY`, written with the event, so every worker reads it), and what is built from
+the ADK session asks :func:`is_working` and :func:`unfinished_work`: a working utterance is
+no answer, and the request it was said for stays unanswered until a turn that ends the work.
+
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["FINISHED_STATUSES", "GOING_ON_STATUSES", "FrameStatuses", "ModelWork", "status_name"]
+__all__ = [
+    "FINISHED_STATUSES",
+    "GOING_ON_STATUSES",
+    "WORK_KEY",
+    "FrameStatuses",
+    "ModelWork",
+    "is_working",
+    "label_working",
+    "status_name",
+    "unfinished_work",
+]
 
 #: ``interactionStatus`` values that finish the model's turn.
 FINISHED_STATUSES = frozenset({"IDLE", "INTERACTION_STATUS_UNSPECIFIED", "REQUIRES_ACTION"})
@@ -174,3 +193,51 @@ class FrameStatuses:
         while self._waiting and self._waiting[0][0] <= self._read:
             status = self._waiting.popleft()[1]
         return status
+
+
+#: The key of ``Event.custom_metadata`` that labels a working utterance in the ADK session;
+#: its value is the ``interactionStatus`` its ``turnComplete`` came with.
+WORK_KEY = "adk_live_resume.interaction_status"
+
+
+def label_working(event: object, status: str) -> None:
+    """Label ``event`` (an ADK ``Event`` built from a ``turnComplete`` whose ``status`` did
+    not finish the model's turn) as a working utterance; other metadata it carries stays."""
+    metadata = dict(getattr(event, "custom_metadata", None) or {})
+    metadata[WORK_KEY] = status
+    event.custom_metadata = metadata  # type: ignore[attr-defined]
+
+
+def is_working(event: object) -> bool:
+    """Whether ``event`` of an ADK session is a working utterance (:func:`label_working`)."""
+    metadata = getattr(event, "custom_metadata", None)
+    return isinstance(metadata, dict) and isinstance(metadata.get(WORK_KEY), str)
+
+
+def unfinished_work(events: Sequence[object]) -> list[str]:
+    """The texts of the working utterances among ``events`` (an ADK session's) that no
+    finished model turn followed: what the model said for a request it has not answered yet,
+    oldest first. They end at the newest model turn that is no working utterance (an
+    answer, a tool call); a spoken one is its output transcription."""
+    texts: list[str] = []
+    for event in reversed(events):
+        if getattr(event, "author", "user") == "user":
+            continue
+        parts = getattr(getattr(event, "content", None), "parts", None) or []
+        if any(getattr(part, "function_response", None) is not None for part in parts):
+            continue  # (a function response ADK writes as the agent's: input, no answer)
+        if parts:
+            text = "".join(
+                getattr(part, "text", None) or ""
+                for part in parts
+                if not getattr(part, "thought", None)
+            )
+        else:
+            text = str(getattr(getattr(event, "output_transcription", None), "text", "") or "")
+            if not text:
+                continue  # (a turn's end, a state change: no turn)
+        if not is_working(event):
+            break
+        texts.append(text)
+    texts.reverse()
+    return texts

@@ -37,6 +37,7 @@ from .connector import Connector, abort_transport
 from .context_updates import ContextUpdates
 from .fresh_history import fresh_history, response_ids, user_texts
 from .handle_coverage import with_catch_up
+from .model_work import unfinished_work
 from .outbox import Outbox, Replay
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
@@ -155,6 +156,7 @@ async def serve(
                     unanswered=outbox.typed_turns_unanswered(),
                     answered_last=outbox.answered_last(),
                     responses_sent_last=outbox.responses_sent_last,
+                    working=unfinished_work(adk.history_events),
                 )
                 replay = outbox.take_audio(
                     utterance_in_history=in_history,
@@ -213,6 +215,7 @@ async def serve(
                     if mode is not None:  # ADK's own goAway reconnect: plan ours instead
                         watch.move("ADK reconnect request")
                         continue
+                    watch.label_event(event)  # (before the runner writes it to the session)
                     yield event
                     if getattr(event, "turn_complete", False):
                         run.timeline.mark("answer")

@@ -4,11 +4,20 @@ and the statuses read from raw frames given back in reading order."""
 from __future__ import annotations
 
 import enum
+from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adk_live_resume.model_work import FrameStatuses, ModelWork, status_name
+from adk_live_resume.model_work import (
+    WORK_KEY,
+    FrameStatuses,
+    ModelWork,
+    is_working,
+    label_working,
+    status_name,
+    unfinished_work,
+)
 
 
 class _Status(enum.Enum):  # google-genai's InteractionStatus has this shape
@@ -136,3 +145,57 @@ def test_frame_statuses_never_run_ahead_of_reading(arrivals: list[str | None]) -
     for status in arrivals:
         statuses.arrived(status)
     assert [statuses.read() for _ in arrivals] == arrivals
+
+
+# -- working utterances in the ADK session ------------------------------------------------
+
+
+def _said(text: str, *, working: bool = False) -> SimpleNamespace:
+    event = SimpleNamespace(
+        author="assistant",
+        content=SimpleNamespace(parts=[SimpleNamespace(text=text)]),
+        custom_metadata={"other": 1},
+    )
+    if working:
+        label_working(event, "IN_PROGRESS")
+    return event
+
+
+def _user(text: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        author="user", content=SimpleNamespace(parts=[SimpleNamespace(text=text)])
+    )
+
+
+def test_a_label_keeps_the_events_other_metadata_and_says_it_was_working() -> None:
+    event = _said("working on: two", working=True)
+    assert is_working(event) and event.custom_metadata["other"] == 1
+    assert event.custom_metadata[WORK_KEY] == "IN_PROGRESS"
+    assert not is_working(_said("echo: two")) and not is_working(SimpleNamespace())
+
+
+def test_the_unfinished_work_is_the_working_utterances_after_the_last_answer() -> None:
+    turn_end = SimpleNamespace(author="assistant", content=None)
+    response = SimpleNamespace(
+        author="assistant",
+        content=SimpleNamespace(parts=[SimpleNamespace(text=None, function_response=object())]),
+    )
+    spoken = SimpleNamespace(
+        author="assistant",
+        content=None,
+        output_transcription=SimpleNamespace(text="still at it"),
+        custom_metadata={WORK_KEY: "IN_PROGRESS"},
+    )
+    events = [
+        _user("one"),
+        _said("working on: one", working=True),  # its work finished: not unfinished
+        _said("echo: one"),
+        _user("two"),
+        _said("working on: two", working=True),
+        turn_end,
+        response,
+        spoken,
+    ]
+    assert unfinished_work(events) == ["working on: two", "still at it"]
+    assert unfinished_work(events[:3]) == []
+    assert unfinished_work([]) == []

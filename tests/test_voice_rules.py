@@ -899,3 +899,18 @@ def test_the_servers_speech_state_says_the_user_speaks_whatever_the_energy() -> 
     assert activity.utterances == 2 and activity.unanswered
     activity.on_new_connection()
     assert not activity.speaking, "a new connection's server has heard nothing yet"
+
+
+def test_the_working_utterances_of_unfinished_work_leave_a_fresh_history() -> None:
+    """A model that works in the background said "working on: two" (ADK stored it as a model
+    turn) and the connection went before its answer: the history ends with the request, as
+    on the server, typed or spoken (then its transcription is in the history, not replayed)."""
+    contents = [content("user", "one"), content("model", "echo: one"), content("user", "two")]
+    said = [*contents, content("model", "working on: two")]
+    working = ["working on: two"]
+    assert fresh_history(said, "", speaking=False, working=working) == (contents, False)
+    assert fresh_history(said, "two", speaking=False, working=working) == (contents, True)
+    assert fresh_history(said, "", speaking=False) == (said, False), "an answer stays"
+    assert said[-1].parts[0].text == "working on: two", "ADK's contents are not changed"
+    answered = [*said, content("model", "echo: two")]
+    assert fresh_history(answered, "", speaking=False, working=working)[0] == answered
