@@ -14,9 +14,15 @@ Rules (Gemini API, where no index says what the server took in; the same rule as
   input before it. User input after the model's last answer (a typed or transcribed turn,
   function responses, which ADK writes as the agent's events) is *not* counted as covered:
   if the handle did hold one, the model hears it twice, which is better than never.
-* What the session holds after the covered event splits at the model's last turn there:
+* What the session holds after the covered event splits at the model's last answer there:
   before and including it, *finished exchanges*, given back as context that asks for no
-  answer; after it, *unanswered user turns*, sent as a turn the model answers once.
+  answer; after it, *unanswered user turns*, sent as a turn the model answers once. A
+  working utterance (:func:`~adk_live_resume.model_work.is_working`: the model said it while
+  its work on the request went on) is no answer: the request it was said for is unanswered,
+  and working utterances after the last answer are left out (the work is not continued after
+  a resume: what the model said of it is said again). (On the Gemini API a handle issued
+  while the model works is never stored: see :meth:`LiveRun.resumption_update
+  <adk_live_resume.loop.LiveRun.resumption_update>`.)
 * Only plain text turns of the user and of this agent can be given back this way. Anything
   else after the covered event (a function call or response, audio or files, another agent's
   turn, a transcription ADK keeps outside ``content``), or a covered event the session does
@@ -38,6 +44,7 @@ from typing import Any
 
 from google.genai import types
 
+from .model_work import is_working
 from .outbox import ClientMessage, Replay
 from .withheld import Withheld
 
@@ -102,19 +109,29 @@ def catch_up(
     if screened is not None:
         tail = screened.events(tail)
     turns: list[tuple[str, str]] = []
+    working: set[int] = set()  # positions in turns of working utterances
     try:
         for event in tail:
             if getattr(event, "partial", None):
                 continue  # a piece of a turn whose whole follows
             turn = _text_turn(event, agent_name)
             if turn is not None:
+                if is_working(event):
+                    working.add(len(turns))
                 turns.append(turn)
     except _NotText:
         return None
-    last_model = max((i for i, (role, _) in enumerate(turns) if role == "model"), default=-1)
+    last_answer = max(
+        (i for i, (role, _) in enumerate(turns) if role == "model" and i not in working),
+        default=-1,
+    )
     return CatchUp(
-        context=turns[: last_model + 1],
-        unanswered=[text for _, text in turns[last_model + 1 :]],
+        context=turns[: last_answer + 1],
+        unanswered=[
+            text
+            for i, (role, text) in enumerate(turns[last_answer + 1 :], start=last_answer + 1)
+            if role == "user" and i not in working
+        ],
     )
 
 

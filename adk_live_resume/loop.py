@@ -277,7 +277,8 @@ class LiveRun:
             now=now,
         )
         if changed:
-            if self.transparent or not work_in_progress:
+            covers = self.transparent or not work_in_progress
+            if covers:
                 # (on the Gemini API a handle issued while the model works holds neither the
                 # request nor the calls made for it: the request is asked again, and the
                 # model's calls for it are repeats, never told apart as well)
@@ -285,7 +286,9 @@ class LiveRun:
                 self.rules.outbox.covered(last_consumed_index if self.transparent else None)
             self.ctx.live_session_resumption_handle = handles.handle
             logger.debug("new resumption handle %s", redact(handles.handle))
-            if handles.handle:
+            if handles.handle and covers:
+                # (nor is such a handle stored or given to the app: the one they hold, issued
+                # at a finished turn, goes with the request as what came after it)
                 self.rules.keeper.observe(handles.handle)  # never blocks
         return changed
 

@@ -20,6 +20,7 @@ from adk_live_resume.handle_coverage import (
     covered_event_id,
     with_catch_up,
 )
+from adk_live_resume.model_work import label_working
 from adk_live_resume.outbox import ClientMessage, Replay
 
 AGENT = "voice"
@@ -147,3 +148,19 @@ def test_a_function_response_the_agent_wrote_is_input_a_handle_after_it_does_not
     assert covered_event_id([ask, call, response]) == call.id
     assert catch_up([ask, call, response], call.id, AGENT) is None
     assert covered_event_id([ask, call, response, answer]) == answer.id
+
+
+def _working(text: str) -> Event:
+    event = _event(AGENT, text)
+    label_working(event, "IN_PROGRESS")
+    return event
+
+
+def test_a_working_utterance_is_no_answer_the_request_before_it_stays_unanswered() -> None:
+    one, echo = _event("user", "one"), _event(AGENT, "echo: one")
+    two, working = _event("user", "two"), _working("working on: two")
+    assert catch_up([one, echo, two, working], echo.id, AGENT) == CatchUp(unanswered=["two"])
+    assert catch_up([one, _working("working on: one"), echo, two], START, AGENT) == CatchUp(
+        context=[("user", "one"), ("model", "working on: one"), ("model", "echo: one")],
+        unanswered=["two"],
+    )
