@@ -706,6 +706,14 @@ class ConnectionWatch:
         if watching and frames.go_away:
             self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
             self._frame_statuses.start()
+            # (what arrived with the setupComplete is read first: counted first)
+            known = genai_compat.server_message_keys()
+            for frame in websockets_compat.queued_messages(websocket, known):
+                self._message_arrived(frame)
+                if frame is not None and frame.kind == "go_away":
+                    self._go_away_frame(frame.time_left)
+                if frame is not None and frame.cancelled_ids:
+                    self.on_tool_calls_cancelled(frame.cancelled_ids)
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return

@@ -143,6 +143,37 @@ WEBSOCKETS_QUEUE_DEQUE = "queue"
 WEBSOCKETS_GET_IN_PROGRESS = "get_in_progress"
 
 
+def queued_messages(websocket: Any, known: Set[str]) -> list[Frame | None]:
+    """The whole data messages that arrived on ``websocket`` before its watch began and that
+    nobody has read yet, in order, each classified as :func:`watch_frames` classifies them
+    (``None``: a message split over several frames). google-genai's connect reads the
+    ``setupComplete`` alone; a message the server sent right after it (an empty
+    ``sessionResumptionUpdate``) can arrive with it and wait here: a reader that counts the
+    messages as they arrive counts these first. Empty while a read is taking frames, or where
+    the queue is not where it is looked for."""
+    assembler = getattr(websocket, WEBSOCKETS_RECV_MESSAGES, None)
+    frames = getattr(assembler, WEBSOCKETS_ASSEMBLER_FRAMES, None)
+    queue = getattr(frames, WEBSOCKETS_QUEUE_DEQUE, None)
+    if not isinstance(queue, collections.deque) or not queue:
+        return []
+    if getattr(assembler, WEBSOCKETS_GET_IN_PROGRESS, True) is not False:
+        return []
+    from websockets.frames import Opcode
+
+    messages: list[Frame | None] = []
+    in_fragments = False
+    for event in list(queue):
+        opcode = getattr(event, "opcode", None)
+        whole = getattr(event, "fin", True)
+        if not in_fragments and opcode in (Opcode.TEXT, Opcode.BINARY) and whole:
+            messages.append(classify_frame(getattr(event, "data", b""), known))
+        elif opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+            in_fragments = not whole
+            if whole:
+                messages.append(None)
+    return messages
+
+
 def _skip_queued(websocket: Any, known: Set[str], on_unknown: Callable[[Frame], None]) -> None:
     """Take the whole messages of unknown kinds out of the frames that arrived before the
     watch began and nobody has read yet (a message sent right after ``setupComplete`` can

@@ -335,6 +335,43 @@ async def test_watch_frames_drops_a_message_of_an_unknown_kind_before_anyone_rea
             await client.send("done")
 
 
+async def test_the_messages_that_arrived_before_the_watch_are_told_in_order() -> None:
+    """google-genai's connect reads one message; what the server sent right after it waits
+    in websockets' queue before anyone watches: :func:`queued_messages` tells each whole
+    message there, classified, and reading them is unchanged."""
+    sent = [
+        b'{"setupComplete": {}}',
+        b'{"sessionResumptionUpdate": {}}',
+        b'{"serverContent": {"turnComplete": true, "interactionStatus": "IN_PROGRESS"}}',
+    ]
+
+    async def handler(connection: ServerConnection) -> None:
+        for message in sent:
+            await connection.send(message)
+        await connection.send(["frag", "mented"])  # one message in two frames
+        await connection.recv()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
+            assert await client.recv() == sent[0]
+            known = frozenset({"setupComplete", "sessionResumptionUpdate", "serverContent"})
+            for _ in range(500):  # (until all three arrived)
+                if len(websockets_compat.queued_messages(client, known)) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            queued = websockets_compat.queued_messages(client, known)
+            assert [frame.kind if frame else None for frame in queued] == [
+                "resumption_update",
+                "content",
+                None,
+            ]
+            assert queued[1] is not None and queued[1].interaction_status == "IN_PROGRESS"
+            assert [await client.recv() for _ in range(3)] == [*sent[1:], "fragmented"]
+            assert websockets_compat.queued_messages(client, known) == []
+            await client.send("done")
+
+
 def test_watch_frames_declines_a_connection_it_cannot_watch() -> None:
     class Legacy:  # no process_event: websockets' legacy implementation
         protocol = object()

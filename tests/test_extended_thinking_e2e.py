@@ -17,7 +17,7 @@ import pytest
 
 import adk_live_resume
 from adk_live_resume import ResumePolicy
-from adk_live_resume.testing import FakeLiveServer
+from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.generation import WORKING
 from adk_live_resume.testing.speech import silence_pcm, speech_pcm
@@ -114,6 +114,34 @@ async def test_a_drop_while_the_model_works_asks_again_and_is_answered_once(
     assert second.user_turns[:2] == ["two", "recall"]
     assert times_said(live, "echo: two") == 1
     assert server.resent_consumed() == [] and server.history_sends() == 0
+
+
+async def test_a_message_that_came_with_the_setup_leaves_each_status_with_its_message(
+    make_agent: AgentFactory,
+) -> None:
+    # google-genai 1.x drops interactionStatus while parsing: it is read from each raw frame
+    # as it arrives, counted from the moment the connection is watched. A message the server
+    # sends right after setupComplete (the service's empty sessionResumptionUpdate) arrives
+    # with it, before the watch: were it not counted, each status would go to the message
+    # before its own, the IN_PROGRESS turnComplete would read as finished, and the request
+    # a drop cuts mid-work would be taken as covered by the handle issued during the work.
+    async with FakeLiveServer(work_delay=2.0) as server:
+        server.script(
+            Fault.server_message({"sessionResumptionUpdate": {}}, after_setup=True), connection=1
+        )
+        agent = _agent(make_agent, server)
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one", skip=working_utterance) == "echo: one"
+            mark = await _mid_work(live, "two")
+            await server.close_open(1011, "Internal error")
+            assert await live.answer_after(mark, skip=working_utterance, timeout=15) == "echo: two"
+            await live.close()
+    first, second = server.connections[:2]
+    assert first.server_messages[1] == {"sessionResumptionUpdate": {}}
+    assert second.resumed and second.resume_handle == first.handle_issues[-1].handle
+    assert first.handle_issues[-1].point == "working"
+    assert second.user_turns == ["two"] and server.user_turns_answered() == ["one", "two"]
+    assert times_said(live, "echo: two") == 1
 
 
 async def test_a_spoken_request_waits_for_the_work_before_a_go_away_moves(
