@@ -503,8 +503,14 @@ class ConnectionWatch:
         decision = rules.tool_calls.on_calls(
             ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
         )
-        rules.outbox.tool_call(str(call.id) for call in with_ids)
-        held = {call_id for call_id, _ in decision.answer}
+        cancelled = set(decision.cancelled)
+        if cancelled:
+            logger.debug(
+                "%d tool call(s) the server cancelled before ADK read them: not run",
+                len(cancelled),
+            )
+        rules.outbox.tool_call(str(c.id) for c in with_ids if str(c.id) not in cancelled)
+        held = {call_id for call_id, _ in decision.answer} | cancelled
         for repeat, running in decision.hold:
             logger.debug(
                 "holding a repeated tool call until the earlier call, still running, answers"

@@ -53,7 +53,9 @@ Guarantees:
 * a response is never sent for an id the current session does not know, and a running
   call's result reaches the model once, under the id of the newest call waiting for it;
 * a call the server cancelled (``toolCallCancellation``, :meth:`ToolCallBook.on_cancelled`)
-  gets no response, no late telling and no repeat: the model moved on;
+  gets no response, no late telling and no repeat: the model moved on; a cancellation seen
+  before the call itself (its frame arrived while ADK's reading was behind) is kept, and
+  the call is then not run at all (:attr:`Decision.cancelled`);
 * a result that outlives the connection of its call reaches the model once: bound to the
   repeat the model issues (above), otherwise as a :class:`LateResult`, told as conversation
   content that names the call, its arguments and its result: at once for a call the
@@ -108,6 +110,8 @@ class Decision:
     answer: tuple[tuple[str, dict[str, Any]], ...]
     #: ``(new id, running id)``: repeats held until the running call's response is sent.
     hold: tuple[tuple[str, str], ...] = ()
+    #: Ids the server cancelled before the call was issued here: nobody runs them.
+    cancelled: tuple[str, ...] = ()
 
 
 @dataclass
@@ -150,6 +154,9 @@ class ToolCallBook:
     _told: set[str] = field(default_factory=set)
     #: Calls the server cancelled (``toolCallCancellation``).
     _cancelled: set[str] = field(default_factory=set)
+    #: Ids cancelled before their call was issued here, oldest first (at most
+    #: ``max_results``): the call, when it comes, is not run.
+    _cancelled_early: dict[str, None] = field(default_factory=dict)
 
     #: Calls answered with an earlier result instead of running the tool again.
     reused: int = 0
@@ -173,6 +180,7 @@ class ToolCallBook:
         run: list[str] = []
         answer: list[tuple[str, dict[str, Any]]] = []
         hold: list[tuple[str, str]] = []
+        cancelled: list[str] = []
         for call_id, name, args in calls:
             key = call_key(name, args)
             self._keys[call_id] = key
@@ -180,6 +188,11 @@ class ToolCallBook:
             self._args[call_id] = args
             self._since_handle[call_id] = None
             self._since_resume[call_id] = None
+            if call_id in self._cancelled_early:  # (its cancellation came first)
+                del self._cancelled_early[call_id]
+                self.on_cancelled([call_id])
+                cancelled.append(call_id)
+                continue
             earlier = next((e for e, k in self._repeatable.items() if k == key), None)
             if earlier is None:
                 run.append(call_id)
@@ -207,7 +220,7 @@ class ToolCallBook:
             self._waiting[origin] = call_id
             self._held[call_id] = origin
             hold.append((call_id, origin))
-        return Decision(tuple(run), tuple(answer), tuple(hold))
+        return Decision(tuple(run), tuple(answer), tuple(hold), tuple(cancelled))
 
     def on_result(self, call_id: str, result: dict[str, Any]) -> None:
         """The tool of ``call_id`` finished with ``result`` (its response is being sent)."""
@@ -245,10 +258,19 @@ class ToolCallBook:
     def on_cancelled(self, call_ids: Iterable[str]) -> bool:
         """The server cancelled ``call_ids`` (``toolCallCancellation``: new input came while
         they ran): the model moved on, so a response to one of them is never sent, told as
-        content or given to a repeat, and none is repeatable. True if any was new here."""
+        content or given to a repeat, and none is repeatable. An id not issued here yet (its
+        cancellation's frame came before ADK read the call) is kept: its call is not run.
+        True if any was new here."""
         new = False
         for call_id in call_ids:
-            if call_id not in self._keys or call_id in self._cancelled:
+            if call_id not in self._keys:
+                if call_id not in self._cancelled_early:
+                    new = True
+                    self._cancelled_early[call_id] = None
+                    while len(self._cancelled_early) > self.max_results:
+                        del self._cancelled_early[next(iter(self._cancelled_early))]
+                continue
+            if call_id in self._cancelled:
                 continue
             new = True
             self._cancelled.add(call_id)

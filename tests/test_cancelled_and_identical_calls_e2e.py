@@ -21,6 +21,7 @@ from importlib.metadata import version
 from typing import Any
 
 import pytest
+from google.adk.sessions import InMemorySessionService
 from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
@@ -93,6 +94,57 @@ async def test_a_blocking_call_the_server_cancels_gets_no_response(
         assert first.cancelled_tool_ids == [call.id]
         assert first.tool_responses == [], "no response to a cancelled call"
         assert not first.stale_tool_response_ids and not first.unknown_tool_response_ids
+        assert not any(a.startswith("lookup returned") for a in answers(live, mark))
+        assert not first.errors
+
+
+class _SlowModelEvents(InMemorySessionService):  # type: ignore[misc]
+    """A session service far away: each event of the agent takes ``delay`` seconds to write,
+    and ADK's reading of the connection waits for every write."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def append_event(self, session: Any, event: Any) -> Any:
+        if event.author != "user":
+            await asyncio.sleep(self.delay)
+        return await super().append_event(session, event)
+
+
+@pytest.mark.parametrize("model", ["gemini-live-fake", "gemini-3.8-live"])
+async def test_a_call_cancelled_before_adk_read_it_is_never_run(
+    make_agent: AgentFactory, model: str
+) -> None:
+    # ADK's reading is behind (each model event takes 0.8 s to store): the call and its
+    # cancellation both arrive before ADK reads the call. The cancellation is kept from its
+    # frame on, so ADK never gets the call: its tool does not run, and nothing is sent.
+    runs: list[str] = []
+
+    async def lookup(what: str) -> dict[str, Any]:
+        """Look something up."""
+        runs.append(what)
+        return {"what": what, "found": True}
+
+    async with asyncio.timeout(50), FakeLiveServer() as server:
+        agent = agent_for(make_agent, server, model, False, [_Blocking(lookup)])
+        service = _SlowModelEvents(delay=0.8)
+        async with await LiveDriver.start(agent, session_service=service) as live:
+            live.send_text("one")
+            await server.wait_for(lambda: bool(server.connections), 10, what="a connection")
+            first = server.connections[0]
+            await server.wait_for(lambda: first.answers == ["echo: one"], 10, what="an answer")
+            mark = live.send_text('call lookup {"what": "order"}')
+            await server.wait_for(lambda: first.tool_calls, 10, what="the call")
+            hello = live.send_text("hello")
+            await server.wait_for(lambda: first.cancelled_tool_ids, 10, what="a cancellation")
+            assert await answer_like(live, hello, "echo: hello", timeout=30) == "echo: hello"
+            await asyncio.sleep(0.5)  # a response would go now
+            await live.close()
+        [call] = first.tool_calls
+        assert first.cancelled_tool_ids == [call.id]
+        assert runs == [], "the tool of a call cancelled before ADK read it never ran"
+        assert first.tool_responses == [], "no response to a cancelled call"
         assert not any(a.startswith("lookup returned") for a in answers(live, mark))
         assert not first.errors
 

@@ -20,7 +20,8 @@ from docs/guarantees.md ("Tool calls by id") and the module's docstring:
 * every other call runs, whatever its name and arguments;
 * a response never goes to a session that does not know its call id, and a resumed
   session knows no id an earlier connection issued;
-* a call the server cancelled gets no response, no late telling and no repeat;
+* a call the server cancelled gets no response, no late telling and no repeat, and one it
+  cancelled before ADK read it is not run at all;
 * a result that outlived its connection and that no repeat takes is told as content once:
   at once when the replay drops its response (a call the handle's state holds), when the
   resumed session finished answering (a repeatable call not repeated), or when the tool
@@ -144,6 +145,25 @@ class ToolCallMachine(RuleBasedStateMachine):
                 f"{call_id} ({name}): {got[call_id]} != {expected} (repeatable before: "
                 f"{ref.repeatable}, earlier: {earlier})"
             )
+
+    @rule(tool=st.sampled_from(TOOLS))
+    def model_calls_and_the_server_cancels_before_adk_reads_it(self, tool: str) -> None:
+        """The call's cancellation arrives (its frame seen at once) before ADK reads the call
+        (ADK's reading behind): the call, when read, is not run, answered or held, and it
+        repeats no earlier call."""
+        call_id = f"c{next(self.ids)}"
+        assert self.book.on_cancelled([call_id]), "kept for when the call comes"
+        assert not self.book.on_cancelled([call_id]), "once"
+        decision = self.book.on_calls([(call_id, tool, {"what": tool})], self._running)
+        assert decision.cancelled == (call_id,)
+        assert not (decision.run or decision.answer or decision.hold)
+        ref = self.ref
+        ref.calls[call_id] = _Call(call_id, call_key(tool, {"what": tool}), state="cancelled")
+        ref.cancelled.add(call_id)
+        ref.superseded.add(call_id)
+        self.since_resume.append(call_id)
+        self.handle_lacks.add(call_id)
+        assert not self.book.on_cancelled([call_id]), "already cancelled"
 
     def _callable(self, *states: str) -> list[str]:
         return sorted(

@@ -448,6 +448,16 @@ def test_parallel_calls_are_decided_one_by_one() -> None:
     assert decision.answer == (("a2", {"a": 1}),) and decision.run == ("b2",)
 
 
+def test_a_call_cancelled_before_it_was_read_is_not_run() -> None:
+    """The cancellation's frame came first (ADK's reading behind): the call, once read, is
+    neither run nor answered, and a response for it never goes."""
+    book = ToolCallBook()
+    assert book.on_cancelled(["late"]) and not book.on_cancelled(["late"])
+    decision = book.on_calls([("late", "lookup", {}), ("other", "lookup", {"x": 1})])
+    assert decision.cancelled == ("late",) and decision.run == ("other",)
+    assert book.is_unknown("late") and not book.on_cancelled(["late"])
+
+
 # -- the history of a fresh session while the user speaks ------------------------------------
 
 
