@@ -29,10 +29,16 @@ Guarantees:
   connection takes no client send again (:attr:`ConnectionState.holds_sends`); nor once
   :meth:`ConnectionState.stop_sends` was called.
 * At most one goAway timer is ever started, at most one :class:`NoteGoAway` is returned,
-  at most one :class:`OpenAhead`, one :class:`Retire` and one :class:`CloseSocket`;
-  :meth:`ConnectionState.finish` cancels a running timer and no timer starts after it.
+  one :class:`Retire` and one :class:`CloseSocket`; one :class:`OpenAhead` at a time (another
+  only after a :class:`ServeOn`); :meth:`ConnectionState.finish` cancels a running timer and
+  no timer starts after it.
 * ``RETIRED`` and ``CLIENT_CLOSED`` are final: no event leaves them; a move, once begun,
-  never leaves the moving states but for ``CLIENT_CLOSED``.
+  never leaves the moving states but for ``CLIENT_CLOSED``, and for ``OPEN`` when opening
+  the next connection ahead failed in a way a later try may not (HTTP 429 or 5xx, a
+  timeout, a network error) while the socket was open and not closing: it serves on
+  (:class:`ServeOn`) and the move is tried again (:meth:`ConnectionState.retry_move`).
+* Only a server that refused the resume beside the open socket (it closed the connection
+  opened ahead) makes the run stop opening ahead (:class:`StopOpeningAhead`).
 * A loss noticed while moving (or after the client's close) changes no state: the
   connection still ends as moved (or closed by the client); its time is kept (``lost_at``).
 * A stall is acted on only on a connection that is open (``OPENING``: connected, its
@@ -133,7 +139,17 @@ class DialAfterClose:
 
 @dataclass(frozen=True)
 class StopOpeningAhead:
-    """Opening ahead failed with an error: the run closes the old socket first from now on."""
+    """The server refused the resume of the connection opened ahead beside this open one:
+    the run closes the old socket first from now on."""
+
+
+@dataclass(frozen=True)
+class ServeOn:
+    """Opening the next connection ahead failed in a way a later try may not: this connection
+    serves on (it takes client sends again, those held meanwhile first), and the move is
+    tried again in ``wait`` seconds (:meth:`ConnectionState.retry_move`)."""
+
+    wait: float
 
 
 Action = (
@@ -148,6 +164,7 @@ Action = (
     | OpenAfterDrop
     | DialAfterClose
     | StopOpeningAhead
+    | ServeOn
 )
 
 
@@ -170,6 +187,8 @@ class ConnectionState:
         self._finished = False
         self._go_away_read = False
         self._move_on_handle = False
+        #: A failed opening ahead left this connection serving; the move is to be tried again.
+        self._retry_pending = False
         self._ahead = False
         self._sends_stopped = False
         self._closing = False
@@ -185,6 +204,11 @@ class ConnectionState:
         """Client sends go to the outbox only, not this socket: the next connection is being
         opened ahead (or took over), or the connection is being taken down."""
         return self._ahead or self._sends_stopped
+
+    @property
+    def opening_ahead(self) -> bool:
+        """The next connection is being opened ahead to take over (sends are held for it)."""
+        return self._ahead and self.state is not State.RETIRED
 
     @property
     def closed_by_us(self) -> bool:
@@ -308,11 +332,32 @@ class ConnectionState:
         self.state = State.CLOSING
         return self._close(abort=False)
 
-    def next_opened(self, *, ok: bool, error: bool) -> list[Action]:
-        """The connection opened ahead is ready (``ok``: retire this one) or failed
-        (``error``: it raised; close this one, the loop then retries as after a drop)."""
+    def next_opened(
+        self, *, ok: bool, refused: bool = False, retry_in: float | None = None
+    ) -> list[Action]:
+        """The connection opened ahead is ready (``ok``: retire this one) or not. Not ready:
+        the server refused the resume beside this open socket (``refused``: close this one,
+        the loop then retries as after a drop, and closes first from now on); it failed in a
+        way a later try may not (``retry_in``, the seconds to wait before it: this one serves
+        on, if it is open, not lost or closing already, and before its goAway's deadline,
+        else it closes); or it failed otherwise (close this one)."""
         if not ok:
-            return ([StopOpeningAhead()] if error else []) + self._close(abort=False)
+            if (
+                retry_in is not None
+                and not refused
+                and self.state is State.MOVING
+                and self._ahead
+                and not self._closing
+                and self.lost_at is None
+                and (self.deadline is None or self.timer_running)  # (its deadline to come)
+            ):
+                self.state = State.OPEN if self.proved else State.OPENING
+                self.why_moved = None
+                self._ahead = False
+                self._move_on_handle = False  # (not before the wait: retry_move)
+                self._retry_pending = True
+                return [ServeOn(retry_in)]
+            return ([StopOpeningAhead()] if refused else []) + self._close(abort=False)
         if self._closing or self.state is not State.MOVING:
             return []  # closing already (the deadline came first), or the client closed
         if not self._all_read():
@@ -321,6 +366,17 @@ class ConnectionState:
             self.state = State.DRAINING
             return []
         return self._retire()
+
+    def retry_move(self, *, safe: bool) -> list[Action]:
+        """The wait after a failed opening ahead is over (:class:`ServeOn`): the move happens
+        at the next safe point (now, if ``safe``), the goAway's deadline still the latest."""
+        if not self._retry_pending or self._finished or self.why_moved is not None:
+            return []
+        self._retry_pending = False
+        if self.state not in (State.OPENING, State.OPEN):
+            return []
+        self._move_on_handle = True
+        return self.move("goAway at a safe point") if safe else []
 
     def _retire(self) -> list[Action]:
         self.state = State.RETIRED

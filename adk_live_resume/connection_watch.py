@@ -43,6 +43,7 @@ from .connection_state import (
     OpenAhead,
     ProveHealthy,
     Retire,
+    ServeOn,
     StartTimer,
     State,
     StopOpeningAhead,
@@ -159,6 +160,14 @@ class ConnectionWatch:
         self._unknown_timer: asyncio.TimerHandle | None = None
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
+        #: Client sends held while the next connection was being opened ahead, in order:
+        #: sent on this one if that opening fails and this one serves on (:class:`ServeOn`).
+        self._held_ahead: list[tuple[str, dict[str, Any]]] = []
+        #: The task sending them (while it runs, later sends join them).
+        self._flushing: asyncio.Task[None] | None = None
+        #: The move's next try after a failed opening ahead, and how many failed.
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self._ahead_failures = 0
         self._closer: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
@@ -306,6 +315,9 @@ class ConnectionWatch:
                 case OpenAfterDrop():
                     assert error is not None
                     run.lifecycle_action(self, action, error)
+                case ServeOn(wait=wait):
+                    run.lifecycle_action(self, action, error)
+                    self._serve_on(wait)
                 case ProveHealthy() | DialAhead() | DialAfterClose() | StopOpeningAhead():
                     run.lifecycle_action(self, action, error)
 
@@ -609,7 +621,13 @@ class ConnectionWatch:
         if message.audio_ms > 0:
             run.audio_started()
         if self.holds_sends:
-            # Kept in the outbox for the next connection; this socket gets nothing more.
+            # Kept in the outbox for the next connection; this socket gets nothing more
+            # (unless the next one cannot be opened yet: see _serve_on).
+            if self.lifecycle.opening_ahead:
+                self._held_ahead.append((method, kwargs))
+            return None
+        if self._flushing is not None:
+            self._held_ahead.append((method, kwargs))  # (after those held before it)
             return None
         return method, kwargs
 
@@ -765,19 +783,61 @@ class ConnectionWatch:
         self._carry_out(self.lifecycle.move(why))
 
     def on_next_opened(self, task: asyncio.Task[Any]) -> None:
-        """The connection opened ahead is ready (retire this one) or failed (close this one;
-        the loop then retries as after a drop)."""
+        """The connection opened ahead is ready (retire this one) or failed: refused by a
+        server that takes no resume beside the open socket (close this one; the loop then
+        retries as after a drop, closing first from now on), refused in a way a later try
+        may not be (HTTP 429 or 5xx, a timeout, a network error: this one serves on and the
+        move is tried again after the wait, ``Retry-After`` at least), or otherwise (close
+        this one)."""
         if task.cancelled():
             return
         error = task.exception()
-        if error is not None:
-            logger.debug(
-                "opening the next connection while the old one was open failed (%r);"
-                " closing the old one first from now on",
-                error,
-            )
         ok = error is None and task.result() is not None
-        self._carry_out(self.lifecycle.next_opened(ok=ok, error=error is not None))
+        drop = classify(error) if error is not None else None
+        refused = drop is not None and drop.kind == "closed"
+        retry_in: float | None = None
+        if drop is not None and drop.kind == "connect_failed":
+            self._ahead_failures += 1
+            policy = self.run.policy
+            retry_in = max(drop.retry_after or 0.0, policy.wait_before(self._ahead_failures + 1))
+        if error is not None:
+            logger.info(
+                "opening the next connection while the old one was open failed (%s); %s",
+                drop.describe() if drop is not None else repr(error),
+                "closing the old one first from now on"
+                if refused
+                else f"the old one serves on, the move is tried again in {retry_in:.1f} s"
+                if retry_in is not None
+                else "closing the old one",
+            )
+        self._carry_out(self.lifecycle.next_opened(ok=ok, refused=refused, retry_in=retry_in))
+
+    def _serve_on(self, wait: float) -> None:
+        """The next connection could not be opened ahead yet: the sends held for it go on
+        this connection, in order, before any later one; the move is tried again in
+        ``wait`` seconds (its deadline, if any, still the latest)."""
+        if self._held_ahead and self._flushing is None:
+            self._flushing = asyncio.get_running_loop().create_task(
+                self._send_held(), name=f"adk_live_resume held sends #{self.number}"
+            )
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+        self._retry_timer = asyncio.get_running_loop().call_later(wait, self._retry_move)
+
+    async def _send_held(self) -> None:
+        try:
+            while self._held_ahead and not self.holds_sends and self.tap is not None:
+                method, kwargs = self._held_ahead.pop(0)
+                await self.tap.send_held(method, kwargs)
+        except Exception as error:
+            abort = classify(error) is None
+            self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
+        finally:
+            self._flushing = None
+
+    def _retry_move(self) -> None:
+        self._retry_timer = None
+        self._carry_out(self.lifecycle.retry_move(safe=self.at_safe_point()))
 
     def _retire(self) -> None:
         """The next connection takes over: nothing more of this one reaches ADK."""
@@ -813,6 +873,11 @@ class ConnectionWatch:
             self._unknown_timer.cancel()
         await self._nudge.stop()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+        if self._flushing is not None:
+            self._flushing.cancel()
+            await asyncio.wait({self._flushing})
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.wait({self._watcher})

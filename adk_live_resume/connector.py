@@ -105,6 +105,13 @@ class Connector:
         opening, self.opening = self.opening, None
         return opening
 
+    def forget_failed_opening(self) -> None:
+        """The connection opened ahead failed and the old one serves on: nothing of the
+        opening serves; what it opened is closed in the background."""
+        opening, self.opening = self.opening, None
+        if opening is not None:
+            self.closer.close(opening.stack, None)
+
     async def discard_opening(self) -> None:
         opening, self.opening = self.opening, None
         if opening is not None:

@@ -19,10 +19,12 @@ Guarantees:
   after the goAway, whichever comes first (an independent timer, so a silent server cannot
   make us miss the deadline). Make-before-break: the new connection is opened while the old
   one is still open and the queue is held; once it is ready the old connection is retired
-  (nothing it still sends reaches ADK, its handles are ignored). If that opening fails, the
-  old socket is closed first and the run retries as after a drop, and keeps closing first on
-  later goAways (a server that refuses a resume while the old socket is open). While such a
-  goAway waits for its safe point, the next socket is opened ahead (:mod:`.early_dial`).
+  (nothing it still sends reaches ADK, its handles are ignored). If the server refuses that
+  resume beside the open socket, the old socket is closed first and the run retries as after
+  a drop, and keeps closing first on later goAways; if the opening fails for now (HTTP 429 or
+  5xx, a timeout) before the deadline, the old connection serves on and the move is tried
+  again after the wait. While such a goAway waits for its safe point, the next socket is
+  opened ahead (:mod:`.early_dial`).
 * ``LiveRequestQueue.close()`` ends the run without reconnecting; cancelling the consumer
   ends the run promptly, and no task started here outlives it but the newest handle's write
   to the session (``store_handle_in_session``), which ends within the store's flush timeout
@@ -65,6 +67,7 @@ from .connection_state import (
     OpenAhead,
     ProveHealthy,
     Retire,
+    ServeOn,
     StopOpeningAhead,
 )
 from .connection_watch import ConnectionWatch, FrameWatching
@@ -253,6 +256,11 @@ class LiveRun:
                 self.dial_after_close(watch, code, reason)
             case StopOpeningAhead():
                 self.stop_opening_ahead()
+            case ServeOn():
+                # (the old connection serves on: what the user sends goes to it again)
+                self.connector.forget_failed_opening()
+                if self.queue_guard is not None:
+                    self.queue_guard.resume()
         return False
 
     def resumption_update(
@@ -332,8 +340,8 @@ class LiveRun:
             self.warn_session_limit()
 
     def stop_opening_ahead(self) -> None:
-        """Opening the next connection while the old one was open failed: from now on in
-        this run, the old one is closed first."""
+        """The server refused to resume beside the old connection: from now on in this run,
+        the old one is closed first."""
         self.may_open_ahead = False
 
     def _count(self, outcome: Outcome) -> None:

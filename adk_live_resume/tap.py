@@ -307,6 +307,11 @@ class SessionTap:
                 return
         await getattr(self._tapped_session, name)(**arguments)
 
+    async def send_held(self, method: str, kwargs: dict[str, Any]) -> None:
+        """Send a message the listener recorded and held (its :meth:`TapListener.before_send`
+        answered ``None``), as it was recorded: it goes on this connection after all."""
+        await self._send_now(method, kwargs)
+
     async def replay(self, method: str, kwargs: Mapping[str, Any]) -> None:
         """Send a recorded message again (on a new connection), through the listener."""
         await self._send(method, dict(kwargs), replay=True)

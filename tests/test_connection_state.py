@@ -13,6 +13,7 @@ from adk_live_resume.connection_state import (
     OpenAhead,
     ProveHealthy,
     Retire,
+    ServeOn,
     StartTimer,
     State,
     StopOpeningAhead,
@@ -33,7 +34,7 @@ def test_a_go_away_at_a_safe_point_opens_ahead_holds_sends_and_retires_when_read
     assert core.deadline == 120.0 and core.state is State.MOVING
     assert core.ahead_started(True) == []
     assert core.holds_sends
-    assert core.next_opened(ok=True, error=False) == [Retire()]
+    assert core.next_opened(ok=True) == [Retire()]
     assert core.state is State.RETIRED
     assert core.finish(graceful=True) == [CancelTimer()]  # (a retired socket closes apart)
 
@@ -68,7 +69,7 @@ def test_the_next_connection_ready_mid_answer_drains_this_one_first() -> None:
     core.message_read(turn_open=True)
     core.frame_arrived()
     core.frame_arrived()
-    assert core.next_opened(ok=True, error=False) == []
+    assert core.next_opened(ok=True) == []
     assert core.state is State.DRAINING
     assert core.message_read(turn_open=False) == []  # one frame arrived and is not read yet
     assert core.message_read(turn_open=False) == [Retire()]
@@ -81,7 +82,7 @@ def test_the_deadline_closes_a_socket_whose_successor_is_not_ready() -> None:
     assert core.timer_fired() == [OpenAhead()]
     assert core.ahead_started(True) == []
     assert core.timer_fired() == [CloseSocket(False)]
-    assert core.next_opened(ok=True, error=False) == []  # the loop moves on when it ends
+    assert core.next_opened(ok=True) == []  # the loop moves on when it ends
     assert core.state is State.MOVING
 
 
@@ -93,12 +94,43 @@ def test_a_move_that_cannot_open_ahead_closes_first_and_still_takes_sends() -> N
     assert core.move("again") == []
 
 
-def test_an_opening_ahead_that_failed_closes_this_socket_and_stops_opening_ahead() -> None:
+def test_an_opening_ahead_the_server_refused_closes_this_socket_and_stops_opening_ahead() -> None:
     core = _open()
     core.move("goAway at a safe point")
     core.ahead_started(True)
-    assert core.next_opened(ok=False, error=True) == [StopOpeningAhead(), CloseSocket(False)]
+    assert core.next_opened(ok=False, refused=True) == [StopOpeningAhead(), CloseSocket(False)]
     assert core.state is State.MOVING and core.holds_sends
+
+
+def test_an_opening_ahead_that_failed_otherwise_closes_this_socket_only() -> None:
+    core = _open()
+    core.move("ADK reconnect request")
+    core.ahead_started(True)
+    assert core.next_opened(ok=False) == [CloseSocket(False)]
+
+
+def test_a_transient_failure_before_the_deadline_serves_on_and_moves_later() -> None:
+    """HTTP 429 on the connection opened ahead at a goAway with time left: this connection
+    takes sends again, and the move is tried again after the wait, at a safe point."""
+    core = _open()
+    core.go_away_read(30.0, now=0.0, margin=5.0, safe=True)
+    core.ahead_started(True)
+    assert core.next_opened(ok=False, retry_in=2.0) == [ServeOn(2.0)]
+    assert core.state is State.OPEN and not core.holds_sends and core.why_moved is None
+    assert core.handle_changed(safe=True) == [], "not before the wait"
+    assert core.retry_move(safe=False) == [] and core.move_pending
+    assert core.handle_changed(safe=True) == [OpenAhead()]
+    assert core.ahead_started(True) == [] and core.holds_sends
+    assert core.next_opened(ok=True) == [Retire()]
+
+
+def test_a_transient_failure_at_the_deadline_closes_this_socket() -> None:
+    core = _open()
+    core.go_away_read(6.0, now=0.0, margin=5.0, safe=False)
+    assert core.timer_fired() == [OpenAhead()]
+    core.ahead_started(True)
+    assert core.next_opened(ok=False, retry_in=2.0) == [CloseSocket(False)]
+    assert core.retry_move(safe=True) == []
 
 
 def test_a_close_of_ours_is_no_loss_and_a_close_of_the_servers_is() -> None:
@@ -154,7 +186,7 @@ def test_a_retired_connection_stays_retired_whatever_comes_after() -> None:
     core = _open()
     core.move("goAway at a safe point")
     core.ahead_started(True)
-    core.next_opened(ok=True, error=False)
+    core.next_opened(ok=True)
     core.client_closed()
     assert core.receive_failed(now=1.0) == [OpenAfterDrop()]
     assert core.timer_fired() == []

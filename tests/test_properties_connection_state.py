@@ -8,7 +8,10 @@ as the watch would (a timer runs until it fires or is cancelled; an :class:`Open
 answered at once, started or not). The reference is the module's guarantees: no client send
 reaches the connection once the next one is being opened; exactly one way to end, that of
 the events seen (client close over a move over a loss); at most one timer, none left after
-the finish; one retirement, only once everything that arrived was read; final states stay.
+the finish; one retirement, only once everything that arrived was read; final states stay;
+an opening ahead that failed in a way a later try may not, before the goAway's deadline,
+leaves the socket serving (and the move to be tried again), and only a server that refused
+the resume beside it stops opening ahead.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from adk_live_resume.connection_state import (
     OpenAhead,
     ProveHealthy,
     Retire,
+    ServeOn,
     StartTimer,
     State,
+    StopOpeningAhead,
 )
 
 TIMES_LEFT = st.sampled_from([None, 0.0, 3.0, 30.0])
@@ -69,6 +74,10 @@ class ConnectionStateMachine(RuleBasedStateMachine):
         self.final: State | None = None
         self.start_ahead = True
         self.go_away_seen = False
+        #: Failed openings ahead after which the socket served on (ServeOn), and whether the
+        #: move's next try is still to come.
+        self.serve_ons = 0
+        self.retry_pending = False
 
     # -- the shell ---------------------------------------------------------------------------
 
@@ -164,14 +173,47 @@ class ConnectionStateMachine(RuleBasedStateMachine):
         assert (OpenAhead() in done) == could_move
 
     @precondition(lambda self: self.ahead_opening and not self.next_reported)
-    @rule(ok=st.booleans(), error=st.booleans())
-    def next_opened(self, ok: bool, error: bool) -> None:
+    @rule(ok=st.booleans(), failure=st.sampled_from(["refused", "transient", "other"]))
+    def next_opened(self, ok: bool, failure: str) -> None:
         self.next_reported = True
-        done = self.carry_out(self.core.next_opened(ok=ok, error=error and not ok))
-        if not ok and not self.finished:
+        refused = not ok and failure == "refused"
+        retry_in = 1.0 if not ok and failure == "transient" else None
+        could_serve_on = (
+            retry_in is not None
+            and self.core.state is State.MOVING
+            and self.actions[CloseSocket] == 0
+            and not self.lost
+            and (self.core.deadline is None or self.timer_armed)
+        )
+        done = self.carry_out(self.core.next_opened(ok=ok, refused=refused, retry_in=retry_in))
+        assert (StopOpeningAhead() in done) == refused
+        if could_serve_on:
+            assert done == [ServeOn(1.0)], "an open socket before its deadline serves on"
+            self.moved = self.ahead_opening = self.next_reported = False
+            self.serve_ons += 1
+            self.retry_pending = True
+            assert not self.core.holds_sends or self.sends_stopped
+        elif not ok and not self.finished:
             assert self.actions[CloseSocket] == 1, "a failed opening ahead left the socket open"
         if ok and Retire() not in done and self.core.state is State.DRAINING:
             assert self.turn_open or (self.arrived is not None and self.read < self.arrived)
+
+    @rule(safe=st.booleans())
+    def retry_move(self, safe: bool) -> None:
+        """The wait after a failed opening ahead is over (or a stray call: nothing happens)."""
+        could_move = (
+            self.retry_pending
+            and not self.moved
+            and not self.client_closed
+            and not self.finished
+            and not self.lost
+            and self.core.state in (State.OPENING, State.OPEN)
+        )
+        pending, self.retry_pending = self.retry_pending, False
+        done = self.carry_out(self.core.retry_move(safe=safe))
+        assert (OpenAhead() in done) == (could_move and safe)
+        if pending and could_move and not safe:
+            assert self.core.move_pending, "the move waits for the next safe point"
 
     @rule()
     def receive_failed(self) -> None:
@@ -244,8 +286,9 @@ class ConnectionStateMachine(RuleBasedStateMachine):
 
     @invariant()
     def one_of_each(self) -> None:
-        for kind in (StartTimer, NoteGoAway, OpenAhead, Retire, CloseSocket, ProveHealthy):
+        for kind in (StartTimer, NoteGoAway, Retire, CloseSocket, ProveHealthy):
             assert self.actions[kind] <= 1, kind
+        assert self.actions[OpenAhead] <= 1 + self.serve_ons, "a second move at once"
         assert (self.actions[Retire] == 1) == (self.core.state is State.RETIRED)
 
     @invariant()
