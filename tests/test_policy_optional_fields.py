@@ -183,7 +183,9 @@ def _docs_hooks() -> ModuleType:
 
 def _rendered_rows(table: str) -> dict[str, list[str]]:
     """The table as the site renders it (Python-Markdown's tables): cells by field name."""
-    import markdown
+    markdown = pytest.importorskip(
+        "markdown", reason="renders with the docs extra's Markdown (pip install -e '.[docs]')"
+    )
 
     html = markdown.markdown(table, extensions=["tables"])
     rows = {}
