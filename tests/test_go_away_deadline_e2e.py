@@ -85,3 +85,35 @@ async def test_a_1008_without_a_go_away_still_ends_the_run(make_agent: AgentFact
             error = await live.wait_ended(timeout=10)
     assert isinstance(error, SessionNotResumableError) and error.code == 1008
     assert "this close is not retryable" in str(error) and len(server.connections) == 1
+
+
+async def test_a_second_go_away_keeps_the_first_deadline(make_agent: AgentFactory) -> None:
+    """A goAway with 1 s left lands in a long answer (no safe point), then a second one with
+    30 s left: the move happens by the first one's deadline, and the answer is told once."""
+    import asyncio
+
+    from adk_live_resume import ResumePolicy
+
+    from .helpers import times_said
+
+    question = "a long answer please, in many pieces, one after the other, slowly"
+    async with asyncio.timeout(40), FakeLiveServer(chunk_delay=0.3) as server:
+        agent = make_agent(server, policy=ResumePolicy(go_away_margin=0.2))
+        async with await LiveDriver.start(agent) as live:
+            assert await live.say("one") == "echo: one"
+            mark = live.send_text(question)
+            await server.wait_for(
+                lambda: len(server.connections[0].server_messages) > 12, 10, what="the answer"
+            )
+            loop = asyncio.get_running_loop()
+            first_at = loop.time()
+            assert server.go_away_now(1.0) == [1]
+            assert server.go_away_now(30.0) == [1]
+            await server.wait_for_connections(2, timeout=10)
+            moved_in = server.connections[1].accepted_at - first_at
+            assert await live.answer_after(mark, timeout=20) == f"echo: {question}"
+            assert await live.say("two") == "echo: two"
+            await live.close()
+    assert moved_in < 1.0, f"moved {moved_in:.2f} s after the first goAway"
+    assert server.user_turns_answered().count(question) == 1
+    assert times_said(live, f"echo: {question}") == 1

@@ -165,6 +165,34 @@ async def test_a_hook_that_raises_ends_the_run_with_a_clear_error_not_a_hang(
         remove()
 
 
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [("soon", "answered 'soon'"), (-1.0, "answered -1.0 seconds"), (float("nan"), "nan")],
+    ids=["text", "negative", "nan"],
+)
+async def test_a_hook_answering_nonsense_ends_the_run_naming_it(
+    make_agent: AgentFactory, answer: object, problem: str
+) -> None:
+    def odd_hook(drop: Drop, attempt: int) -> object:
+        return answer
+
+    remove = adk_live_resume.on_retry(odd_hook)  # type: ignore[arg-type]
+    try:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("first") == "echo: first"
+                await server.close_open(1011)
+                error = await live.wait_ended(timeout=10)
+        assert isinstance(error, ReconnectFailedError), error
+        assert "odd_hook" in str(error) and problem in str(error)
+        assert "on_retry()" in str(error)
+        assert len(server.connections) == 1
+    finally:
+        remove()
+
+
 def test_refuse_handshake_takes_an_http_error_and_a_retry_after_of_seconds_or_a_date() -> None:
     assert Fault.refuse_handshake().status == 429
     assert Fault.refuse_handshake(503, retry_after=2).retry_after == "2"

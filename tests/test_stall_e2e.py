@@ -301,3 +301,44 @@ async def test_a_stall_is_recovered_while_the_user_keeps_talking(
             assert second.resumed
     assert [(r.reason, r.state_restored) for r in reports.reconnects[:1]] == [("stall", True)]
     assert "after an utterance the server transcribed" in reports.reconnects[0].stall
+
+
+async def test_a_stall_on_a_function_response_is_recovered_with_the_tool_run_once(
+    make_agent: AgentFactory,
+) -> None:
+    """The fault proxy withholds every answer from the function response on (the next user
+    turn once armed): the session is resumed from the handle before it, the model asks for
+    the tool again and the repeat gets the earlier result: the tool ran once, its result is
+    told once."""
+    from adk_live_resume.testing import FaultProxy
+
+    from .helpers import answer_like, answers
+
+    runs: list[str] = []
+    started = asyncio.Event()
+
+    async def lookup(what: str) -> dict[str, Any]:
+        """Look something up (slowly)."""
+        runs.append(what)
+        started.set()
+        await asyncio.sleep(0.5)
+        return {"what": what, "found": True}
+
+    with Reports() as reports:
+        async with asyncio.timeout(40), FakeLiveServer() as server, FaultProxy(server) as proxy:
+            agent = make_agent(proxy, tools=[lookup], policy=STALL)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                await server.wait_for(lambda: bool(server.handles_issued()), 5, what="a handle")
+                mark = live.send_text('call lookup {"what": "order"}')
+                await asyncio.wait_for(started.wait(), 10)
+                proxy.stall("silent")  # from the function response on
+                told = await answer_like(live, mark, "lookup returned", timeout=20)
+                assert await live.say("two") == "echo: two"
+                assert await live.close() is None
+    assert told == 'lookup returned {"found":true,"what":"order"}'
+    assert runs == ["order"], "the tool ran once"
+    assert proxy.connections[0].faults == ["stall silent"]
+    assert [a for a in answers(live, mark) if a.startswith("lookup returned")] == [told]
+    assert reports.steps() == [("stall", True)]
+    assert "function response" in reports.reconnects[0].stall

@@ -189,3 +189,43 @@ async def test_an_extended_thinking_model_working_longer_than_the_timeout_is_no_
                 assert await live.close() is None
             assert len(server.connections) == 1
     assert seen == []
+
+
+async def test_an_utterance_longer_than_the_timeout_is_no_stall(
+    make_agent: AgentFactory,
+) -> None:
+    # 4.5 s of speech, four and a half timeouts: the user speaks, nothing is owed yet.
+    with Reconnects() as seen:
+        async with FakeLiveServer() as server:
+            agent = make_agent(server, policy=STALL)
+            async with await LiveDriver.start(agent) as live:
+                words = "a long story that takes the user a while to tell"
+                await stream_pcm(live, speech_pcm(words, seconds=4.5) + silence_pcm(0.8))
+                await server.wait_for(lambda: server.user_turns_answered() == [words], 15)
+                assert await live.close() is None
+            assert len(server.connections) == 1
+    assert seen == []
+
+
+async def test_answer_chunks_farther_apart_than_the_timeout_with_idle_handles_are_no_stall(
+    make_agent: AgentFactory,
+) -> None:
+    # An answer streams one chunk every 1.5 s (one and a half timeouts) and handles come
+    # while the model is idle: the first chunk answered the turn; the rest is the answer.
+    from adk_live_resume.testing import HandleSchedule
+
+    schedule = HandleSchedule(idle_interval=0.3)
+    with Reconnects() as seen:
+        async with FakeLiveServer(chunk_delay=1.5, handle_schedule=schedule) as server:
+            agent = make_agent(server, policy=STALL)
+            async with await LiveDriver.start(agent) as live:
+                loop = asyncio.get_running_loop()
+                asked = loop.time()
+                text = "a long answer please, in several pieces"
+                assert await live.say(text, timeout=30) == f"echo: {text}"
+                assert loop.time() - asked > 3.0, "at least two gaps of 1.5 s"
+                await asyncio.sleep(1.5)  # idle, handles coming
+                assert await live.close() is None
+            [connection] = server.connections
+            assert len(connection.handles_issued) >= 3
+    assert seen == []

@@ -142,3 +142,27 @@ async def test_a_flood_of_unknown_kinds_is_named_up_to_a_cap_and_logged_in_a_few
     [stats] = run_stats
     assert stats.error is None and stats.unknown_messages_skipped == 5
     assert stats.unknown_kinds_unnamed == 5 * 500 - 32
+
+
+async def test_unknown_fields_of_known_kinds_mid_answer_pass_unnoticed(
+    make_agent: AgentFactory, run_stats: list[RunStats], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A message of known kinds with fields google-genai does not know (the service adds
+    fields too) is read as any other: nothing is skipped, nothing is lost or said twice."""
+    newer = {
+        "serverContent": {"someFutureField": {"detail": 1}},
+        "usageMetadata": {"totalTokenCount": 7, "futureTokenCount": 3},
+    }
+    question = "a question long enough for an answer in several pieces"
+    async with asyncio.timeout(40), FakeLiveServer() as server:
+        server.script(Fault.server_message(newer, mid_turn=True), connection=1)
+        async with await LiveDriver.start(make_agent(server)) as live:
+            assert await live.say(question) == f"echo: {question}"
+            assert await live.say("next") == "echo: next"
+            assert await live.close() is None
+        [record] = server.connections
+        assert newer in record.server_messages
+        assert server.user_turns_answered() == [question, "next"]
+    [stats] = run_stats
+    assert stats.error is None and stats.connections == 1
+    assert stats.unknown_messages_skipped == 0 and _skip_warnings(caplog) == []
