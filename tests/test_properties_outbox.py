@@ -7,12 +7,14 @@ replay on a resume and sends it again through the tap, which records it again):
 * the Gemini API, where a handle says nothing of what it holds: typed turns, microphone
   audio voiced and quiet, activity signals, tool calls and their responses, model output as
   text, audio or a tool call, input transcriptions, ``turnComplete``, ``interrupted``,
-  handles, drops. The reference is docs/guarantees.md ("Nothing lost, nothing said twice")
-  and the module's docstring: a handle covers the input model output (or an interrupted
-  generation) followed; on a resume every typed turn the handle does not cover reaches the
-  new connection once: as context when a resolved turn (``turnComplete`` after model output
-  that followed the latest input, no tool call waiting) came after it, else replayed as it
-  was sent. A turn is never lost and never both;
+  working utterances (a ``turnComplete`` whose status says the model's work goes on: the
+  handles issued until its work ends cover nothing), handles, drops. The reference is
+  docs/guarantees.md ("Nothing lost, nothing said twice") and the module's docstring: a
+  handle covers the input model output (or an interrupted generation) followed; on a resume
+  every typed turn the handle does not cover reaches the new connection once: as context
+  when a resolved turn (``turnComplete`` after model output that followed the latest input,
+  no tool call waiting) came after it, else replayed as it was sent. A turn is never lost
+  and never both;
 * Vertex AI, where a handle names ``lastConsumedClientMessageIndex`` i: it drops exactly the
   messages up to i; every later one stays (audio aside, which leaves only past its bound
   and is then counted).
@@ -135,6 +137,8 @@ class _Sends(RuleBasedStateMachine):
         self.calls = itertools.count(1)
         #: Tool calls the model issued whose response was not sent yet.
         self.open_calls: list[str] = []
+        #: The model's last turnComplete said its work goes on (a working utterance).
+        self.working = False
 
     def record(self, method: str, kwargs: dict[str, Any]) -> ClientMessage:
         message = self.outbox.record(method, kwargs)
@@ -192,12 +196,22 @@ class _Sends(RuleBasedStateMachine):
     @rule()
     def turn_complete(self) -> None:
         self.outbox.turn_complete()
+        self.working = False
         self.on_fact("turn_complete")
 
     @rule()
     def interrupted(self) -> None:
         self.outbox.interrupted()
         self.on_fact("interrupted")
+
+    @rule()
+    def working_utterance(self) -> None:
+        """A model that works in the background ends an utterance with ``turnComplete`` and
+        ``interactionStatus: IN_PROGRESS``: its work goes on (no turn's end); until a
+        ``turnComplete`` that finishes it, a handle covers nothing on the Gemini API."""
+        self.outbox.work_goes_on()
+        self.working = True
+        self.on_fact("work_goes_on")
 
     def on_fact(self, kind: str, call_id: str = "") -> None:
         """The reference's part."""
@@ -266,10 +280,17 @@ class GeminiOutbox(_Sends):
                 self.items.append(("begins", None))  # output that begins a generation
             # (the model waits for a tool call's responses: what it says next begins anew)
             self.generating = kind == "output"
-        elif kind in ("turn_complete", "interrupted"):
+        elif kind in ("turn_complete", "interrupted", "work_goes_on"):
             self.generating = False
         self.items.append((kind, call_id))
 
+    @precondition(lambda self: self.working)
+    @rule()
+    def handle_while_working(self) -> None:
+        """A handle issued while the model says its work goes on covers nothing (the loop
+        does not ask the outbox): the request and what was sent meanwhile stay."""
+
+    @precondition(lambda self: not self.working)
     @rule()
     def resumable_handle(self) -> None:
         """Covers what model output (or an interrupted generation) followed; a typed turn or
@@ -297,7 +318,7 @@ class GeminiOutbox(_Sends):
     @rule()
     def drop_and_resume(self) -> None:
         self.expected = self._expected()
-        self.generating = False
+        self.generating = self.working = False  # (a new connection: no status yet)
         self.resume()
 
     @rule(data=st.data())
@@ -308,7 +329,7 @@ class GeminiOutbox(_Sends):
         history = [label for label in self.typed if data.draw(st.booleans())]
         _, replayed = self._expected(typed_only=True)
         self.expected = ([], [label for label in replayed if label not in history])
-        self.generating = False
+        self.generating = self.working = False
         self.resume(history)
 
     def _expected(self, *, typed_only: bool = False) -> tuple[list[str], list[str]]:
