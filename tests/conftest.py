@@ -170,6 +170,23 @@ def non_blocking(function: Callable[..., Any]) -> Any:
     return tool
 
 
+def blocking(function: Callable[..., Any]) -> Any:
+    """An ADK ``FunctionTool`` whose declaration says ``behavior: BLOCKING``: the model waits
+    for its response (Gemini 3.8 Live calls functions NON_BLOCKING unless declared so). Set
+    on the declaration, so that releases without ``FunctionTool.behavior`` (1.27) send it."""
+    from google.adk.tools.function_tool import FunctionTool
+    from google.genai import types
+
+    class Blocking(FunctionTool):  # type: ignore[misc]
+        def _get_declaration(self) -> Any:
+            declaration = super()._get_declaration()
+            if declaration is not None:
+                declaration.behavior = types.Behavior.BLOCKING
+            return declaration
+
+    return Blocking(function)
+
+
 @pytest.fixture
 def handle_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh sealing key in ``ADK_LIVE_RESUME_HANDLE_KEY`` (``store_handle_in_session``)."""

@@ -7,8 +7,7 @@ on one SQLite file, real google-genai, real TLS websockets to the fake server,
 holds the session before the response; ADK writes the function response as the agent's
 event. Worker A's run ends (its client is gone) once that handle is stored, as the answer to
 the response streams; worker B takes the session over and must not take the response for
-answered. Both entry points; on google-adk 2.13 and 1.27.2 (3.1; 3.8's calls are async
-where ADK cannot declare a tool BLOCKING).
+answered. Both entry points; on google-adk 2.13 and 1.27.2.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import pytest
 from adk_live_resume import ResumePolicy
 from adk_live_resume.testing import FakeLiveServer
 
-from .conftest import AgentFactory
+from .conftest import AgentFactory, blocking
 from .helpers import times_said
 from .worker_runs import handle_stored, move, start, text_config, two_workers
 
@@ -35,10 +34,8 @@ STORE_EVERY = ResumePolicy(store_handle_in_session=True, handle_store_interval=0
 WEATHER = 'slow_weather returned {"city":"Oslo","sky":"clear"}'
 
 
-def _blocking(ran: list[str]) -> Any:
+def _slow_weather(ran: list[str]) -> Any:
     """A slow ``slow_weather`` tool that the model waits for (BLOCKING), noting each run."""
-    from google.adk.tools.function_tool import FunctionTool
-    from google.genai import types
 
     async def slow_weather(city: str) -> dict[str, str]:
         """Return the weather in a city."""
@@ -46,24 +43,17 @@ def _blocking(ran: list[str]) -> Any:
         await asyncio.sleep(0.5)
         return {"city": city, "sky": "clear"}
 
-    tool = FunctionTool(slow_weather)
-    if hasattr(tool, "behavior"):
-        tool.behavior = types.Behavior.BLOCKING
-    return tool
+    return blocking(slow_weather)
 
 
 @pytest.mark.parametrize("model", ["gemini-3.8-live", "gemini-3.1-flash-live-preview"])
 async def test_the_handle_after_a_tool_response_leaves_the_response_to_answer(
     make_agent: AgentFactory, handle_key: str, tmp_path: Path, model: str
 ) -> None:
-    from google.adk.tools.function_tool import FunctionTool
-
-    if model == "gemini-3.8-live" and not hasattr(FunctionTool, "behavior"):
-        pytest.skip("this ADK release cannot declare a BLOCKING tool (3.8 calls are async)")
     ran: list[str] = []
     # (answer chunks 0.3 s apart: worker A goes while the answer to the response streams)
     async with asyncio.timeout(60), FakeLiveServer(chunk_delay=0.3) as server:
-        agent = make_agent(server, model=model, tools=[_blocking(ran)], policy=STORE_EVERY)
+        agent = make_agent(server, model=model, tools=[_slow_weather(ran)], policy=STORE_EVERY)
         worker_a, worker_b = two_workers(agent, tmp_path / "sessions.db", APP)
         session = await worker_a.session_service.create_session(app_name=APP, user_id=USER)
         config = text_config()
