@@ -146,7 +146,7 @@ def _arranged(
 ) -> tuple[list[Any], bool]:
     """:func:`fresh_history` before its closing model turn."""
     heard = _squeeze(transcript)
-    history = _without_fragments(contents, fragments)
+    history = _without_unanswered_calls(_without_fragments(contents, fragments))
     _without_unfinished_work(history, working)
     for turn, output in cut:
         _put_output_before_turn(history, turn, output)
@@ -162,6 +162,31 @@ def _arranged(
         return history, True
     del history[at]
     return history, False
+
+
+def _without_unanswered_calls(history: list[Any]) -> list[Any]:
+    """``history`` without the function calls no response in it answers (a tool that never
+    ended: its worker was lost while it ran), as google-adk 2.x builds its history; 1.x
+    keeps them, and a history ending with the model's call asks for no answer: the request
+    would never be answered. The model asks for the tool again (a repeat, see
+    :mod:`adk_live_resume.tool_calls`). A content left with no part is left out; calls
+    without an id stay (nothing can tell what answers them)."""
+    answered = response_ids(history)
+    kept: list[Any] = []
+    for content in history:
+        parts = list(content.parts or [])
+        left = [
+            part
+            for part in parts
+            if getattr(part, "function_call", None) is None
+            or not part.function_call.id
+            or str(part.function_call.id) in answered
+        ]
+        if len(left) == len(parts):
+            kept.append(content)
+        elif left:
+            kept.append(types.Content(role=content.role, parts=left))
+    return kept
 
 
 def _without_unfinished_work(history: list[Any], working: Sequence[str]) -> None:

@@ -924,3 +924,27 @@ def test_the_working_utterances_of_unfinished_work_leave_a_fresh_history() -> No
     assert said[-1].parts[0].text == "working on: two", "ADK's contents are not changed"
     answered = [*said, content("model", "echo: two")]
     assert fresh_history(answered, "", speaking=False, working=working)[0] == answered
+
+
+def test_a_call_no_response_answers_leaves_a_fresh_history() -> None:
+    """A tool that never ended (its worker was lost while it ran): google-adk 1.x keeps its
+    call in the history, which then asks for no answer; it is left out, as 2.x leaves it
+    out, and the request before it ends the history."""
+    ask = content("user", 'call lookup {"item": "x"}')
+    call = types.Content(
+        role="model",
+        parts=[
+            types.Part(text="looking"),
+            types.Part(function_call=types.FunctionCall(id="c1", name="lookup", args={})),
+        ],
+    )
+    history, _ = fresh_history([ask, call], "", speaking=False)
+    assert [c.role for c in history] == ["user", "model"] and len(history[1].parts) == 1
+    assert call.parts[1].function_call is not None, "ADK's contents are not changed"
+    alone = types.Content(role="model", parts=[call.parts[1]])
+    assert fresh_history([ask, alone], "", speaking=False)[0] == [ask]
+    answered = types.Content(
+        role="user",
+        parts=[types.Part(function_response=types.FunctionResponse(id="c1", name="lookup"))],
+    )
+    assert fresh_history([ask, alone, answered], "", speaking=False)[0] == [ask, alone, answered]
