@@ -50,8 +50,9 @@ DEV_EXTRAS = "test,bench,lint,browser,docs"
 #: cores the fast suite took 600 s with 1 worker, 150 s with 4, 125 s with 6 and 120 s with 8
 #: (docs/development.md); past 6 the gain is noise and the load on a shared machine is not.
 TEST_WORKERS = 6
-#: Where the soak's seeds come from (tests/test_chaos.py, tests/test_voice_chaos.py).
-SOAK_FILES = ("tests/test_chaos.py", "tests/test_voice_chaos.py")
+#: Where the soak's seeds come from (tests/test_chaos.py, tests/test_voice_chaos.py,
+#: tests/test_workers_chaos.py).
+SOAK_FILES = ("tests/test_chaos.py", "tests/test_voice_chaos.py", "tests/test_workers_chaos.py")
 
 
 class MissingPython(RuntimeError):
@@ -186,9 +187,15 @@ def parallel_args(rest: list[str], workers: int) -> list[str]:
 
 
 def soak_env(seeds: int | None, first_seed: int | None, load: int | None) -> dict[str, str]:
-    """The environment the soaks read (see tests/test_chaos.py and tests/test_voice_chaos.py)."""
+    """The environment the soaks read (see tests/test_chaos.py, tests/test_voice_chaos.py and
+    tests/test_workers_chaos.py)."""
     env = dict(os.environ)
-    for prefix in ("ADK_LIVE_RESUME_CHAOS", "ADK_LIVE_RESUME_VOICE_CHAOS"):
+    prefixes = (
+        "ADK_LIVE_RESUME_CHAOS",
+        "ADK_LIVE_RESUME_VOICE_CHAOS",
+        "ADK_LIVE_RESUME_WORKERS_CHAOS",
+    )
+    for prefix in prefixes:
         if seeds is not None:
             env[f"{prefix}_RUNS"] = str(seeds)
         if first_seed is not None:

@@ -255,13 +255,20 @@ def test_soak_sets_its_seeds_and_load_and_runs_the_pinned_seeds_too(
     assert dev.main(["soak", "--seeds", "2000", "--first-seed", "200", "--load", "2"]) == 0
     assert dev.main(["soak", "--workers", "3", "tests/test_chaos.py"]) == 0
     (plain, plain_env), (_, long_env), (one, _) = commands
-    assert plain[-4:] == ["-m", "chaos", "tests/test_chaos.py", "tests/test_voice_chaos.py"]
+    assert plain[-5:] == [
+        "-m",
+        "chaos",
+        "tests/test_chaos.py",
+        "tests/test_voice_chaos.py",
+        "tests/test_workers_chaos.py",
+    ]
     assert plain_env is not None and "ADK_LIVE_RESUME_VOICE_CHAOS_RUNS" not in {
         k for k in plain_env if plain_env[k] != dev.os.environ.get(k)
     }
     assert long_env is not None
     assert long_env["ADK_LIVE_RESUME_VOICE_CHAOS_RUNS"] == long_env["ADK_LIVE_RESUME_CHAOS_RUNS"]
     assert long_env["ADK_LIVE_RESUME_CHAOS_RUNS"] == "2000"
+    assert long_env["ADK_LIVE_RESUME_WORKERS_CHAOS_RUNS"] == "2000"
     assert long_env["ADK_LIVE_RESUME_VOICE_CHAOS_FIRST_SEED"] == "200"
     assert long_env["ADK_LIVE_RESUME_CHAOS_LOAD"] == "2"
     parallel = ["-n", "3", "--dist", "worksteal"]
