@@ -76,7 +76,9 @@ def current_handle(live_request_queue: Any) -> ResumeHandle | None:
     """The newest good handle of the live run fed by ``live_request_queue``, or ``None``.
 
     Available while the run goes on and after it ended (until the queue is garbage
-    collected). The handle is a credential: keep it server-side, as you would a password.
+    collected). A handle issued while the model says its work goes on (Gemini API) is not
+    handed out: it holds no request; the one issued at the last finished turn stays. The
+    handle is a credential: keep it server-side, as you would a password.
     """
     return _by_queue.get(live_request_queue)
 
