@@ -53,6 +53,7 @@ from .context_updates import KNOWN_SENDS
 from .errors import Drop, classify
 from .late_results import LateResultsWay, as_content
 from .model_work import FrameStatuses, ModelWork, label_working
+from .opening_ahead import HeldSends, failure_of
 from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
@@ -160,11 +161,9 @@ class ConnectionWatch:
         self._unknown_timer: asyncio.TimerHandle | None = None
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
-        #: Client sends held while the next connection was being opened ahead, in order:
-        #: sent on this one if that opening fails and this one serves on (:class:`ServeOn`).
-        self._held_ahead: list[tuple[str, dict[str, Any]]] = []
-        #: The task sending them (while it runs, later sends join them).
-        self._flushing: asyncio.Task[None] | None = None
+        #: Client sends held while the next connection was being opened ahead: sent on this
+        #: one if that opening fails and this one serves on (:class:`ServeOn`).
+        self._held = HeldSends(f"adk_live_resume held sends #{number}")
         #: The move's next try after a failed opening ahead, and how many failed.
         self._retry_timer: asyncio.TimerHandle | None = None
         self._ahead_failures = 0
@@ -624,10 +623,10 @@ class ConnectionWatch:
             # Kept in the outbox for the next connection; this socket gets nothing more
             # (unless the next one cannot be opened yet: see _serve_on).
             if self.lifecycle.opening_ahead:
-                self._held_ahead.append((method, kwargs))
+                self._held.hold(method, kwargs)
             return None
-        if self._flushing is not None:
-            self._held_ahead.append((method, kwargs))  # (after those held before it)
+        if self._held.sending:
+            self._held.hold(method, kwargs)  # (after those held before it)
             return None
         return method, kwargs
 
@@ -792,48 +791,35 @@ class ConnectionWatch:
         if task.cancelled():
             return
         error = task.exception()
-        ok = error is None and task.result() is not None
-        drop = classify(error) if error is not None else None
-        refused = drop is not None and drop.kind == "closed"
-        retry_in: float | None = None
-        if drop is not None and drop.kind == "connect_failed":
-            self._ahead_failures += 1
-            policy = self.run.policy
-            retry_in = max(drop.retry_after or 0.0, policy.wait_before(self._ahead_failures + 1))
-        if error is not None:
-            logger.info(
-                "opening the next connection while the old one was open failed (%s); %s",
-                drop.describe() if drop is not None else repr(error),
-                "closing the old one first from now on"
-                if refused
-                else f"the old one serves on, the move is tried again in {retry_in:.1f} s"
-                if retry_in is not None
-                else "closing the old one",
-            )
-        self._carry_out(self.lifecycle.next_opened(ok=ok, refused=refused, retry_in=retry_in))
+        if error is None:
+            self._carry_out(self.lifecycle.next_opened(ok=task.result() is not None))
+            return
+        self._ahead_failures += 1
+        failure = failure_of(error, self._ahead_failures, self.run.policy)
+        logger.info(
+            "opening the next connection while the old one was open failed (%s); %s",
+            failure.described,
+            failure.next_step(),
+        )
+        self._carry_out(
+            self.lifecycle.next_opened(ok=False, refused=failure.refused, retry_in=failure.retry_in)
+        )
 
     def _serve_on(self, wait: float) -> None:
         """The next connection could not be opened ahead yet: the sends held for it go on
         this connection, in order, before any later one; the move is tried again in
         ``wait`` seconds (its deadline, if any, still the latest)."""
-        if self._held_ahead and self._flushing is None:
-            self._flushing = asyncio.get_running_loop().create_task(
-                self._send_held(), name=f"adk_live_resume held sends #{self.number}"
+        if self.tap is not None:
+            self._held.send_on(
+                self.tap.send_held, holding=lambda: self.holds_sends, failed=self._held_failed
             )
         if self._retry_timer is not None:
             self._retry_timer.cancel()
         self._retry_timer = asyncio.get_running_loop().call_later(wait, self._retry_move)
 
-    async def _send_held(self) -> None:
-        try:
-            while self._held_ahead and not self.holds_sends and self.tap is not None:
-                method, kwargs = self._held_ahead.pop(0)
-                await self.tap.send_held(method, kwargs)
-        except Exception as error:
-            abort = classify(error) is None
-            self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
-        finally:
-            self._flushing = None
+    def _held_failed(self, error: BaseException) -> None:
+        abort = classify(error) is None
+        self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
 
     def _retry_move(self) -> None:
         self._retry_timer = None
@@ -875,9 +861,7 @@ class ConnectionWatch:
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         if self._retry_timer is not None:
             self._retry_timer.cancel()
-        if self._flushing is not None:
-            self._flushing.cancel()
-            await asyncio.wait({self._flushing})
+        await self._held.stop()
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.wait({self._watcher})
