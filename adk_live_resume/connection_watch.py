@@ -52,8 +52,8 @@ from .connector import abort_transport
 from .context_updates import KNOWN_SENDS
 from .errors import Drop, classify
 from .late_results import LateResultsWay, as_content
-from .model_work import FrameStatuses, ModelWork, label_working
-from .opening_ahead import HeldSends, failure_of
+from .model_work import FrameStatuses, ModelWork, WorkingLabels
+from .opening_ahead import OpeningAhead
 from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
@@ -61,15 +61,10 @@ from .stall_nudge import StallNudge
 from .stall_rule import Stall
 from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
+from .unknown_status import UnknownStatusHold
 from .wire_classifier import Frame
 
 logger = logging.getLogger("adk_live_resume.loop")
-
-#: ``interactionStatus`` values of an unknown kind already logged (once per process each).
-_UNKNOWN_STATUSES_LOGGED: set[str] = set()
-#: Seconds an unknown status holds the model's turn where ``stall_timeout`` is off: the
-#: policy's default time for one answer.
-_ONE_ANSWER = 15.0
 
 
 @dataclass(frozen=True)
@@ -153,20 +148,19 @@ class ConnectionWatch:
         self.work = ModelWork()
         #: ``interactionStatus`` from the raw frames, where google-genai drops it.
         self._frame_statuses = FrameStatuses()
-        #: The status of the message read last when it ended an utterance while the work
-        #: goes on (``None``: it did not): what ADK builds from it is a working utterance.
-        self._working_read: str | None = None
+        #: Labels what ADK builds of a working utterance (:mod:`.model_work`).
+        self.labels = WorkingLabels()
         self._sdk_status = genai_compat.parses_interaction_status()
-        #: Ends the hold of an unknown ``interactionStatus`` after one answer's time.
-        self._unknown_timer: asyncio.TimerHandle | None = None
+        #: An unknown ``interactionStatus`` holds a move for one answer's time at most.
+        self._unknown = UnknownStatusHold(
+            self.work,
+            run.policy.stall_timeout,
+            lambda: self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point())),
+        )
         self.tap: SessionTap | None = None
         self._timer: asyncio.TimerHandle | None = None
-        #: Client sends held while the next connection was being opened ahead: sent on this
-        #: one if that opening fails and this one serves on (:class:`ServeOn`).
-        self._held = HeldSends(f"adk_live_resume held sends #{number}")
-        #: The move's next try after a failed opening ahead, and how many failed.
-        self._retry_timer: asyncio.TimerHandle | None = None
-        self._ahead_failures = 0
+        #: The sends held for the connection opened ahead; its failures (:class:`ServeOn`).
+        self.ahead = OpeningAhead(number, run.policy)
         self._closer: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
         #: ``(text, what ADK gets of it)`` for the input transcription just handled.
@@ -316,7 +310,15 @@ class ConnectionWatch:
                     run.lifecycle_action(self, action, error)
                 case ServeOn(wait=wait):
                     run.lifecycle_action(self, action, error)
-                    self._serve_on(wait)
+                    self.ahead.serve_on(
+                        wait,
+                        self.tap.send_held if self.tap is not None else None,
+                        holding=lambda: self.holds_sends,
+                        failed=self._send_failed,
+                        retry=lambda: self._carry_out(
+                            self.lifecycle.retry_move(safe=self.at_safe_point())
+                        ),
+                    )
                 case ProveHealthy() | DialAhead() | DialAfterClose() | StopOpeningAhead():
                     run.lifecycle_action(self, action, error)
 
@@ -324,7 +326,7 @@ class ConnectionWatch:
 
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         raw_status = self._frame_statuses.read()
-        self._working_read = None
+        self.labels.message_read()
         if message.tool_call is not None:
             self.reply_streams = False
         self._note_content(message.server_content, raw_status)
@@ -377,9 +379,9 @@ class ConnectionWatch:
         elif content.turn_complete:
             # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.work_goes_on()
-            self._working_read = self.work.status
+            self.labels.work_goes_on(self.work.status)
         if content.turn_complete:
-            self._hold_unknown_status()
+            self._unknown.turn_complete()
 
     def _turn_finished(self) -> None:
         """The model's turn is finished: what it answered is answered."""
@@ -389,37 +391,6 @@ class ConnectionWatch:
             self.hold_late_results()
         self.output_in_turn = False
 
-    def _hold_unknown_status(self) -> None:
-        """A ``turnComplete`` was read: an ``interactionStatus`` of a kind not known
-        (:attr:`ModelWork.unknown`) holds a move for one answer's time at most
-        (``stall_timeout``); logged once per process and kind."""
-        if self._unknown_timer is not None:
-            self._unknown_timer.cancel()
-            self._unknown_timer = None
-        unknown = self.work.unknown
-        if unknown is None:
-            return
-        hold = self.run.policy.stall_timeout or _ONE_ANSWER
-        if unknown not in _UNKNOWN_STATUSES_LOGGED:
-            _UNKNOWN_STATUSES_LOGGED.add(unknown)
-            logger.warning(
-                "unknown interactionStatus %r with turnComplete: read as finished; a goAway"
-                " move waits at most %.0f s for it",
-                unknown[:40],
-                hold,
-            )
-        self._unknown_timer = asyncio.get_running_loop().call_later(
-            hold, self._unknown_status_expired
-        )
-
-    def _unknown_status_expired(self) -> None:
-        """One answer's time passed since an unknown status: a goAway that waits for its
-        safe point may move now."""
-        self._unknown_timer = None
-        if not self.work.unknown_expired():
-            return
-        self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
-
     def _speech_state(self, state: str) -> None:
         """The server's ``speechState``, as its frame arrives (no google-genai parses it):
         whether the user speaks (:meth:`UserActivity.on_speech_state`); ``NON_SPEECH`` also
@@ -427,17 +398,6 @@ class ConnectionWatch:
         self.run.rules.outbox.activity.on_speech_state(state)
         if state == "NON_SPEECH":
             self.stall_watch.utterance_ended()
-
-    def label_event(self, event: Any) -> None:
-        """``event`` is one ADK built from the message read last, on its way to the ADK
-        session: label it a working utterance when that message ended one
-        (:func:`~adk_live_resume.model_work.label_working`), so that what is built from the
-        session later, in any worker, does not take it for an answer."""
-        status = self._working_read
-        if status is None or getattr(event, "author", "user") == "user":
-            return
-        if not getattr(event, "partial", None):
-            label_working(event, status)
 
     def input_transcription(self, text: str) -> str:
         handled, self._input_shown = self._input_shown, None
@@ -514,12 +474,7 @@ class ConnectionWatch:
         decision = rules.tool_calls.on_calls(
             ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
         )
-        cancelled = set(decision.cancelled)
-        if cancelled:
-            logger.debug(
-                "%d tool call(s) the server cancelled before ADK read them: not run",
-                len(cancelled),
-            )
+        cancelled = set(decision.cancelled)  # (before ADK read them: never run)
         rules.outbox.tool_call(str(c.id) for c in with_ids if str(c.id) not in cancelled)
         held = {call_id for call_id, _ in decision.answer} | cancelled
         for repeat, running in decision.hold:
@@ -619,16 +574,11 @@ class ConnectionWatch:
         self._sent(replay)
         if message.audio_ms > 0:
             run.audio_started()
-        if self.holds_sends:
-            # Kept in the outbox for the next connection; this socket gets nothing more
-            # (unless the next one cannot be opened yet: see _serve_on).
-            if self.lifecycle.opening_ahead:
-                self._held.hold(method, kwargs)
+        # (kept in the outbox for the next connection: this socket gets nothing more, but
+        # for the sends held for one opened ahead that fails for now, see OpeningAhead)
+        if self.ahead.holds(method, kwargs, for_next=self.lifecycle.opening_ahead):
             return None
-        if self._held.sending:
-            self._held.hold(method, kwargs)  # (after those held before it)
-            return None
-        return method, kwargs
+        return None if self.holds_sends else (method, kwargs)
 
     def _user_busy(self) -> bool:
         """The user speaks, or has an utterance the model has not answered yet."""
@@ -704,9 +654,7 @@ class ConnectionWatch:
         error = task.exception()
         if error is None:
             return  # the queue was closed; ADK closed the connection itself
-        # Unblock the receive side, which may be waiting on a socket nobody will answer.
-        abort = classify(error) is None
-        self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
+        self._send_failed(error)  # (the receive side may wait on a socket nobody answers)
 
     # -- the socket -----------------------------------------------------------------------
 
@@ -717,7 +665,10 @@ class ConnectionWatch:
         websocket = genai_compat.websocket_of(self.session)
         run = self.run
         frames = run.frame_watching()
-        watching = websockets_compat.watch_frames(
+        if frames.go_away:  # (the frames ADK's reading has not caught up with, counted)
+            self.lifecycle.count_frames()
+            self._frame_statuses.start()
+        websockets_compat.watch_frames(
             websocket,
             on_close=self.on_close_frame if frames.close_frame else None,
             on_go_away=self._go_away_frame if frames.go_away else None,
@@ -726,17 +677,6 @@ class ConnectionWatch:
             known=genai_compat.server_message_keys(),
             on_cancel=self.on_tool_calls_cancelled,
         )
-        if watching and frames.go_away:
-            self.lifecycle.count_frames()  # (the frames ADK's reading has not caught up with)
-            self._frame_statuses.start()
-            # (what arrived with the setupComplete is read first: counted first)
-            known = genai_compat.server_message_keys()
-            for frame in websockets_compat.queued_messages(websocket, known):
-                self._message_arrived(frame)
-                if frame is not None and frame.kind == "go_away":
-                    self._go_away_frame(frame.time_left)
-                if frame is not None and frame.cancelled_ids:
-                    self.on_tool_calls_cancelled(frame.cancelled_ids)
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return
@@ -782,48 +722,23 @@ class ConnectionWatch:
         self._carry_out(self.lifecycle.move(why))
 
     def on_next_opened(self, task: asyncio.Task[Any]) -> None:
-        """The connection opened ahead is ready (retire this one) or failed: refused by a
-        server that takes no resume beside the open socket (close this one; the loop then
-        retries as after a drop, closing first from now on), refused in a way a later try
-        may not be (HTTP 429 or 5xx, a timeout, a network error: this one serves on and the
-        move is tried again after the wait, ``Retry-After`` at least), or otherwise (close
-        this one)."""
+        """The connection opened ahead is ready (retire this one) or failed: what follows
+        is :func:`~adk_live_resume.opening_ahead.failure_of`'s (close this one, or serve on
+        and try the move again later)."""
         if task.cancelled():
             return
         error = task.exception()
         if error is None:
             self._carry_out(self.lifecycle.next_opened(ok=task.result() is not None))
             return
-        self._ahead_failures += 1
-        failure = failure_of(error, self._ahead_failures, self.run.policy)
-        logger.info(
-            "opening the next connection while the old one was open failed (%s); %s",
-            failure.described,
-            failure.next_step(),
-        )
+        failure = self.ahead.failed(error)
         self._carry_out(
             self.lifecycle.next_opened(ok=False, refused=failure.refused, retry_in=failure.retry_in)
         )
 
-    def _serve_on(self, wait: float) -> None:
-        """The next connection could not be opened ahead yet: the sends held for it go on
-        this connection, in order, before any later one; the move is tried again in
-        ``wait`` seconds (its deadline, if any, still the latest)."""
-        if self.tap is not None:
-            self._held.send_on(
-                self.tap.send_held, holding=lambda: self.holds_sends, failed=self._held_failed
-            )
-        if self._retry_timer is not None:
-            self._retry_timer.cancel()
-        self._retry_timer = asyncio.get_running_loop().call_later(wait, self._retry_move)
-
-    def _held_failed(self, error: BaseException) -> None:
+    def _send_failed(self, error: BaseException) -> None:
         abort = classify(error) is None
         self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
-
-    def _retry_move(self) -> None:
-        self._retry_timer = None
-        self._carry_out(self.lifecycle.retry_move(safe=self.at_safe_point()))
 
     def _retire(self) -> None:
         """The next connection takes over: nothing more of this one reaches ADK."""
@@ -855,13 +770,10 @@ class ConnectionWatch:
         an error or a cancellation, the transport is aborted at once.
         """
         self.stall_watch.stop()
-        if self._unknown_timer is not None:
-            self._unknown_timer.cancel()
+        self._unknown.stop()
         await self._nudge.stop()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
-        if self._retry_timer is not None:
-            self._retry_timer.cancel()
-        await self._held.stop()
+        await self.ahead.stop()
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.wait({self._watcher})

@@ -83,6 +83,7 @@ __all__ = [
     "WORK_KEY",
     "FrameStatuses",
     "ModelWork",
+    "WorkingLabels",
     "is_working",
     "label_working",
     "status_name",
@@ -206,6 +207,32 @@ def label_working(event: object, status: str) -> None:
     metadata = dict(getattr(event, "custom_metadata", None) or {})
     metadata[WORK_KEY] = status
     event.custom_metadata = metadata  # type: ignore[attr-defined]
+
+
+@dataclass
+class WorkingLabels:
+    """Labels the events ADK builds from the message read last when that message ended a
+    working utterance (:func:`label_working`), on their way to the ADK session."""
+
+    #: The status of the message read last, if it ended a working utterance.
+    _status: str | None = None
+
+    def message_read(self) -> None:
+        """A server message was read (what ADK builds next comes from it)."""
+        self._status = None
+
+    def work_goes_on(self, status: str | None) -> None:
+        """The message read last ended an utterance while the work goes on (``status``)."""
+        self._status = status
+
+    def label(self, event: object) -> None:
+        """``event`` is one ADK built from the message read last: labelled when that message
+        ended a working utterance (the model's, whole: a partial event is not stored)."""
+        status = self._status
+        if status is None or getattr(event, "author", "user") == "user":
+            return
+        if not getattr(event, "partial", None):
+            label_working(event, status)
 
 
 def is_working(event: object) -> bool:

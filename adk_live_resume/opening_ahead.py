@@ -22,12 +22,15 @@ task outlives the connection.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import classify
 from .policy import ResumePolicy
+
+logger = logging.getLogger("adk_live_resume.loop")
 
 #: Sends one held message on the old connection as it was recorded.
 Send = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -112,3 +115,58 @@ def failure_of(error: BaseException, failures: int, policy: ResumePolicy) -> Fai
     if drop.kind == "connect_failed":
         retry_in = max(drop.retry_after or 0.0, policy.wait_before(failures + 1))
     return Failure(drop.kind == "closed", retry_in, drop.describe())
+
+
+class OpeningAhead:
+    """One connection's side of the connection opened ahead to take over from it: the sends
+    held for it, how its failures read (:func:`failure_of`), and the move's next try after
+    one that leaves this connection serving on."""
+
+    def __init__(self, number: int, policy: ResumePolicy) -> None:
+        self._policy = policy
+        self._held = HeldSends(f"adk_live_resume held sends #{number}")
+        self._failures = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def holds(self, method: str, kwargs: dict[str, Any], *, for_next: bool) -> bool:
+        """Whether the send ``method(**kwargs)`` (recorded in the outbox) waits here: held
+        for the connection opened ahead (``for_next``), or behind the held sends going on
+        this connection."""
+        if for_next or self._held.sending:
+            self._held.hold(method, kwargs)
+            return True
+        return False
+
+    def failed(self, error: BaseException) -> Failure:
+        """The opening ahead raised ``error``: how it failed (logged at INFO)."""
+        self._failures += 1
+        failure = failure_of(error, self._failures, self._policy)
+        logger.info(
+            "opening the next connection while the old one was open failed (%s); %s",
+            failure.described,
+            failure.next_step(),
+        )
+        return failure
+
+    def serve_on(
+        self,
+        wait: float,
+        send: Send | None,
+        *,
+        holding: Callable[[], bool],
+        failed: Callable[[BaseException], None],
+        retry: Callable[[], None],
+    ) -> None:
+        """This connection serves on: the held sends go with ``send``
+        (:meth:`HeldSends.send_on`), and ``retry()`` is called in ``wait`` seconds."""
+        if send is not None:
+            self._held.send_on(send, holding=holding, failed=failed)
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(wait, retry)
+
+    async def stop(self) -> None:
+        """The connection is over: no next try, no held send going."""
+        if self._timer is not None:
+            self._timer.cancel()
+        await self._held.stop()

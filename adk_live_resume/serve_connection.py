@@ -215,7 +215,7 @@ async def serve(
                     if mode is not None:  # ADK's own goAway reconnect: plan ours instead
                         watch.move("ADK reconnect request")
                         continue
-                    watch.label_event(event)  # (before the runner writes it to the session)
+                    watch.labels.label(event)  # (before the runner writes it to the session)
                     yield event
                     if getattr(event, "turn_complete", False):
                         run.timeline.mark("answer")

@@ -64,7 +64,10 @@ def watch_frames(
       SDK, which would raise on it, never reads it, and ``on_message`` is not called for it.
       A message split over several frames is always queued (the SDK reports it as before).
       Whole messages of unknown kinds that arrived before the watch began and are not read
-      yet are taken out of websockets' queue of frames the same way;
+      yet are taken out of websockets' queue of frames the same way; the other whole
+      messages waiting there (:func:`queued_messages`, read before any frame that arrives
+      later) are told to ``on_message``, ``on_go_away`` and ``on_cancel`` at once, in order,
+      as if they arrived now;
     * ``on_message(frame)``: for every other whole data message as it arrives (so a reader can
       tell what arrived from what it read), with its classification (``None``: not
       classified, or a message split over several frames);
@@ -131,6 +134,16 @@ def watch_frames(
     setattr(websocket, WEBSOCKETS_PROCESS_EVENT, process_event_and_notice)
     if on_unknown is not None:
         _skip_queued(websocket, known, on_unknown)
+    for queued in queued_messages(websocket, known):  # (they are read first: told first)
+        try:
+            if on_message is not None:
+                on_message(queued if classify else None)
+            if queued is not None and on_go_away is not None and queued.kind == "go_away":
+                on_go_away(queued.time_left)
+            if queued is not None and on_cancel is not None and queued.cancelled_ids:
+                on_cancel(queued.cancelled_ids)
+        except Exception:
+            _failed()
     return True
 
 

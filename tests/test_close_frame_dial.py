@@ -338,7 +338,8 @@ async def test_watch_frames_drops_a_message_of_an_unknown_kind_before_anyone_rea
 async def test_the_messages_that_arrived_before_the_watch_are_told_in_order() -> None:
     """google-genai's connect reads one message; what the server sent right after it waits
     in websockets' queue before anyone watches: :func:`queued_messages` tells each whole
-    message there, classified, and reading them is unchanged."""
+    message there, classified, ``watch_frames`` tells them as it begins, and reading them
+    is unchanged."""
     sent = [
         b'{"setupComplete": {}}',
         b'{"sessionResumptionUpdate": {}}',
@@ -367,6 +368,16 @@ async def test_the_messages_that_arrived_before_the_watch_are_told_in_order() ->
                 None,
             ]
             assert queued[1] is not None and queued[1].interaction_status == "IN_PROGRESS"
+            told: list[object] = []
+            assert websockets_compat.watch_frames(
+                client,
+                on_close=None,
+                on_go_away=None,
+                on_message=told.append,
+                on_unknown=lambda frame: None,
+                known=known,
+            )
+            assert told == queued, "told to the watch, in order, as it begins"
             assert [await client.recv() for _ in range(3)] == [*sent[1:], "fragmented"]
             assert websockets_compat.queued_messages(client, known) == []
             await client.send("done")

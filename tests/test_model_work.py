@@ -13,6 +13,7 @@ from adk_live_resume.model_work import (
     WORK_KEY,
     FrameStatuses,
     ModelWork,
+    WorkingLabels,
     is_working,
     label_working,
     status_name,
@@ -199,3 +200,20 @@ def test_the_unfinished_work_is_the_working_utterances_after_the_last_answer() -
     assert unfinished_work(events) == ["working on: two", "still at it"]
     assert unfinished_work(events[:3]) == []
     assert unfinished_work([]) == []
+
+
+def test_working_labels_go_on_what_is_built_from_a_working_utterances_turn_complete() -> None:
+    labels = WorkingLabels()
+    built = _said("working on: two")
+    labels.message_read()
+    labels.work_goes_on("IN_PROGRESS")
+    labels.label(built)
+    partial = _said("working on")
+    partial.partial = True  # type: ignore[attr-defined]
+    labels.label(partial)
+    labels.label(_user("two"))
+    assert is_working(built) and not is_working(partial)
+    labels.message_read()  # (the next message ends no working utterance)
+    answer = _said("echo: two")
+    labels.label(answer)
+    assert not is_working(answer)
