@@ -79,6 +79,9 @@ class ConnectionReport:
     last_traffic: float | None = None
     #: A move asked for and not begun on it: the next connection carries it out.
     asked: Asked | None = None
+    #: Whether the session kept its context on it, if it resumed one (see
+    #: :mod:`.context_check`; ``None``: not a resume, or nothing to tell).
+    context_restored: bool | None = None
     figures: Figures = field(default_factory=Figures)
 
     def attempt_end(

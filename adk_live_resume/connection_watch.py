@@ -241,6 +241,7 @@ class ConnectionWatch:
             connected_at=self.connected_at,
             last_traffic=self._last_traffic,
             asked=lifecycle.asked,
+            context_restored=self.context.verdict,
             figures=self.figures.figures(),
         )
 

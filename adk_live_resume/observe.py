@@ -172,6 +172,9 @@ class RunStats:
     usage: TokenUsage | None = None
     #: The same for each connection, in order (``None`` for one where it sent none).
     usage_by_connection: tuple[TokenUsage | None, ...] = ()
+    #: Resumes after which the session had lost its context (see
+    #: :attr:`ReconnectInfo.context_restored`).
+    contexts_lost: int = 0
     #: Answers to user turns, and the 50th and 95th percentile of their time to first output
     #: (ms from the user turn: a typed turn sent, the last voiced microphone audio, to the
     #: first model output: text, audio, its transcription or a tool call); ``None`` without
@@ -460,6 +463,7 @@ def run_ended(counters: RunCounters, error: BaseException | None) -> None:
         connections=len(reports),
         usage=total(by_connection),
         usage_by_connection=by_connection,
+        contexts_lost=sum(report.context_restored is False for report in reports),
         answers=len(firsts),
         first_output_p50_ms=percentile(firsts, 50),
         first_output_p95_ms=percentile(firsts, 95),

@@ -81,7 +81,7 @@ async def test_tokens_are_summed_per_connection_and_per_run_as_each_turn_sent_th
     # the reconnect carries the connection the session left, and the context survived
     (info,) = infos
     assert info.reason == "drop" and info.usage == sent_usage(first)
-    assert info.context_restored is True
+    assert info.context_restored is True and stats.contexts_lost == 0
 
 
 async def test_a_resumed_session_that_forgot_its_context_is_reported_and_warned_once(
@@ -104,7 +104,7 @@ async def test_a_resumed_session_that_forgot_its_context_is_reported_and_warned_
     assert prompts(first) == [1, 4] and prompts(second) == [1, 5]
     (info,) = infos
     assert info.state_restored and info.context_restored is False
-    assert ended[0].connections == 2  # (the policy is off)
+    assert ended[0].contexts_lost == 1 and ended[0].connections == 2  # (the policy is off)
     lost = [r for r in caplog.records if "without its context" in r.getMessage()]
     assert len(lost) == 1 and lost[0].levelno == logging.WARNING
     assert "fell from 4 to 1 tokens" in lost[0].getMessage()
@@ -139,7 +139,7 @@ async def test_a_lost_context_starts_a_fresh_session_from_the_history_when_asked
     ]
     assert infos[1].cause == "the context was lost on resume"
     assert [(n.reason, n.fresh, n.connection_number) for n in notices] == [("restart", True, 2)]
-    assert ended[0].fresh_starts == 1
+    assert ended[0].contexts_lost == 1 and ended[0].fresh_starts == 1
 
 
 async def test_each_answer_is_timed_from_its_user_turn_and_the_run_reports_percentiles(
