@@ -14,7 +14,13 @@ import pytest
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy, RunStats, TokenUsage
-from adk_live_resume.testing import FakeLiveServer, LiveDriver, silence_pcm, speech_pcm
+from adk_live_resume.testing import (
+    FakeLiveServer,
+    LiveDriver,
+    WireShapes,
+    silence_pcm,
+    speech_pcm,
+)
 from adk_live_resume.testing.records import ConnectionRecord
 
 from .conftest import AgentFactory
@@ -164,16 +170,28 @@ async def test_each_answer_is_timed_from_its_user_turn_and_the_run_reports_perce
     assert 0 < stats.first_output_p50_ms <= stats.first_output_p95_ms < took
 
 
-@pytest.mark.parametrize("model", ["gemini-3.1-flash-live-preview", "gemini-live-fake"])
-async def test_a_microphone_conversation_on_3_1_reports_no_usage_and_waits_for_none(
-    make_agent: AgentFactory, reports: tuple[list[ReconnectInfo], list[RunStats]], model: str
+@pytest.mark.parametrize(
+    ("model", "usage"),
+    [
+        ("gemini-3.1-flash-live-preview", True),  # (the family sends none with a microphone)
+        ("gemini-live-fake", False),  # a service that sends none at all, on every release
+        ("gemini-live-fake", True),
+    ],
+    ids=["3.1", "2.x-no-usage", "2.x"],
+)
+async def test_a_conversation_without_usage_reports_none_and_waits_for_none(
+    make_agent: AgentFactory,
+    reports: tuple[list[ReconnectInfo], list[RunStats]],
+    model: str,
+    usage: bool,
 ) -> None:
     from adk_live_resume import adk_compat
 
     if model.startswith("gemini-3") and not adk_compat.speaks_gemini_3_live(model):
         pytest.skip("this google-adk release does not know the Gemini 3.x Live dialect")
     infos, ended = reports
-    async with asyncio.timeout(40), FakeLiveServer(chunk_delay=0.01) as server:
+    shapes = WireShapes(usage_metadata=usage)
+    async with asyncio.timeout(40), FakeLiveServer(chunk_delay=0.01, wire_shapes=shapes) as server:
         async with await LiveDriver.start(make_agent(server, model=model)) as live:
             mark = len(live.events)
             live.send_audio(speech_pcm("spoken words", seconds=0.6) + silence_pcm(0.65))
@@ -185,8 +203,8 @@ async def test_a_microphone_conversation_on_3_1_reports_no_usage_and_waits_for_n
             assert await live.close() is None
         first, _ = await server.wait_for_connections(2, finished=True)
     (info,) = infos
-    if model.startswith("gemini-3.1"):
-        assert sent_usage(first) is None  # as measured: none in a microphone conversation
+    if model.startswith("gemini-3.1") or not usage:
+        assert sent_usage(first) is None  # 3.1: as measured, none in a microphone conversation
         assert info.usage is None and info.context_restored is None
         assert ended[0].usage is None and ended[0].usage_by_connection == (None, None)
     else:  # (the 2.x family counts a microphone conversation too)
