@@ -94,6 +94,10 @@ async def test_a_move_the_app_asks_for_waits_for_the_answer_then_resumes(
         assert await live.close() is None
     assert old.answered_user_turns == ["one", "a long answer please"], "nothing was cut"
     assert new.resumed and new.history_sends == 0
+    # moved at the safe point after the answer: its handle holds everything, nothing is sent
+    # again (a move begun mid-answer resumes an older handle and sends the exchange again)
+    assert new.resume_handle == old.handles_issued[-1]
+    assert new.user_turns == ["recall"] and len(new.client_messages) == 1
     (info,) = infos
     assert (info.reason, info.cause, info.state_restored) == (
         "requested",
@@ -153,6 +157,30 @@ async def test_a_move_asked_during_an_outage_is_made_on_the_next_connection(
             assert await live.close() is None
         records = await server.wait_for_connections(3, finished=True)
     assert [r.resumed for r in records] == [False, True, False]
+    assert [(i.reason, i.cause) for i in infos] == [
+        ("drop", "1006 abnormal closure [internal]"),
+        ("requested", "start over"),
+    ]
+
+
+async def test_a_move_asked_of_a_connection_that_fails_at_its_setup_is_made_on_the_next(
+    make_agent: AgentFactory, heard: Heard
+) -> None:
+    _, infos, _ = heard
+    async with asyncio.timeout(40), FakeLiveServer(chunk_delay=0.0) as server:
+        async with await LiveDriver.start(make_agent(server)) as live:
+            assert await live.say("one") == "echo: one"
+            # the next connection never completes its setup and is lost 0.5 s later
+            server.script(Fault.no_setup_complete(), Fault.abort(after_seconds=0.5))
+            await server.restart()
+            await server.wait_for_connections(2)  # (its setup is waited for)
+            adk_live_resume.request_fresh_start(live.queue, "start over")
+            await server.wait_for_connections(4)
+            assert await live.say("recall") == "you said: one"
+            assert await live.close() is None
+        records = await server.wait_for_connections(4, finished=True)
+    assert [r.resumed for r in records] == [False, True, True, False]
+    assert records[1].ended_by == "fault"
     assert [(i.reason, i.cause) for i in infos] == [
         ("drop", "1006 abnormal closure [internal]"),
         ("requested", "start over"),
