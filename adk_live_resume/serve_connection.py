@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import adk_compat, observe, withheld
+from . import adk_compat, context_check, observe, withheld
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
@@ -442,6 +442,8 @@ def report_reconnect(
     )
     reconnects.reported()
     watch.context.waits(pending.tell, resumed=state_restored)
+    # (told by then at the latest, as not known yet: an app hears of the reconnect promptly)
+    loop.call_later(context_check.REPORT_WAIT, watch.context.waited)
 
 
 def interrupted_event(ctx: Any, author: str) -> Any:

@@ -188,3 +188,19 @@ def test_what_cannot_be_known_is_told_none(why: str) -> None:
     assert told == [None]
     # a fresh session's prompt is not compared (nothing waits): no fresh start asked
     assert check.prompt(1) is False and told == [None]
+
+
+def test_a_report_told_before_the_count_still_has_the_count_judged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    told: list[bool | None] = []
+    check = ContextCheck(2, 224, fresh_start=True)
+    check.waits(told.append, resumed=True)
+    check.waited()  # (REPORT_WAIT passed: the report goes, the context not known yet)
+    assert told == [None] and check.verdict is None
+    with caplog.at_level(logging.WARNING, logger="adk_live_resume.loop"):
+        assert check.prompt(30) is True  # still judged: lost, and the policy asks a fresh start
+        check.waited()
+        check.ended()
+    assert told == [None] and check.verdict is False
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1

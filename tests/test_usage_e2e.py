@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import adk_live_resume
-from adk_live_resume import ReconnectInfo, ResumePolicy, RunStats, TokenUsage
+from adk_live_resume import ReconnectInfo, ResumePolicy, RunStats, TokenUsage, context_check
 from adk_live_resume.testing import (
     FakeLiveServer,
     LiveDriver,
@@ -115,6 +115,35 @@ async def test_a_resumed_session_that_forgot_its_context_is_reported_and_warned_
     assert len(lost) == 1 and lost[0].levelno == logging.WARNING
     assert "fell from 4 to 1 tokens" in lost[0].getMessage()
     assert "fresh_start_when_context_lost=True" in lost[0].getMessage()
+
+
+async def test_a_resume_is_reported_promptly_while_the_user_is_silent_and_judged_later(
+    make_agent: AgentFactory,
+    reports: tuple[list[ReconnectInfo], list[RunStats]],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The resumed session's first prompt count comes only with its first answer: while the
+    user says nothing, the reconnect is reported after ``REPORT_WAIT`` all the same (its
+    context not known yet), and the count that comes later is still judged: the lost context
+    is warned once and counted."""
+    monkeypatch.setattr(context_check, "REPORT_WAIT", 0.5)
+    infos, ended = reports
+    server_ = FakeLiveServer(chunk_delay=0.0, forget_context_on_resume=True)
+    with caplog.at_level(logging.WARNING, logger="adk_live_resume"):
+        async with asyncio.timeout(40), server_ as server:
+            async with await LiveDriver.start(make_agent(server)) as live:
+                assert await live.say("one") == "echo: one"
+                assert await live.say("two") == "echo: two"
+                await server.restart()
+                await server.wait_for(lambda: len(infos) == 1, 5, what="the reconnect report")
+                assert infos[0].state_restored and infos[0].context_restored is None
+                assert await live.say("recall") == "you said nothing"  # it forgot
+                assert await live.close() is None
+            await server.wait_for_connections(2, finished=True)
+    assert len(infos) == 1 and ended[0].contexts_lost == 1
+    lost = [r for r in caplog.records if "without its context" in r.getMessage()]
+    assert len(lost) == 1 and "fell from 4 to 1 tokens" in lost[0].getMessage()
 
 
 async def test_a_lost_context_starts_a_fresh_session_from_the_history_when_asked_to(
