@@ -9,8 +9,10 @@ Two ways in::
     agent = ResumableLlmAgent(name=..., model=...)   # just this agent
 
 See docs/guarantees.md for the guarantees and :class:`ResumePolicy` for the knobs;
-:func:`on_reconnect`, :func:`on_run_end` and :mod:`adk_live_resume.telemetry` (OpenTelemetry)
-for what happened; :func:`on_retry` for a say in whether and when to retry.
+:func:`on_reconnect`, :func:`on_run_end` (with its :class:`TokenUsage`) and
+:mod:`adk_live_resume.telemetry` (OpenTelemetry) for what happened; :func:`on_before_move` for
+what is about to; :func:`on_retry` for a say in whether and when to retry;
+:func:`request_move` and :func:`request_fresh_start` to move a session on demand.
 """
 
 from typing import TYPE_CHECKING
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
         InstallConflictError,
         LiveResumeError,
         ModelRefusedError,
+        NoLiveRunError,
         PoisonedSessionError,
         QuotaExceededError,
         ReconnectFailedError,
@@ -38,11 +41,20 @@ if TYPE_CHECKING:
     )
     from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
     from .handle_store import current_handle, run_config_resuming
-    from .observe import ReconnectInfo, RunStats, on_reconnect, on_run_end
+    from .observe import (
+        MoveNotice,
+        ReconnectInfo,
+        RunStats,
+        on_before_move,
+        on_reconnect,
+        on_run_end,
+    )
     from .patch import install, installed_policy, is_installed, uninstall
     from .policy import ResumePolicy, set_testing, testing_backoff
     from .retry_hooks import on_retry
+    from .steering import request_fresh_start, request_move
     from .stored_handle import HandleKeyError, ResumeHandle
+    from .token_usage import TokenUsage
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports.attach(
         __name__,
@@ -53,6 +65,7 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "InstallConflictError": ".errors",
             "LiveResumeError": ".errors",
             "ModelRefusedError": ".errors",
+            "NoLiveRunError": ".errors",
             "PoisonedSessionError": ".errors",
             "QuotaExceededError": ".errors",
             "ReconnectFailedError": ".errors",
@@ -65,8 +78,10 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "ResumableSingleFlow": ".flows",
             "current_handle": ".handle_store",
             "run_config_resuming": ".handle_store",
+            "MoveNotice": ".observe",
             "ReconnectInfo": ".observe",
             "RunStats": ".observe",
+            "on_before_move": ".observe",
             "on_reconnect": ".observe",
             "on_run_end": ".observe",
             "install": ".patch",
@@ -77,8 +92,11 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "set_testing": ".policy",
             "testing_backoff": ".policy",
             "on_retry": ".retry_hooks",
+            "request_fresh_start": ".steering",
+            "request_move": ".steering",
             "HandleKeyError": ".stored_handle",
             "ResumeHandle": ".stored_handle",
+            "TokenUsage": ".token_usage",
         },
     )
 
@@ -91,6 +109,8 @@ __all__ = [
     "InstallConflictError",
     "LiveResumeError",
     "ModelRefusedError",
+    "MoveNotice",
+    "NoLiveRunError",
     "PoisonedSessionError",
     "QuotaExceededError",
     "ReconnectFailedError",
@@ -104,14 +124,18 @@ __all__ = [
     "SessionLimitError",
     "SessionNotResumableError",
     "SessionStalledError",
+    "TokenUsage",
     "UnsupportedAdkVersionError",
     "current_handle",
     "install",
     "installed_policy",
     "is_installed",
+    "on_before_move",
     "on_reconnect",
     "on_retry",
     "on_run_end",
+    "request_fresh_start",
+    "request_move",
     "run_config_resuming",
     "set_testing",
     "testing_backoff",

@@ -6,6 +6,13 @@ raised (if any), the send step's error, and the connection's final
 move, :data:`~adk_live_resume.connection_state.MOVED`), stalled (closed by us after a stall),
 or else lost.
 
+The outcome is the one way what a connection learnt reaches the run: besides how it ended
+and what serving it did, its :class:`ConnectionReport` (from the connection's watch, once it
+is over) holds the stall, why and by whom it was moved, the goAway's deadline, the model's
+turn left open, when it was lost, the move asked for and not begun, and the connection's
+:class:`~adk_live_resume.connection_figures.Figures` (tokens, answers). The loop reads
+nothing of the watch after the connection is served.
+
 Guarantees: an error :func:`~adk_live_resume.errors.classify` does not know (a bug, not a
 lost connection) always ends as ``DROPPED`` with no ``drop``, so the loop re-raises it instead
 of reconnecting; a receive step that ended on its own without an error is a drop with
@@ -16,12 +23,15 @@ says so (:attr:`~adk_live_resume.errors.Drop.after_go_away`), for the retry deci
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from .connection_state import MOVED, State
+from .connection_figures import Figures
+from .connection_state import MOVED, Asked, MoveOrigin, State
 from .errors import Drop, classify
+from .outage import AttemptEnd, EndKind
 from .retry_decision import seen_after_go_away
+from .stall_rule import Stall
 from .tap import ConnectionRetired
 
 #: A receive step that ended without an error: the server closed normally.
@@ -38,6 +48,73 @@ class End(enum.Enum):
     MOVED = "moved"
     STALLED = "stalled"
     DROPPED = "dropped"
+
+
+@dataclass(frozen=True)
+class ConnectionReport:
+    """What a connection's watch learnt of it, as it was over (or, for a decision made at the
+    end's first sign, as it was then)."""
+
+    #: The connection's number in the run (from 1).
+    number: int
+    #: Its setup carried a handle.
+    resumed: bool = False
+    #: The stall that ended it (``None``: none).
+    stall: Stall | None = None
+    #: Why the session was moved off it, and who began the move (``None``: no move).
+    moved_why: str | None = None
+    move_origin: MoveOrigin = "go_away"
+    #: ``loop.time()`` by which a goAway move had to happen (``None``: no goAway).
+    move_by: float | None = None
+    #: The model was in the middle of a turn when it ended.
+    turn_open: bool = False
+    #: ``loop.time()`` of the first sign that it was lost (``None``: not lost).
+    lost_at: float | None = None
+    #: The model answered on it (output or a tool call); turns a stall rule counted as
+    #: answered with content.
+    answered: bool = False
+    stall_answers: int = 0
+    #: ``loop.time()`` of its setup and of its latest traffic (``None``: never set up).
+    connected_at: float | None = None
+    last_traffic: float | None = None
+    #: A move asked for and not begun on it: the next connection carries it out.
+    asked: Asked | None = None
+    #: Whether the session kept its context on it, if it resumed one (see
+    #: :mod:`.context_check`; ``None``: not a resume, or nothing to tell).
+    context_restored: bool | None = None
+    figures: Figures = field(default_factory=Figures)
+
+    def attempt_end(
+        self,
+        kind: EndKind,
+        *,
+        drop: Drop | None,
+        resumed: bool,
+        now: float,
+        at_connect: bool = False,
+    ) -> AttemptEnd:
+        """How the connection ended (``kind``, the close ``drop``), as the decision about
+        what follows reads it (:func:`~adk_live_resume.next_step.next_step`) at ``now``."""
+        stall = self.stall
+        if kind == "stall":
+            assert stall is not None
+            what = stall.seen
+        else:
+            what = (self.moved_why or "goAway") if kind == "moved" else ""
+        connected, last = self.connected_at, self.last_traffic
+        return AttemptEnd(
+            kind=kind,
+            at=self.lost_at if self.lost_at is not None else now,
+            drop=drop,
+            what=what,
+            silence=stall is not None and stall.kind == "silence",
+            at_connect=at_connect,
+            resumed=resumed,
+            # (a stalled connection answered only if a user turn got content before it)
+            answered=self.stall_answers > 0 if kind == "stall" else self.answered,
+            connected_for=0.0 if connected is None else max(0.0, now - connected),
+            quiet_for=0.0 if last is None else max(0.0, now - last),
+        )
 
 
 @dataclass
@@ -60,6 +137,8 @@ class Outcome:
     #: The input transcription ADK had shown in pieces and not finished when it ended
     #: (``None``: no connection was made, the run's stays as it was).
     unfinished_input: str | None = None
+    #: What its watch learnt (see the module); set once the connection is over.
+    report: ConnectionReport | None = None
 
     def decided(self, end: End, *, transfer_to: str | None = None) -> None:
         """How the connection ends was decided while receiving (rerun, transfer, ...)."""
@@ -84,6 +163,10 @@ class Outcome:
     def left_unfinished(self, input_transcription: str) -> None:
         """The input transcription ADK showed in pieces and had not finished at the end."""
         self.unfinished_input = input_transcription
+
+    def learnt(self, report: ConnectionReport) -> None:
+        """The connection is over: ``report`` is what its watch learnt of it."""
+        self.report = report
 
     def ended_without_error(self) -> None:
         """ADK's receive step ended on its own: the connection is over (a normal close)."""

@@ -44,12 +44,23 @@ Guarantees:
 * A stall is acted on only on a connection that is open (``OPENING``: connected, its
   setup answered; or ``OPEN``) and not moving: at most one
   :class:`CloseSocket` for it, and a stalled connection never begins a move.
+* A move asked for (:meth:`ConnectionState.move_asked`: by the app, or by the run for a
+  fresh session) begins at a safe point: at once if it is one, else at the next the watch
+  reports (:meth:`ConnectionState.safe_point`); a move that begins while one is asked (a
+  goAway's) carries the asked one out. Each asked move that begins returns one
+  :class:`NoteMove` before its :class:`OpenAhead`; one not begun when the connection ends is
+  :attr:`ConnectionState.asked` (the next connection carries it out).
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Literal
+
+#: Who began a move: the server's ``goAway`` (or ADK's own reconnect request after it), the
+#: app (:func:`~adk_live_resume.request_move`), or the run itself (a fresh session it needs).
+MoveOrigin = Literal["go_away", "requested", "run"]
 
 
 class State(enum.Enum):
@@ -83,6 +94,23 @@ class NoteGoAway:
 
     time_left: float | None
     delay: float
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A move asked for: why (in words), by whom, and whether to a fresh session."""
+
+    why: str
+    origin: MoveOrigin
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class NoteMove:
+    """An asked move begins (before its :class:`OpenAhead`): tell the app; a fresh one makes
+    the next connection start a fresh session."""
+
+    asked: Asked
 
 
 @dataclass(frozen=True)
@@ -155,6 +183,7 @@ class ServeOn:
 Action = (
     ProveHealthy
     | NoteGoAway
+    | NoteMove
     | StartTimer
     | CancelTimer
     | DialAhead
@@ -173,8 +202,12 @@ class ConnectionState:
 
     def __init__(self) -> None:
         self.state = State.OPENING
-        #: Why the session is being moved off this connection (``None``: no move began).
+        #: Why the session is being moved off this connection (``None``: no move began),
+        #: and who began the move.
         self.why_moved: str | None = None
+        self.move_origin: MoveOrigin = "go_away"
+        #: A move asked for and not begun yet (see the module's guarantees).
+        self.asked: Asked | None = None
         #: ``now + delay`` of the goAway timer (``None``: no goAway yet).
         self.deadline: float | None = None
         #: The time the connection was first seen lost.
@@ -217,8 +250,20 @@ class ConnectionState:
 
     @property
     def move_pending(self) -> bool:
-        """A goAway was read and the move waits for a safe point (a new handle)."""
-        return self._move_on_handle and self.why_moved is None
+        """A move waits for a safe point: a goAway was read (it waits for a new handle), or a
+        move was asked for."""
+        return (self._move_on_handle or self.asked is not None) and self.why_moved is None
+
+    @property
+    def takes_asks(self) -> bool:
+        """A move asked for now can still begin on this connection (none began, none is
+        asked, and the connection is not closed by the client, stalled or over)."""
+        return (
+            self.why_moved is None
+            and self.asked is None
+            and not self._finished
+            and self.state not in (State.CLIENT_CLOSED, State.STALLED, State.LOST)
+        )
 
     @property
     def unread_frames(self) -> bool:
@@ -286,7 +331,21 @@ class ConnectionState:
         now."""
         if self._move_on_handle and safe:
             return self.move("goAway at a safe point")
-        return []
+        return self.safe_point() if safe else []
+
+    def move_asked(self, asked: Asked, *, safe: bool) -> list[Action]:
+        """A move is asked for (see :attr:`takes_asks`; else nothing happens): it begins now
+        if ``safe``, else at the next :meth:`safe_point`."""
+        if not self.takes_asks:
+            return []
+        self.asked = asked
+        return self.safe_point() if safe else []
+
+    def safe_point(self) -> list[Action]:
+        """The connection is at a safe point: an asked move begins."""
+        if self.asked is None or self.why_moved is not None:
+            return []
+        return self.move(self.asked.why, self.asked.origin)
 
     def timer_fired(self) -> list[Action]:
         """``timeLeft - go_away_margin`` has come: move now; a move whose next connection is
@@ -315,14 +374,21 @@ class ConnectionState:
 
     # -- the move ------------------------------------------------------------------------
 
-    def move(self, why: str) -> list[Action]:
+    def move(self, why: str, origin: MoveOrigin = "go_away") -> list[Action]:
         """Move the session to a new connection on purpose: open it ahead while this one is
-        still open, or else close this socket so the loop resumes."""
+        still open, or else close this socket so the loop resumes. A move asked for and not
+        begun yet is carried out by this one (its reason and origin are the asked move's)."""
         if self.why_moved is not None or self.state in (State.CLIENT_CLOSED, State.STALLED):
             return []
+        asked, self.asked = self.asked, None
+        if asked is not None:
+            why, origin = asked.why, asked.origin
         self.why_moved = why
+        self.move_origin = origin
         self.state = State.MOVING
-        return [OpenAhead()]
+        actions: list[Action] = [NoteMove(asked)] if asked is not None else []
+        actions.append(OpenAhead())
+        return actions
 
     def ahead_started(self, started: bool) -> list[Action]:
         """Whether the :class:`OpenAhead` just returned started opening the next connection."""

@@ -6,8 +6,10 @@ activity). The connection's lifecycle (moving, draining, retired, lost, the goAw
 is a :class:`~adk_live_resume.connection_state.ConnectionState`: the watch feeds it the
 events it sees and carries out the actions it returns (timers, opening ahead, closing the
 socket). What outlives a connection (handles, the outbox, tool-call bookkeeping, pacing)
-belongs to the run, which creates one watch per connection and reads how the connection
-ended from the state it ended in. What the watch needs of its run is
+belongs to the run, which creates one watch per connection. What the watch learnt reaches
+the run one way: the :class:`~adk_live_resume.connection_end.ConnectionReport`
+(:meth:`ConnectionWatch.report`) the connection's outcome carries, with the connection's
+figures (tokens, answers: :mod:`.connection_figures`). What the watch needs of its run is
 :class:`WatchedRun` (the loop's ``LiveRun`` is one): this module does not import the loop.
 
 Guarantees: nothing here blocks the receive or the send path (a close runs in a task of its
@@ -28,17 +30,20 @@ from typing import Any, Protocol
 
 from google.genai import types
 
-from . import genai_compat, websockets_compat
+from . import connection_figures, genai_compat, websockets_compat
 from .activity import near_silent_audio
-from .client_sends import readdressed, responses_of, without_responses
+from .connection_end import ConnectionReport
 from .connection_state import (
     Action,
+    Asked,
     CancelTimer,
     CloseSocket,
     ConnectionState,
     DialAfterClose,
     DialAhead,
+    MoveOrigin,
     NoteGoAway,
+    NoteMove,
     OpenAfterDrop,
     OpenAhead,
     ProveHealthy,
@@ -49,9 +54,10 @@ from .connection_state import (
     StopOpeningAhead,
 )
 from .connector import abort_transport
+from .context_check import ContextCheck
 from .context_updates import KNOWN_SENDS
 from .errors import Drop, classify
-from .late_results import LateResultsWay, as_content
+from .late_results import LateResultsWay
 from .model_work import FrameStatuses, ModelWork, WorkingLabels
 from .opening_ahead import OpeningAhead
 from .outage import AttemptEnd, EndKind
@@ -61,6 +67,7 @@ from .stall_nudge import StallNudge
 from .stall_rule import Stall
 from .stall_watch import StallWatch
 from .tap import SessionTap, parse_time_left
+from .tool_traffic import ToolTraffic
 from .unknown_status import UnknownStatusHold
 from .wire_classifier import Frame
 
@@ -121,15 +128,39 @@ class ConnectionWatch:
     """Per-connection state fed by the :class:`SessionTap` and the send task."""
 
     def __init__(
-        self, run: WatchedRun, number: int, *, non_blocking: frozenset[str] = frozenset()
+        self,
+        run: WatchedRun,
+        number: int,
+        *,
+        non_blocking: frozenset[str] = frozenset(),
+        context_before: int | None = None,
+        asked: Asked | None = None,
     ) -> None:
         """``non_blocking``: the functions the request declares NON_BLOCKING (for the stall
-        watch: their results may go unanswered)."""
+        watch: their results may go unanswered); ``context_before``: the latest
+        ``promptTokenCount`` of the run before this connection (the context's size then);
+        ``asked``: a move asked for that an earlier connection did not begin (this one
+        begins it at its first safe point)."""
         self.run = run
         self.number = number
+        #: What the connection counts: tokens, answers (:mod:`.connection_figures`).
+        self.figures = connection_figures.new()
+        #: What its tool calls and the results it is sent become (:mod:`.tool_traffic`).
+        self.results = ToolTraffic(
+            run.rules,
+            way=run.late_results_way,
+            to_fresh_session=lambda why: self.move(why, "run"),
+        )
+        #: Whether a resumed session kept its context; the reconnect's report waits for it.
+        self.context = ContextCheck(
+            number, context_before, fresh_start=run.policy.fresh_start_when_context_lost
+        )
         self.session: Any = None  # the real google-genai AsyncSession
         #: The connection's lifecycle: fed by this watch, its actions carried out here.
         self.lifecycle = ConnectionState()
+        self._restored = False
+        if asked is not None:
+            self.lifecycle.move_asked(asked, safe=False)
         #: A fresh session's initial history is being sent: part of the session's state from
         #: its setup on (any handle it issues holds it), so it is never recorded for replay.
         self._history_going = False
@@ -198,6 +229,27 @@ class ConnectionWatch:
         self.run.rules.outbox.activity.on_new_connection()
         self.stall_watch.start()
 
+    def report(self) -> ConnectionReport:
+        """What this connection learnt so far (all of it, once it is over)."""
+        lifecycle = self.lifecycle
+        return ConnectionReport(
+            number=self.number,
+            resumed=self.resumed,
+            stall=self.stall,
+            moved_why=lifecycle.why_moved,
+            move_origin=lifecycle.move_origin,
+            move_by=lifecycle.deadline,
+            turn_open=self.model_turn_open,
+            lost_at=lifecycle.lost_at,
+            answered=self.answered,
+            stall_answers=self.stall_watch.answers,
+            connected_at=self.connected_at,
+            last_traffic=self._last_traffic,
+            asked=lifecycle.asked,
+            context_restored=self.context.verdict,
+            figures=self.figures.figures(),
+        )
+
     def attempt_end(
         self,
         kind: EndKind,
@@ -208,30 +260,15 @@ class ConnectionWatch:
         at_connect: bool = False,
     ) -> AttemptEnd:
         """How this connection ended (``kind``, the close ``drop``), as the decision about
-        what follows reads it (:func:`~adk_live_resume.next_step.next_step`)."""
-        stall = self.stall
-        if kind == "stall":
-            assert stall is not None
-            what = stall.seen
-        else:
-            what = (self.moving or "goAway") if kind == "moved" else ""
-        return AttemptEnd(
-            kind=kind,
-            at=self.lost_at if self.lost_at is not None else now,
-            drop=drop,
-            what=what,
-            silence=stall is not None and stall.kind == "silence",
-            at_connect=at_connect,
-            resumed=resumed,
-            # (a stalled connection answered only if a user turn got content before it)
-            answered=self.stall_watch.answers > 0 if kind == "stall" else self.answered,
-            connected_for=_since(self.connected_at, now),
-            quiet_for=_since(self._last_traffic, now),
+        what follows reads it (:meth:`ConnectionReport.attempt_end`)."""
+        return self.report().attempt_end(
+            kind, drop=drop, resumed=resumed, now=now, at_connect=at_connect
         )
 
-    def _model_answered(self) -> None:
+    def _model_answered(self) -> float:
         self.answered = True
-        self._last_traffic = self._now()
+        now = self._last_traffic = self._now()
+        return now
 
     @contextlib.contextmanager
     def sending_history(self) -> Iterator[None]:
@@ -319,7 +356,13 @@ class ConnectionWatch:
                             self.lifecycle.retry_move(safe=self.at_safe_point())
                         ),
                     )
-                case ProveHealthy() | DialAhead() | DialAfterClose() | StopOpeningAhead():
+                case (
+                    ProveHealthy()
+                    | DialAhead()
+                    | DialAfterClose()
+                    | StopOpeningAhead()
+                    | NoteMove()
+                ):
                     run.lifecycle_action(self, action, error)
 
     # -- TapListener ----------------------------------------------------------------------
@@ -329,6 +372,8 @@ class ConnectionWatch:
         self.labels.message_read()
         if message.tool_call is not None:
             self.reply_streams = False
+        if message.usage_metadata is not None:
+            self._usage(message.usage_metadata)
         self._note_content(message.server_content, raw_status)
         cancellation = message.tool_call_cancellation
         if cancellation is not None and cancellation.ids:
@@ -350,19 +395,22 @@ class ConnectionWatch:
         if content is None:
             return
         outbox = self.run.rules.outbox
+        figures = self.figures
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             if part.text and not part.thought:
                 outbox.model_text(part.text)
+                told = len(part.text)
             else:
                 outbox.model_audio(voiced=not near_silent_audio(part))
+                told = 0
             self.model_turn_open = self.output_in_turn = self.reply_streams = True
             self.work.output()
-            self._model_answered()
+            figures.output(self._model_answered(), told)
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
             self.model_turn_open = self.output_in_turn = self.reply_streams = True
             self.work.output()
-            self._model_answered()
+            figures.output(self._model_answered(), len(content.output_transcription.text))
         if content.input_transcription and content.input_transcription.text:
             text = content.input_transcription.text
             self._input_shown = (text, outbox.input_text(text))
@@ -371,6 +419,7 @@ class ConnectionWatch:
             self.work.interrupted()
         if content.turn_complete or content.interrupted:
             self.model_turn_open = False
+            figures.answer_ended(self._now(), interrupted=not content.turn_complete)
         if content.turn_complete or content.interrupted or content.generation_complete:
             self.reply_streams = False
         status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
@@ -382,6 +431,7 @@ class ConnectionWatch:
             self.labels.work_goes_on(self.work.status)
         if content.turn_complete:
             self._unknown.turn_complete()
+            self._turn_ended()
 
     def _turn_finished(self) -> None:
         """The model's turn is finished: what it answered is answered."""
@@ -466,35 +516,44 @@ class ConnectionWatch:
         if changed and self.lifecycle.move_pending:
             self._carry_out(self.lifecycle.handle_changed(safe=self.at_safe_point()))
 
+    # -- what the connection counts, and the moves asked for --------------------------------
+
+    def _usage(self, metadata: types.UsageMetadata) -> None:
+        """A ``usageMetadata`` arrived: counted; the first prompt count on a resumed
+        connection tells whether the session kept its context (:mod:`.context_check`)."""
+        usage = self.figures.usage(metadata)
+        if usage.prompt_tokens and self.context.prompt(usage.prompt_tokens):
+            self.ask_move(Asked("the context was lost on resume", "run", fresh=True))
+
+    def _turn_ended(self) -> None:
+        """A ``turnComplete`` was read: a reconnect's report waits no longer than two turns
+        without usage (the service sends none in this mode), and an asked move may begin."""
+        self.context.turn_ended(self.figures.turns_since_usage)
+        if self.lifecycle.asked is not None and self.at_safe_point():
+            self._carry_out(self.lifecycle.safe_point())
+
+    def ask_move(self, asked: Asked) -> bool:
+        """Move the session off this connection at its next safe point (now, if it is one
+        and the connection is restored), as ``asked``; ``False``: this connection takes no
+        asked move (one began or is asked already, or it is closed, stalled, lost or over):
+        the caller keeps it for the next."""
+        if not self.lifecycle.takes_asks:
+            return False
+        safe = self._restored and self.at_safe_point()
+        self._carry_out(self.lifecycle.move_asked(asked, safe=safe))
+        return True
+
+    def restored(self) -> None:
+        """The session is restored on the connection (its history or replay sent): a move
+        asked for meanwhile begins now if this is a safe point."""
+        self._restored = True
+        if self.lifecycle.asked is not None and self.at_safe_point():
+            self._carry_out(self.lifecycle.safe_point())
+
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
-        rules = self.run.rules
         self.work.tool_call()
-        self._model_answered()
-        with_ids = [call for call in calls if call.id]
-        decision = rules.tool_calls.on_calls(
-            ((str(c.id), c.name, c.args) for c in with_ids), running=rules.background.tool_running
-        )
-        cancelled = set(decision.cancelled)  # (before ADK read them: never run)
-        rules.outbox.tool_call(str(c.id) for c in with_ids if str(c.id) not in cancelled)
-        held = {call_id for call_id, _ in decision.answer} | cancelled
-        for repeat, running in decision.hold:
-            logger.debug(
-                "holding a repeated tool call until the earlier call, still running, answers"
-            )
-            held.add(repeat)
-            rules.background.watch_running_call(running)
-        if decision.answer and self.tap is not None:
-            names = {str(call.id): call.name for call in with_ids}
-            logger.debug(
-                "answering %d repeated tool call(s) with the result from before the reconnect",
-                len(decision.answer),
-            )
-            responses = [
-                types.FunctionResponse(id=call_id, name=names[call_id], response=result)
-                for call_id, result in decision.answer
-            ]
-            await self.tap.replay("send_tool_response", {"function_responses": responses})
-        return [call for call in calls if not call.id or str(call.id) not in held]
+        self.figures.output(self._model_answered())
+        return await self.results.calls(calls, self.tap.replay if self.tap is not None else None)
 
     def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:
         """The server cancelled the calls ``ids`` (new input arrived while they ran): their
@@ -517,7 +576,7 @@ class ConnectionWatch:
     def before_send(
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
-        self._last_traffic = self._now()
+        now = self._last_traffic = self._now()
         if method not in KNOWN_SENDS:
             # Passed through by the tap, unrecorded; the server numbers it all the same, and
             # a new session may lack it (a WARNING says so then).
@@ -531,46 +590,15 @@ class ConnectionWatch:
             return method, kwargs
         run = self.run
         rules = run.rules
-        book = rules.tool_calls
-        unknown: dict[str, None] = {}  # (in the order sent)
-        # (realtime input, every microphone chunk, carries no function responses)
-        responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
-        readdress: dict[str, tuple[str, str | None]] = {}
-        for response in responses:
-            if response.id:
-                call_id, result = str(response.id), dict(response.response or {})
-                book.on_result(call_id, result)
-                repeat = book.take_repeat(call_id)
-                if repeat is not None:
-                    # A running call's result: the repeat the current session issued gets it.
-                    readdress[call_id] = repeat
-                    call_id = repeat[0]
-                    book.on_result(call_id, result)
-                if book.is_unknown(call_id):
-                    unknown[call_id] = None
-        if readdress:
-            logger.debug("sending %d result(s) to the repeated call(s) waiting", len(readdress))
-            kwargs = readdressed(method, kwargs, readdress)
-        as_turn = [i for i in unknown if book.goes_as_turn(i)]
-        turn = self._results_as_turn(as_turn) if as_turn else None
-        if unknown:
-            # The session never saw these calls (or takes no earlier connection's id): a
-            # response would confuse it. Those going as content go so; the others wait for
-            # the model to ask again (the replayed user turn) or to finish answering.
-            kept = without_responses(method, kwargs, set(unknown))
-            if turn is not None and kept is None and not self._user_busy():
-                method, kwargs = turn
-            else:
-                if turn is not None:
-                    # Sent now it would split the utterance: it goes once the user is quiet.
-                    logger.debug("holding %d late result(s) until the user is quiet", len(as_turn))
-                    rules.deferred_results.hold(turn, asyncio.get_running_loop().time())
-                if kept is None:
-                    self._sent(replay)
-                    return None
-                kwargs = kept
+        rewritten = self.results.rewrite(method, kwargs)
+        if rewritten is None:
+            self._sent(replay)
+            return None
+        method, kwargs = rewritten
         message = rules.outbox.record(method, kwargs)
         self.stall_watch.client_send(message, method, kwargs)
+        if message.voiced or message.user_text is not None:
+            self.figures.user_turn(now)
         self._sent(replay)
         if message.audio_ms > 0:
             run.audio_started()
@@ -580,51 +608,21 @@ class ConnectionWatch:
             return None
         return None if self.holds_sends else (method, kwargs)
 
-    def _user_busy(self) -> bool:
-        """The user speaks, or has an utterance the model has not answered yet."""
-        return self.run.rules.user_busy()
-
     def due_sends(self) -> list[tuple[str, dict[str, Any]]]:
         rules = self.run.rules
         if not rules.deferred_results or self.holds_sends or self._history_going:
             return []
         now = asyncio.get_running_loop().time()
-        due = rules.deferred_results.due(user_busy=self._user_busy(), now=now)
+        due = rules.deferred_results.due(user_busy=rules.user_busy(), now=now)
         for method, kwargs in due:
             logger.debug("giving held background result(s) to the session now")
             rules.outbox.record(method, kwargs)
         return due
 
-    def _results_as_turn(self, ids: list[str]) -> tuple[str, dict[str, Any]] | None:
-        """The results of the calls ``ids`` as conversation content naming each call, its
-        arguments and its result (:func:`~adk_live_resume.late_results.as_content`), for a
-        session that cannot take them as a ``toolResponse`` (a fresh session whose history
-        lacks their calls, a resumed one that knows no earlier connection's id); ``None``
-        where the model family takes no content in mid-session (Gemini 3.1 Live)."""
-        book = self.run.rules.tool_calls
-        late = [r for i in ids if (r := book.late_result(i)) is not None]
-        if not late or not self._late_results_as_content(len(late)):
-            return None
-        logger.debug("giving %d late tool result(s) to the session as content", len(late))
-        return as_content(late)
-
     def hold_late_results(self) -> None:
-        """Results that outlived their connection and are due now
-        (:meth:`ToolCallBook.take_late`) go to the session as content once the user is
-        quiet (:class:`DeferredResults`), once."""
-        rules = self.run.rules
-        late = rules.tool_calls.take_late()
-        if late and self._late_results_as_content(len(late)):
-            logger.debug("holding %d late tool result(s) until the user is quiet", len(late))
-            rules.deferred_results.hold(as_content(late), asyncio.get_running_loop().time())
-
-    def _late_results_as_content(self, count: int) -> bool:
-        """Whether ``count`` late results go to this session as content; where the model
-        takes no content in mid-session, a resumed session moves to a fresh one instead."""
-        way = self.run.late_results_way(count)
-        if way == "fresh_session":
-            self.move("tool results that outlived their connection need a fresh session")
-        return way == "content"
+        """Results that outlived their connection go to the session as content once the
+        user is quiet (:meth:`ToolTraffic.hold_late`)."""
+        self.results.hold_late()
 
     @property
     def holds_sends(self) -> bool:
@@ -716,10 +714,10 @@ class ConnectionWatch:
             self.stall = stall
             self._carry_out(actions)
 
-    def move(self, why: str) -> None:
+    def move(self, why: str, origin: MoveOrigin = "go_away") -> None:
         """Move the session to a new connection on purpose: open it ahead while this one is
         still open, or close this socket so the loop resumes."""
-        self._carry_out(self.lifecycle.move(why))
+        self._carry_out(self.lifecycle.move(why, origin))
 
     def on_next_opened(self, task: asyncio.Task[Any]) -> None:
         """The connection opened ahead is ready (retire this one) or failed: what follows
@@ -772,6 +770,7 @@ class ConnectionWatch:
         self.stall_watch.stop()
         self._unknown.stop()
         await self._nudge.stop()
+        self.context.ended()
         self._carry_out(self.lifecycle.finish(graceful=graceful))
         await self.ahead.stop()
         if self._watcher is not None:
@@ -783,8 +782,3 @@ class ConnectionWatch:
             abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)
-
-
-def _since(then: float | None, now: float) -> float:
-    """Seconds from ``then`` to ``now`` (0 when ``then`` is ``None``: it never happened)."""
-    return 0.0 if then is None else max(0.0, now - then)

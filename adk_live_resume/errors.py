@@ -148,6 +148,12 @@ class SessionLimitError(SessionNotResumableError):
     """
 
 
+class NoLiveRunError(LiveResumeError, LookupError):
+    """A move or a fresh start was asked (:func:`~adk_live_resume.request_move`,
+    :func:`~adk_live_resume.request_fresh_start`) with a ``LiveRequestQueue`` no patched live
+    run serves now: the run has not started yet, has ended, or runs without the patch."""
+
+
 class InstallConflictError(LiveResumeError):
     """Kept for compatibility; no longer raised.
 

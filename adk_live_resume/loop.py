@@ -53,16 +53,19 @@ from . import (
     retry_hooks,
     setup_refusals,
     startup_log,
+    steering,
     withheld,
 )
 from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
-from .connection_end import End, Outcome
+from .connection_end import ConnectionReport, End, Outcome
 from .connection_state import (
     Action,
+    Asked,
     DialAfterClose,
     DialAhead,
     NoteGoAway,
+    NoteMove,
     OpenAfterDrop,
     OpenAhead,
     ProveHealthy,
@@ -86,6 +89,7 @@ from .queue_guard import QueueGuard
 from .reconnects import Reconnects
 from .retry_decision import seen_after_go_away
 from .run_rules import RunRules
+from .run_tally import RunTally
 from .run_timeline import RunTimeline
 from .serve_connection import AdkBinding, interrupted_event, serve
 from .stall_watch import non_blocking_names
@@ -128,9 +132,12 @@ class LiveRun:
         #: What follows a connection's end, decided at the end's first sign (its number, the
         #: end, the step): the loop carries out that decision, never a second one.
         self._early: tuple[int, AttemptEnd, Step] | None = None
-        self.connections = 0
-        self.go_aways = 0
-        self.history_sends = 0
+        #: The run's tallies and the report of each connection it set up.
+        self.tally = RunTally()
+        #: The connection being served (``None`` between connections), and a move asked for
+        #: that the next connection carries out.
+        self.watch: ConnectionWatch | None = None
+        self._asked: Asked | None = None
         self.transparent = False
         self.rules.tool_calls.earlier_sessions(next_run.earlier_calls(ctx))
         #: Encodes microphone chunks as the SDK would (``None``: the SDK encodes them).
@@ -141,11 +148,9 @@ class LiveRun:
         self.go_away_frame = available.on(hooks.GO_AWAY_FRAME)
         #: The next connection starts a fresh session with the conversation rebuilt.
         self.fresh_start_needed = False
-        self.fresh_starts = 0
         #: Whether ADK may see (and yield as events) handle updates: only if the caller's
         #: RunConfig asked for session resumption, as stock ADK does.
         self.pass_handles = False
-        self.replayed_messages = 0
         #: The input transcription ADK had shown as pieces and not finished when the last
         #: connection ended; the next one continues it, so that its finished transcription
         #: holds the utterance whole (the pieces a replay repeats are not shown again).
@@ -161,6 +166,10 @@ class LiveRun:
         self.connector = Connector(policy, llm, available, guard=lambda: self.queue_guard)
         #: How long the start of the run took, phase by phase (told once, at DEBUG).
         self.timeline = timeline or RunTimeline(self.session_id)
+
+    @property
+    def model(self) -> str:
+        return str(getattr(self.request, "model", "") or "")
 
     @property
     def agent_name(self) -> str:
@@ -240,8 +249,14 @@ class LiveRun:
         match action:
             case ProveHealthy():
                 pass  # (progress, which ends an outage, is an answer: read at the end)
-            case NoteGoAway():
+            case NoteGoAway(time_left=time_left):
                 self.go_away_arrived()
+                self._notice(watch, "go_away", time_left, "goAway")
+            case NoteMove(asked=asked):
+                if asked.fresh:
+                    self._need_fresh_start()
+                why: observe.MoveReason = "requested" if asked.origin == "requested" else "restart"
+                self._notice(watch, why, None, asked.why, fresh=asked.fresh)
             case DialAhead(latest=latest):
                 self.dial_early(latest=latest)
             case OpenAhead():
@@ -327,10 +342,34 @@ class LiveRun:
         )
         return "later"
 
+    def _notice(
+        self,
+        watch: ConnectionWatch,
+        reason: observe.MoveReason,
+        seconds_left: float | None,
+        detail: str,
+        *,
+        fresh: bool = False,
+    ) -> None:
+        """Tell the ``on_before_move`` hooks that ``watch``'s connection is about to be left."""
+        notice = observe.MoveNotice(
+            reason, seconds_left, watch.number, self.agent_name, self.session_id, detail, fresh
+        )
+        observe.before_move(notice)
+
+    def ask(self, asked: Asked) -> None:
+        """A move was asked for (:mod:`.steering`): the connection serving carries it out at
+        its next safe point; between connections (or when it takes none now), the next one."""
+        watch = self.watch
+        if watch is not None and watch.ask_move(asked):
+            return
+        if self._asked is None or (asked.fresh and not self._asked.fresh):
+            self._asked = asked
+
     def go_away_arrived(self) -> None:
         """A connection got a goAway: count it; this worker may be going away, so the
         newest handle is stored now."""
-        self.go_aways += 1
+        self.tally.went_away()
         self.keeper.store_now()
 
     def audio_started(self) -> None:
@@ -344,12 +383,12 @@ class LiveRun:
         the old one is closed first."""
         self.may_open_ahead = False
 
-    def _count(self, outcome: Outcome) -> None:
-        """Add what serving a connection did to the run's counters."""
-        if not outcome.at_connect:
-            self.connections += 1
-        self.history_sends += outcome.history_sent
-        self.replayed_messages += outcome.replayed_messages
+    def _count(self, outcome: Outcome, report: ConnectionReport) -> None:
+        """Add what serving a connection did, and learnt, to the run's counters."""
+        if self.tally.served(outcome, report):
+            observe.connection_ended(report, model=self.model)
+        if report.asked is not None and self._asked is None:
+            self._asked = report.asked  # (asked and not begun: the next connection's)
         if outcome.unfinished_input is not None:
             self.unfinished_input = outcome.unfinished_input
 
@@ -506,12 +545,14 @@ class LiveRun:
         guard.on_content(self._content_queued)
         guard.on_withheld(self._withheld)
         self.rules.started(handles=handles, keeper=keeper, guard=guard)
+        not_serving = steering.serving(self.ctx.live_request_queue, self)
         try:
             async with contextlib.aclosing(self._connections()) as stream:
                 async for event in stream:
                     yield event
         finally:
             ending = sys.exc_info()[1]
+            not_serving()
             await self.connector.discard_ahead()
             await self.connector.closer.wait()
             guard.release()
@@ -522,7 +563,15 @@ class LiveRun:
             else:
                 self.keeper.let_go()  # the consumer is gone: the write ends in the background
             self.timeline.tell()  # (the phases it reached, if it never answered)
-            observe.run_ended(self, ending)
+            counters = self.tally.counters(
+                ids=(self.agent_name, str(getattr(self.ctx, "invocation_id", "")), self.session_id),
+                rules=self.rules,
+                reconnects=self.reconnects,
+                skipped=self.skipped,
+                chunks_encoded=self.chunk_encoder.encoded if self.chunk_encoder else 0,
+                dialer=self.dialer,
+            )
+            observe.run_ended(counters, ending)
 
     def _withheld(self, content: Any) -> None:
         session = getattr(self.ctx, "session", None)
@@ -569,20 +618,28 @@ class LiveRun:
             async with contextlib.aclosing(self._before_connecting()) as pre:
                 async for event in pre:
                     yield event
-            watch = ConnectionWatch(
-                self, self.connections + 1, non_blocking=non_blocking_names(self.request)
+            number = self.tally.connections + 1
+            watch = self.watch = ConnectionWatch(
+                self,
+                number,
+                non_blocking=non_blocking_names(self.request),
+                context_before=self.tally.context_size(),
+                asked=self._asked,
             )
+            self._asked = None
             outcome = Outcome(End.DROPPED)
             try:
                 async with contextlib.aclosing(serve(self, watch, outcome)) as stream:
                     async for event in stream:
                         yield event
             finally:
-                self._count(outcome)
+                self.watch = None
+                report = outcome.report or ConnectionReport(number)
+                self._count(outcome, report)
             end = outcome.end
             if end not in (End.MOVED, End.DROPPED):
                 await self.connector.discard_opening()  # the run ends, or moves on another way
-            if watch.model_turn_open and end in (End.DROPPED, End.MOVED):
+            if report.turn_open and end in (End.DROPPED, End.MOVED):
                 # The model was cut off mid-turn: tell the client to stop playing it.
                 yield interrupted_event(self.ctx, self.agent_name)
             if end in (End.CLIENT_CLOSED, End.TASK_COMPLETED):
@@ -592,7 +649,7 @@ class LiveRun:
                     async for event in events:
                         yield event
                 return
-            if not await self._carry_out(watch, outcome):
+            if not await self._carry_out(report, outcome):
                 logger.debug("the request queue was closed during the outage; ending the run")
                 return
 
@@ -611,7 +668,7 @@ class LiveRun:
             await connector.discard_opening()
         if self.fresh_start_needed:
             self.fresh_start_needed = False
-            self.fresh_starts += 1
+            self.tally.started_fresh()
             async with contextlib.aclosing(self._prepare_request()) as pre:
                 async for event in pre:
                     yield event
@@ -638,18 +695,18 @@ class LiveRun:
             async for event in events:
                 yield event
 
-    async def _carry_out(self, watch: ConnectionWatch, outcome: Outcome) -> bool:
+    async def _carry_out(self, report: ConnectionReport, outcome: Outcome) -> bool:
         """Carry out what follows a drop, a stall or a move (:meth:`_step_after`): give up,
         or wait, take a turn at the pacer and let the loop connect; ``False``: the client
         closed the queue meanwhile, and the run ends."""
         self.keeper.store_now()  # a drop, a goAway move: the next worker may need it
         now = asyncio.get_running_loop().time()
-        self.reconnects.lost(watch.lost_at if watch.lost_at is not None else now)
+        self.reconnects.lost(report.lost_at if report.lost_at is not None else now)
         guard = self.queue_guard
         if guard is not None and guard.close_requested:
             return False
-        end, step = self._step_after(watch, outcome, now)
-        self.reconnects.decided(end, step, now)
+        end, step = self._step_after(report, outcome, now)
+        self.reconnects.decided(end, step, now, report)
         observe.step_taken(
             end,
             step,
@@ -675,19 +732,19 @@ class LiveRun:
             return True  # opened ahead (goAway, or at once after the drop): paced already
         await connector.discard_opening()
         # The process-wide pacer spreads a herd of reconnects; a lone one goes at once.
-        return await connector.take_turn(latest=watch.move_by if end.kind == "moved" else None)
+        return await connector.take_turn(latest=report.move_by if end.kind == "moved" else None)
 
     def _step_after(
-        self, watch: ConnectionWatch, outcome: Outcome, now: float
+        self, report: ConnectionReport, outcome: Outcome, now: float
     ) -> tuple[AttemptEnd, Step]:
-        """The end of ``watch``'s connection and what follows it: the decision made at the
+        """The end of ``report``'s connection and what follows it: the decision made at the
         end's first sign (:meth:`_resumes_at_once`) if there was one, else one made now."""
         early, self._early = self._early, None
-        if early is not None and early[0] == watch.number and outcome.end is End.DROPPED:
+        if early is not None and early[0] == report.number and outcome.end is End.DROPPED:
             return early[1], early[2]
         kind: EndKind = _END_KINDS.get(outcome.end, "drop")
         drop = outcome.drop if kind == "drop" else None
-        end = watch.attempt_end(
+        end = report.attempt_end(
             kind, drop=drop, at_connect=outcome.at_connect, resumed=outcome.resumed, now=now
         )
         return end, self._decide(end, now)
@@ -697,7 +754,7 @@ class LiveRun:
         handle = bool(self.handles.handle)
         view = RunView(
             self.policy,
-            model=str(getattr(self.request, "model", "") or ""),
+            model=self.model,
             handle=handle,
             unusable=self._handle_unusable(now) if handle else None,
             session_limited=self.session_limited(),

@@ -3,7 +3,13 @@
 * :func:`on_reconnect`: every completed reconnect of any patched live run calls each callback
   with a :class:`ReconnectInfo` (plain or ``async`` callbacks).
 * :func:`on_run_end`: every patched live run, however it ends, calls each callback once with
-  its :class:`RunStats` (connections, goAways, fresh starts, replays, dropped audio...).
+  its :class:`RunStats` (connections, goAways, fresh starts, replays, dropped audio, tokens,
+  how fast the model answered...), made from the typed :class:`RunCounters` the loop hands
+  :func:`run_ended` and the :class:`~adk_live_resume.connection_end.ConnectionReport` of each
+  of its connections (:func:`connection_ended` turns the figures of each into OpenTelemetry
+  signals as it ends).
+* :func:`on_before_move`: every planned move (a ``goAway``, a move asked for) calls each
+  hook with a :class:`MoveNotice` before the old connection is given up.
 * Logs on the ``adk_live_resume`` logger: one INFO line per reconnect; one INFO line per
   failed connection attempt with the wait before the next; one WARNING with the cause when a
   run gives up (:class:`~adk_live_resume.ReconnectFailedError` or
@@ -19,16 +25,21 @@ callback is started as a task on the running event loop (not awaited by the live
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
+import math
 import threading
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import telemetry
+from .token_usage import TokenUsage, total
 
 if TYPE_CHECKING:
+    from .connection_end import ConnectionReport
     from .next_step import Step
     from .outage import AttemptEnd
 
@@ -36,7 +47,7 @@ logger = logging.getLogger("adk_live_resume")
 #: The live loop's logger: what follows each end is told on it.
 _loop_logger = logging.getLogger("adk_live_resume.loop")
 
-ReconnectReason = Literal["drop", "go_away", "restart", "stall"]
+ReconnectReason = Literal["drop", "go_away", "restart", "stall", "requested"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +57,11 @@ class ReconnectInfo:
     #: ``"drop"`` (the socket was lost), ``"go_away"`` (planned, after the server's goAway),
     #: ``"stall"`` (the session stalled on an open socket: resumed, or started fresh when
     #: ``state_restored`` is false; :attr:`stall` says what was seen),
-    #: or ``"restart"`` (a fresh start: a new live session without the old state, its history
-    #: rebuilt from the ADK session). ``"restart"`` stays this value's spelling in this release,
+    #: ``"requested"`` (the app asked for it: :func:`~adk_live_resume.request_move`, or
+    #: :func:`~adk_live_resume.request_fresh_start` when ``state_restored`` is false; :attr:`cause`
+    #: is the app's reason), or ``"restart"`` (a fresh start: a new live session without the
+    #: old state, its history rebuilt from the ADK session; also the one the run starts on its
+    #: own after a lost context). ``"restart"`` stays this value's spelling in this release,
     #: as hooks and dashboards compare against it; it is to become ``"fresh_start"`` in a later
     #: release, announced in the changelog first.
     reason: ReconnectReason
@@ -57,7 +71,8 @@ class ReconnectInfo:
     gap_ms: float
     #: Whether the server restored the session from a handle (``False``: fresh session).
     state_restored: bool
-    #: How the old connection ended, e.g. ``"1011 Deadline expired"``.
+    #: How the old connection ended, e.g. ``"1011 Deadline expired"``, or why it was moved
+    #: (``"goAway at a safe point"``; for a move the app asked for, the app's reason).
     cause: str
     agent_name: str
     invocation_id: str
@@ -87,6 +102,16 @@ class ReconnectInfo:
     #: way before any answer: a fresh start, the handle left behind), ``"stall"``; ``""``
     #: for an ordinary drop or a move.
     failure_class: str = ""
+    #: What the service counted on the connection the session left (its ``usageMetadata``,
+    #: summed; ``None``: it sent none there).
+    usage: TokenUsage | None = None
+    #: Whether the resumed session kept its context: its first ``promptTokenCount`` compared
+    #: with the last before the reconnect (each counts the whole context): ``False`` when it
+    #: fell below half (the model forgot the conversation; a WARNING says what to do),
+    #: ``True`` when it did not, ``None`` when there is no usage to tell (a fresh start, a
+    #: service that sends none). This report waits until it is known: see
+    #: :func:`on_reconnect`.
+    context_restored: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +167,21 @@ class RunStats:
     #: resumed; a run that stalled past its last step ended with ``SessionStalledError``).
     stalls: int = 0
     stall_fresh_starts: int = 0
+    #: What the service counted over the run (its ``usageMetadata``, each per turn, summed as
+    #: sent); ``None`` when it sent none.
+    usage: TokenUsage | None = None
+    #: The same for each connection, in order (``None`` for one where it sent none).
+    usage_by_connection: tuple[TokenUsage | None, ...] = ()
+    #: Resumes after which the session had lost its context (see
+    #: :attr:`ReconnectInfo.context_restored`).
+    contexts_lost: int = 0
+    #: Answers to user turns, and the 50th and 95th percentile of their time to first output
+    #: (ms from the user turn: a typed turn sent, the last voiced microphone audio, to the
+    #: first model output: text, audio, its transcription or a tool call); ``None`` without
+    #: answers.
+    answers: int = 0
+    first_output_p50_ms: float | None = None
+    first_output_p95_ms: float | None = None
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -183,8 +223,13 @@ def _register(registry: list[_Callback], callback: _Callback, what: str) -> Call
 def on_reconnect(callback: ReconnectCallback) -> Callable[[], None]:
     """Call ``callback`` after every reconnect; return a function that unregisters it.
 
-    ``callback`` may be a plain function or an ``async`` one. Raises :class:`TypeError` at
-    once if it is not callable.
+    The call comes once the new connection is restored and it is known whether the session
+    kept its context (:attr:`ReconnectInfo.context_restored`): for a resume after the run saw
+    a prompt count, at the resumed session's first one (the end of its first answer), or
+    after two answers without one, or when that connection ends, whichever comes first; for
+    any other reconnect, as soon as the new connection is restored. ``callback`` may be a
+    plain function or an ``async`` one. Raises :class:`TypeError` at once if it is not
+    callable.
     """
     return _register(_callbacks, callback, "on_reconnect")
 
@@ -250,9 +295,40 @@ def report(info: ReconnectInfo) -> None:
             "adk_live_resume.dropped_frames": info.dropped_frames,
             **({"adk_live_resume.stall": info.stall} if info.stall else {}),
             **({"adk_live_resume.failure_class": info.failure_class} if info.failure_class else {}),
+            **(
+                {"adk_live_resume.context_restored": info.context_restored}
+                if info.context_restored is not None
+                else {}
+            ),
+            **_usage_attributes(info.usage),
         }
     )
     _call_all(_callbacks, info)
+
+
+def _usage_attributes(usage: TokenUsage | None) -> dict[str, int]:
+    """The left connection's token counts as span attributes (none without usage)."""
+    if usage is None:
+        return {}
+    return {
+        "adk_live_resume.prompt_tokens": usage.prompt_tokens,
+        "adk_live_resume.response_tokens": usage.response_tokens,
+        "adk_live_resume.total_tokens": usage.total_tokens,
+    }
+
+
+class PendingReconnect:
+    """A reconnect's report that waits to be told whether the session kept its context
+    (:attr:`ReconnectInfo.context_restored`); told once, later calls do nothing."""
+
+    def __init__(self, info: ReconnectInfo) -> None:
+        self._info: ReconnectInfo | None = info
+
+    def tell(self, context_restored: bool | None) -> None:
+        """Report the reconnect (log line, OpenTelemetry, callbacks), once."""
+        info, self._info = self._info, None
+        if info is not None:
+            report(dataclasses.replace(info, context_restored=context_restored))
 
 
 def step_taken(
@@ -324,12 +400,49 @@ def attempt_failed(cause: str, attempt: int, max_attempts: int, wait: float, han
     )
 
 
-def run_ended(run: Any, error: BaseException | None) -> None:
+@dataclass(frozen=True)
+class RunCounters:
+    """What the live loop hands :func:`run_ended`: the run's own counters, and the report of
+    each of its connections (in order) that the per-connection figures come from."""
+
+    agent_name: str
+    invocation_id: str
+    session_id: str
+    go_aways: int
+    fresh_starts: int
+    history_sends: int
+    replayed_messages: int
+    requests_recovered: int
+    tool_calls_reused: int
+    dropped_audio_ms: float
+    dropped_silence_ms: float
+    peak_replay_audio_ms: float
+    peak_replay_messages: int
+    dropped_frames: int
+    peak_replay_frames: int
+    chunks_encoded: int
+    sockets_dialed_early: int
+    early_sockets_used: int
+    unknown_messages_skipped: int
+    unknown_kinds_unnamed: int
+    stalls: int
+    stall_fresh_starts: int
+    #: How the latest end was, in words (for the give-up signals).
+    last_cause: str
+    #: Each connection that was set up, in order.
+    connections: tuple[ConnectionReport, ...] = ()
+
+
+#: The :class:`RunStats` fields a :class:`RunCounters` field of the same name fills.
+_COPIED = frozenset(f.name for f in dataclasses.fields(RunStats)) - {"connections"}
+
+
+def run_ended(counters: RunCounters, error: BaseException | None) -> None:
     """Report the end of a live run: its :class:`RunStats` to the callbacks and at DEBUG; a
     WARNING with the cause (and OpenTelemetry signals) if it gave up.
 
-    ``run`` is the live loop's run object (read for its counters); ``error`` is the exception
-    ending it, if any.
+    ``counters`` are the run's (:class:`RunCounters`); ``error`` is the exception ending it,
+    if any.
     """
     from .errors import ReconnectFailedError, SessionNotResumableError
 
@@ -338,36 +451,25 @@ def run_ended(run: Any, error: BaseException | None) -> None:
         described = "cancelled"
     elif error is not None:
         described = f"{type(error).__name__}: {error}"
-    session = getattr(run.ctx, "session", None)
-    guard = run.queue_guard
+    reports = counters.connections
+    by_connection = tuple(report.figures.usage for report in reports)
+    firsts = sorted(a.first_output_ms for r in reports for a in r.figures.answers)
     stats = RunStats(
-        agent_name=run.agent_name,
-        invocation_id=str(getattr(run.ctx, "invocation_id", "")),
-        session_id=str(getattr(session, "id", "")),
-        connections=run.connections,
-        go_aways=run.go_aways,
-        fresh_starts=run.fresh_starts,
-        history_sends=run.history_sends,
-        replayed_messages=run.replayed_messages,
-        requests_recovered=guard.recovered if guard is not None else 0,
-        tool_calls_reused=run.tool_calls.reused,
-        dropped_audio_ms=run.outbox.dropped_audio_ms_total,
-        dropped_silence_ms=run.outbox.dropped_silence_ms_total,
-        peak_replay_audio_ms=run.outbox.peak_audio_ms,
-        peak_replay_messages=run.outbox.peak_messages,
-        dropped_frames=run.outbox.frames.dropped_total,
-        peak_replay_frames=run.outbox.frames.peak,
-        chunks_encoded=run.chunk_encoder.encoded if run.chunk_encoder is not None else 0,
-        sockets_dialed_early=run.dialer.dialed if run.dialer is not None else 0,
-        early_sockets_used=run.dialer.used if run.dialer is not None else 0,
-        unknown_messages_skipped=run.skipped.count,
-        unknown_kinds_unnamed=run.skipped.unnamed,
-        stalls=run.reconnects.stalls,
-        stall_fresh_starts=run.reconnects.stall_fresh_starts,
+        **{
+            f.name: getattr(counters, f.name)
+            for f in dataclasses.fields(counters)
+            if f.name in _COPIED
+        },
+        connections=len(reports),
+        usage=total(by_connection),
+        usage_by_connection=by_connection,
+        contexts_lost=sum(report.context_restored is False for report in reports),
+        answers=len(firsts),
+        first_output_p50_ms=percentile(firsts, 50),
+        first_output_p95_ms=percentile(firsts, 95),
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):
-        cause = str(getattr(getattr(run, "reconnects", None), "last_cause", "") or "")
         logger.warning(
             "live session %s of agent %s gave up after %d connection(s): %s",
             stats.session_id,
@@ -375,9 +477,121 @@ def run_ended(run: Any, error: BaseException | None) -> None:
             stats.connections,
             error,
         )
-        telemetry.record_gave_up(error, cause or str(error))
+        telemetry.record_gave_up(error, counters.last_cause or str(error))
     logger.debug("live run ended: %s", stats)
     _call_all(_run_callbacks, stats)
+
+
+def percentile(ordered: Sequence[float], rank: float) -> float | None:
+    """The ``rank``-th percentile of ``ordered`` (ascending), nearest rank; ``None`` when it
+    is empty."""
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
+
+
+def connection_ended(report: ConnectionReport, *, model: str) -> None:
+    """Tell OpenTelemetry what a connection counted, once it is over: its tokens (one
+    counter per kind, by model and modality) and each answer (a span event stamped when it
+    ended, and the two histograms)."""
+    figures = report.figures
+    if figures.usage is not None:
+        for kind, modalities in figures.usage.by_modality().items():
+            for modality, tokens in modalities.items():
+                telemetry.count(
+                    f"adk_live_resume.tokens.{kind}",
+                    tokens,
+                    {"adk_live_resume.model": model, "adk_live_resume.modality": modality},
+                    unit="{token}",
+                    description=f"Tokens the service counted ({kind}), per turn as sent",
+                )
+    if not figures.answers:
+        return
+    # (answers are timed on the event loop's clock; span events want the wall clock)
+    wall_offset = time.time() - asyncio.get_running_loop().time()
+    labels = {"adk_live_resume.model": model}
+    for answer in figures.answers:
+        telemetry.event(
+            "adk_live_resume.answer",
+            {
+                "adk_live_resume.first_output_ms": answer.first_output_ms,
+                "adk_live_resume.duration_ms": answer.duration_ms,
+                "adk_live_resume.characters": answer.characters,
+                "adk_live_resume.interrupted": answer.interrupted,
+                "adk_live_resume.connection_number": report.number,
+            },
+            timestamp_ns=int((answer.ended_at + wall_offset) * 1e9),
+        )
+        telemetry.measure(
+            "adk_live_resume.answer.first_output",
+            answer.first_output_ms,
+            labels,
+            unit="ms",
+            description="Time from a user turn to the model's first output",
+        )
+        telemetry.measure(
+            "adk_live_resume.answer.duration",
+            answer.duration_ms,
+            labels,
+            unit="ms",
+            description="Time from an answer's first output to its end",
+        )
+
+
+MoveReason = Literal["go_away", "requested", "restart"]
+
+
+@dataclass(frozen=True)
+class MoveNotice:
+    """A move of a live session to a new connection is about to happen (:func:`on_before_move`)."""
+
+    #: ``"go_away"`` (the server announced the connection's end), ``"requested"`` (the app
+    #: asked: :func:`~adk_live_resume.request_move` or
+    #: :func:`~adk_live_resume.request_fresh_start`) or ``"restart"`` (the run starts a
+    #: fresh session on its own: the context was lost on resume).
+    reason: MoveReason
+    #: Seconds until the server's deadline (the goAway's ``timeLeft``); ``None`` when there
+    #: is no deadline (an asked move) or the server named none.
+    seconds_left: float | None
+    #: The connection about to be given up (from 1 in the run).
+    connection_number: int
+    agent_name: str
+    session_id: str
+    #: Why, in words: the app's reason for an asked move, else what began it.
+    detail: str = ""
+    #: The move goes to a fresh session (the history rebuilt), not a resumed one.
+    fresh: bool = False
+
+
+MoveCallback = Callable[[MoveNotice], Awaitable[None] | None]
+_move_callbacks: list[MoveCallback] = []
+
+
+def on_before_move(hook: MoveCallback) -> Callable[[], None]:
+    """Call ``hook`` with a :class:`MoveNotice` before every planned move of a live session;
+    return a function that unregisters it.
+
+    Called once per ``goAway``, when it arrives, before the old connection is given up (the
+    move waits for a safe point, at the latest ``timeLeft - go_away_margin`` seconds later):
+    time to show "reconnecting" or let a sentence finish. Also once per move the app asked
+    for (:func:`~adk_live_resume.request_move`) and per fresh start the run begins on its
+    own, as the move begins. A plain ``hook`` is called before the move goes on; an
+    ``async`` one is started as a task (not awaited). One that raises is logged and ignored.
+    Raises :class:`TypeError` at once if ``hook`` is not callable.
+    """
+    return _register(_move_callbacks, hook, "on_before_move")
+
+
+def before_move(notice: MoveNotice) -> None:
+    """Tell the :func:`on_before_move` hooks, and the log at DEBUG, that a move is coming."""
+    logger.debug(
+        "live session %s: moving off connection %d (%s%s)",
+        notice.session_id,
+        notice.connection_number,
+        notice.reason,
+        "" if notice.seconds_left is None else f", {notice.seconds_left:.1f} s left",
+    )
+    _call_all(_move_callbacks, notice)
 
 
 _not_gemini_reported: set[str] = set()

@@ -166,6 +166,14 @@ class ResumePolicy:
     """Deprecated old name of ``fresh_start_when_handle_dead``, kept for this release: given,
     it sets that field (with a :class:`DeprecationWarning`); read, it returns that field.
     """
+    fresh_start_when_context_lost: bool = False
+    """When a resumed session came back without its context (its first ``promptTokenCount``
+    fell below half of the last one before the reconnect: the model forgot the conversation),
+    start a fresh session from the history at the next safe point. Off by default until a
+    recording confirms the sign: a context window compression between the two counts may
+    also shrink the count. Either way the loss is logged as a WARNING and reported
+    (``ReconnectInfo.context_restored``).
+    """
     store_handle_in_session: bool = False
     """Keep the newest good handle, sealed with ``ADK_LIVE_RESUME_HANDLE_KEY``, in the ADK session's
     state (through the runner's session service), so the next ``run_live`` of that session, in

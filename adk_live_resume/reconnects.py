@@ -2,29 +2,82 @@
 
 :class:`Reconnects` holds what :func:`~adk_live_resume.next_step.next_step` reads of the
 run's past (the :class:`~adk_live_resume.outage.Outage` in progress, the reconnects of the
-last minute) and what the next :class:`~adk_live_resume.observe.ReconnectInfo` says (the
-reason, the cause, the stall, the failure class, the time the old connection was lost). It
-makes no decision: the loop hands it each step it carries out. No I/O and no clock of its
-own: times are ``loop.time()`` values passed in.
+last minute) and the typed :class:`ReconnectRecord` the next
+:class:`~adk_live_resume.observe.ReconnectInfo` is made from (why, the cause and the detail as
+fields, the failure class, the connection the session left), with the time the old
+connection was lost. It makes no decision: the loop hands it each step it carries out. No
+I/O and no clock of its own: times are ``loop.time()`` values passed in.
 
 Guarantees:
 
-* **One reason per recovery**: the reason, cause and stall of the reconnect reported next
-  are those of the end that began the recovery; a later attempt of it that fails (a resume
-  refused, a connect that fails) changes only the attempt and the failure class, so a stall
-  recovery is reported as a ``"stall"`` with what was seen however many attempts it took.
+* **One reason per recovery**: the record of the reconnect reported next is that of the end
+  that began the recovery; a later attempt of it that fails (a resume refused, a connect
+  that fails) changes only the attempt and the failure class, so a stall recovery is
+  reported as a ``"stall"`` with what was seen however many attempts it took.
 * Handles appear nowhere here.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+from dataclasses import dataclass
+
+from .connection_end import ConnectionReport
 from .next_step import FreshStart, GiveUp, Resume, Step
 from .observe import ReconnectReason
 from .outage import AttemptEnd, FailureClass, Outage
 from .policy import ReconnectRate, ResumePolicy
 
-#: The reason reported for a reconnect, by the kind of end that began its recovery.
-_REASONS: dict[str, ReconnectReason] = {"drop": "drop", "stall": "stall", "moved": "go_away"}
+
+class Why(enum.Enum):
+    """Why a reconnect was made: the kind of end that began its recovery."""
+
+    #: The connection was lost (a close, an abort, a failed connect).
+    DROP = "drop"
+    #: A move after the server's ``goAway`` (or ADK's reconnect request after it).
+    GO_AWAY = "go_away"
+    #: The session stalled on an open connection; the loop closed it.
+    STALL = "stall"
+    #: The app asked for a move or a fresh start (:func:`~adk_live_resume.request_move`).
+    REQUESTED = "requested"
+    #: The run moved to a fresh session on its own (a lost context, late tool results).
+    RUN = "run"
+
+
+#: How each origin of a move is told.
+_MOVED_BY = {"go_away": Why.GO_AWAY, "requested": Why.REQUESTED, "run": Why.RUN}
+
+
+@dataclass(frozen=True)
+class ReconnectRecord:
+    """One reconnect as it will be reported: why, how the old connection ended, what was
+    seen, the failure class, and the connection the session left."""
+
+    why: Why
+    #: How the connection that began the recovery ended, in words: a close
+    #: (``"1011 Deadline expired"``), ``"stall: ..."``, why a move began (for an asked
+    #: move, the app's reason).
+    cause: str
+    #: For a stall, what was seen (``"no answer 15.0 s after a typed turn"``); ``""``
+    #: otherwise.
+    detail: str = ""
+    #: The failure class of the step that makes the next connection (``""``: none).
+    failure: FailureClass = ""
+    #: What the connection the session left learnt (its tokens among it); ``None``: unknown.
+    left: ConnectionReport | None = None
+
+    def reason(self, *, state_restored: bool) -> ReconnectReason:
+        """The public :attr:`ReconnectInfo.reason <adk_live_resume.ReconnectInfo.reason>`:
+        ``"stall"`` and ``"requested"`` whatever the session, ``"restart"`` for any other
+        fresh start, else ``"drop"`` or ``"go_away"``."""
+        if self.why is Why.STALL:
+            return "stall"
+        if self.why is Why.REQUESTED:
+            return "requested"
+        if not state_restored or self.why is Why.RUN:
+            return "restart"
+        return "go_away" if self.why is Why.GO_AWAY else "drop"
 
 
 class Reconnects:
@@ -35,13 +88,8 @@ class Reconnects:
         self.rate = ReconnectRate(policy.max_reconnects_per_minute)
         #: The outage in progress (``None``: the run made progress since the last end).
         self.outage: Outage | None = None
-        #: Why the next connection is made (``None``: it is not a reconnect, or was reported).
-        self.reason: ReconnectReason | None = None
-        #: How the connection that began the recovery ended; what was seen, for a stall.
-        self.cause = ""
-        self.stall = ""
-        #: The failure class of the step that makes the next connection (``""``: none).
-        self.failure: FailureClass = ""
+        #: The next connection's reconnect (``None``: it is not one, or it was reported).
+        self.record: ReconnectRecord | None = None
         #: How the latest end was, in words (for the give-up signals).
         self.last_cause = ""
         #: ``loop.time()`` of the first sign that the connection was lost.
@@ -59,10 +107,8 @@ class Reconnects:
     def reported(self) -> None:
         """The reconnect that made the current connection was reported: the next connection
         is not a reconnect until an end says so, and the outage's start is gone."""
-        self.reason = None
+        self.record = None
         self.lost_at = None
-        self.stall = ""
-        self.failure = ""
 
     @property
     def attempt(self) -> int:
@@ -73,10 +119,12 @@ class Reconnects:
         """``max_reconnects_per_minute`` allows one more reconnect at ``now``."""
         return self.rate.has_room(now)
 
-    def decided(self, end: AttemptEnd, step: Step, now: float) -> None:
-        """The loop carries out ``step`` after ``end`` at ``now``: the outage moves on, the
-        reconnect is counted against the rate, and the next report says why (see the
-        module's guarantees)."""
+    def decided(
+        self, end: AttemptEnd, step: Step, now: float, left: ConnectionReport | None = None
+    ) -> None:
+        """The loop carries out ``step`` after ``end`` at ``now`` (``left``: what the
+        connection that ended learnt): the outage moves on, the reconnect is counted against
+        the rate, and the next report says why (see the module's guarantees)."""
         self.last_cause = end.describe()
         if end.kind == "stall":
             self.stalls += 1
@@ -86,8 +134,13 @@ class Reconnects:
         assert isinstance(step, (Resume, FreshStart))
         self.outage = step.outage
         self.rate.allow(now)
-        self.failure = step.failure
-        if self.reason is None:
-            self.reason = _REASONS[end.kind]
-            self.cause = end.what if end.kind == "moved" else end.describe()
-            self.stall = end.what if end.kind == "stall" else ""
+        if self.record is not None:
+            self.record = dataclasses.replace(self.record, failure=step.failure)
+            return
+        if end.kind == "moved":
+            why = _MOVED_BY[left.move_origin] if left is not None else Why.GO_AWAY
+            self.record = ReconnectRecord(why, end.what, "", step.failure, left)
+        elif end.kind == "stall":
+            self.record = ReconnectRecord(Why.STALL, end.describe(), end.what, step.failure, left)
+        else:
+            self.record = ReconnectRecord(Why.DROP, end.describe(), "", step.failure, left)

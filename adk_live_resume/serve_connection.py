@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import adk_compat, observe, withheld
+from . import adk_compat, context_check, observe, withheld
 from .chunk_encoding import ChunkEncoder
 from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
@@ -192,9 +192,8 @@ async def serve(
                     run.policy.replay_frames,
                 )
             outcome.replayed(len(replay.messages))
-            report_reconnect(
-                run.reconnects, adk, watch.number, state_restored=bool(handle), replay=replay
-            )
+            report_reconnect(run.reconnects, adk, watch, state_restored=bool(handle), replay=replay)
+            watch.restored()
             if rules.queue_guard is not None:
                 rules.queue_guard.resume()
             send_task = asyncio.create_task(
@@ -261,6 +260,7 @@ async def serve(
                     moving_on=moving_on,
                 )
                 await watch.finish(graceful=clean_exit)
+                outcome.learnt(watch.report())
     finally:
         if connection is not None:
             outcome.left_unfinished(adk_compat.unfinished_input_transcription(connection))
@@ -415,36 +415,46 @@ def warn_unaccounted(context: ContextUpdates, *, fresh: bool) -> None:
 
 
 def report_reconnect(
-    reconnects: Reconnects, adk: AdkBinding, number: int, *, state_restored: bool, replay: Replay
+    reconnects: Reconnects,
+    adk: AdkBinding,
+    watch: ConnectionWatch,
+    *,
+    state_restored: bool,
+    replay: Replay,
 ) -> None:
-    """Report the reconnect that made connection ``number``, just restored, if it was one."""
-    if reconnects.reason is None:
+    """Report the reconnect that made ``watch``'s connection, just restored, if it was one:
+    once it is known whether the session kept its context (:mod:`.context_check`)."""
+    record = reconnects.record
+    if record is None:
         return
     loop = asyncio.get_running_loop()
     gap = 0.0 if reconnects.lost_at is None else (loop.time() - reconnects.lost_at) * 1000
     session = getattr(adk.ctx, "session", None)
-    observe.report(
+    left = record.left
+    pending = observe.PendingReconnect(
         observe.ReconnectInfo(
-            reason=reconnects.reason
-            if state_restored or reconnects.reason == "stall"
-            else "restart",
+            reason=record.reason(state_restored=state_restored),
             attempt=reconnects.attempt,
             gap_ms=gap,
             state_restored=state_restored,
-            cause=reconnects.cause,
+            cause=record.cause,
             agent_name=adk.agent_name,
             invocation_id=str(getattr(adk.ctx, "invocation_id", "")),
             session_id=str(getattr(session, "id", "")),
-            connection_number=number,
+            connection_number=watch.number,
             replayed_messages=len(replay.messages) + (1 if replay.context else 0),
             dropped_audio_ms=replay.dropped_audio_ms,
             dropped_silence_ms=replay.dropped_silence_ms,
             dropped_frames=replay.dropped_frames,
-            stall=reconnects.stall,
-            failure_class=reconnects.failure,
+            stall=record.detail,
+            failure_class=record.failure,
+            usage=left.figures.usage if left is not None else None,
         )
     )
     reconnects.reported()
+    watch.context.waits(pending.tell, resumed=state_restored)
+    # (told by then at the latest, as not known yet: an app hears of the reconnect promptly)
+    loop.call_later(context_check.REPORT_WAIT, watch.context.waited)
 
 
 def interrupted_event(ctx: Any, author: str) -> Any:

@@ -15,6 +15,10 @@ runs in a process of its own so that this process's CPU time is the client's alo
 Every figure is per block; the tables summarise the blocks of each side, and the verdicts
 compare medians. Goal (issue 10): patched at most 1.05x stock in CPU per turn and per chunk,
 and a drain rate at least 1/1.05 of stock's.
+
+``--accounting`` measures something else in the same way: the patched loop counting tokens
+and answer times against the patched loop not counting (:mod:`_steady_accounting`; goal: at
+most 1.02x CPU per turn), written to ``steady_state_accounting.json``.
 """
 
 from __future__ import annotations
@@ -223,10 +227,23 @@ def plot(sides: dict[str, Side], target: Path) -> None:
 
 
 def main() -> int:
-    args = parser(__doc__.splitlines()[0]).parse_args()
+    options = parser(__doc__.splitlines()[0])
+    options.add_argument(
+        "--accounting",
+        action="store_true",
+        help="measure what counting tokens and answer times costs (counting against not)",
+    )
+    args = options.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    size = QUICK if args.quick else FULL
     results, plots = output_dirs(args.quick)
+    if args.accounting:
+        import _steady_accounting
+
+        title, table, verdicts, payload = _steady_accounting.run(args.quick)
+        print_report(title, table, verdicts)
+        write_result(results, f"{NAME}_accounting", {**payload, "verdicts": verdicts})
+        return 0
+    size = QUICK if args.quick else FULL
     sides = asyncio.run(measure(size))
     table, verdicts, payload = report(sides)
     title = (

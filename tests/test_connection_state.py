@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from adk_live_resume.connection_state import (
+    Asked,
     CancelTimer,
     CloseSocket,
     ConnectionState,
     DialAfterClose,
     DialAhead,
     NoteGoAway,
+    NoteMove,
     OpenAfterDrop,
     OpenAhead,
     ProveHealthy,
@@ -191,3 +193,52 @@ def test_a_retired_connection_stays_retired_whatever_comes_after() -> None:
     assert core.receive_failed(now=1.0) == [OpenAfterDrop()]
     assert core.timer_fired() == []
     assert core.state is State.RETIRED
+
+
+def test_an_asked_move_waits_for_a_safe_point_then_notes_itself_before_opening_ahead() -> None:
+    core = _open()
+    asked = Asked("the model keeps refusing", "requested")
+    assert core.move_asked(asked, safe=False) == []
+    assert core.move_pending and core.asked == asked and not core.takes_asks
+    assert core.move_asked(Asked("again", "requested"), safe=True) == []  # one at a time
+    assert core.handle_changed(safe=False) == []
+    assert core.handle_changed(safe=True) == [NoteMove(asked), OpenAhead()]
+    assert (core.why_moved, core.move_origin) == ("the model keeps refusing", "requested")
+    assert core.asked is None and not core.move_pending and not core.takes_asks
+    assert core.safe_point() == []  # begun once
+
+
+def test_an_asked_move_at_a_safe_point_begins_at_once() -> None:
+    core = _open()
+    asked = Asked("the context was lost on resume", "run", fresh=True)
+    assert core.move_asked(asked, safe=True) == [NoteMove(asked), OpenAhead()]
+    assert core.move_origin == "run"
+
+
+def test_a_go_away_move_carries_out_the_move_asked_for() -> None:
+    core = _open()
+    asked = Asked("start over", "requested", fresh=True)
+    core.move_asked(asked, safe=False)
+    actions = core.go_away_read(30.0, now=0.0, margin=10.0, safe=True)
+    assert actions == [NoteGoAway(30.0, 20.0), StartTimer(20.0), NoteMove(asked), OpenAhead()]
+    assert (core.why_moved, core.move_origin) == ("start over", "requested")
+
+
+def test_no_move_is_asked_of_a_connection_that_cannot_begin_one() -> None:
+    stalled = _open()
+    stalled.stalled(now=1.0)
+    lost = _open()
+    lost.receive_failed(now=1.0)
+    over = _open()
+    over.finish(graceful=False)
+    moving = _open()
+    moving.move("goAway deadline")
+    for core in (stalled, lost, over, moving):
+        assert not core.takes_asks
+        assert core.move_asked(Asked("why", "requested"), safe=True) == []
+        assert core.asked is None
+    # one that ends before its safe point keeps the ask, for the next connection
+    waiting = _open()
+    waiting.move_asked(Asked("why", "requested"), safe=False)
+    waiting.receive_failed(now=2.0)
+    assert waiting.asked == Asked("why", "requested")

@@ -32,6 +32,7 @@ from adk_live_resume import ReconnectInfo, ResumePolicy, RunStats, current_handl
 from adk_live_resume.stored_handle import HANDLE_KEY_ENV
 from adk_live_resume.testing import FakeLiveServer, FaultProxy, LiveDriver
 
+from . import otel_sdk
 from .conftest import AgentFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -54,7 +55,7 @@ class _FromEnvironment:
 def spans() -> Iterator[InMemorySpanExporter]:
     """Every span finished during the test (an SDK tracer provider, set or joined)."""
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
+        trace.set_tracer_provider(otel_sdk.TRACER_PROVIDER)  # (the suite's shared one)
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
         pytest.skip("another OpenTelemetry tracer provider was set earlier in this process")

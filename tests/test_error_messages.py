@@ -284,6 +284,17 @@ async def a_stall_nothing_recovers(monkeypatch: pytest.MonkeyPatch) -> None:
     raise error
 
 
+@case(
+    "NoLiveRunError",
+    happened=("no live run serves this liverequestqueue",),
+    to_do=("pass the queue given to runner.run_live",),
+)
+def a_move_asked_of_a_queue_no_run_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    from google.adk.agents.live_request_queue import LiveRequestQueue
+
+    adk_live_resume.request_move(LiveRequestQueue(), "the model keeps refusing")
+
+
 # ---- installing and configuring ----------------------------------------------------------------
 
 

@@ -10,61 +10,32 @@ from typing import Any
 import pytest
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
-from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk_live_resume
 from adk_live_resume import ReconnectFailedError, ReconnectInfo, ResumePolicy, RunStats, observe
 from adk_live_resume.testing import FakeLiveServer, Fault, LiveDriver
 
+from . import otel_sdk
 from .conftest import AgentFactory
 
 pytestmark = pytest.mark.e2e
-
-_READER = InMemoryMetricReader()
-_SPANS = InMemorySpanExporter()
-
-
-_METER_PROVIDER = MeterProvider(metric_readers=[_READER])
-_TRACER_PROVIDER = TracerProvider()
-_TRACER_PROVIDER.add_span_processor(SimpleSpanProcessor(_SPANS))
 
 
 @pytest.fixture(scope="module")
 def otel() -> tuple[InMemoryMetricReader, InMemorySpanExporter]:
     """The SDK's in-memory reader and exporter as the process's providers (set once)."""
-    if not isinstance(metrics.get_meter_provider(), MeterProvider):
-        metrics.set_meter_provider(_METER_PROVIDER)
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(_TRACER_PROVIDER)
-    if metrics.get_meter_provider() is not _METER_PROVIDER:
-        pytest.skip("another OpenTelemetry meter provider was set earlier in this process")
-    if trace.get_tracer_provider() is not _TRACER_PROVIDER:
-        pytest.skip("another OpenTelemetry tracer provider was set earlier in this process")
-    return _READER, _SPANS
+    return otel_sdk.providers()
 
 
 def _points(reader: InMemoryMetricReader, name: str) -> list[Any]:
-    data = reader.get_metrics_data()
-    found: list[Any] = []
-    for resource in data.resource_metrics if data else []:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name == name:
-                    found.extend(metric.data.data_points)
-    return found
+    return otel_sdk.points(reader, name)
 
 
 def _total(reader: InMemoryMetricReader, name: str, **labels: str) -> float:
-    return sum(
-        p.value
-        for p in _points(reader, name)
-        if all(p.attributes.get(f"adk_live_resume.{k}") == v for k, v in labels.items())
-    )
+    return otel_sdk.total(reader, name, **labels)
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 
 A state machine plays the shell around :class:`ConnectionState` (what the watch does): it
 feeds every event in any order (messages read, frames arrived, goAways as frames and as
-read, handle updates, the timer, moves, the connection opened ahead ready or failed, drops
-of every kind, the client's close, the take-down, the finish) and carries out the actions
+read, handle updates, the timer, moves, moves asked for and safe points, the connection
+opened ahead ready or failed, drops of every kind, the client's close, the take-down, the
+finish) and carries out the actions
 as the watch would (a timer runs until it fires or is cancelled; an :class:`OpenAhead` is
 answered at once, started or not). The reference is the module's guarantees: no client send
 reaches the connection once the next one is being opened; exactly one way to end, that of
@@ -11,7 +12,8 @@ the events seen (client close over a move over a loss); at most one timer, none 
 the finish; one retirement, only once everything that arrived was read; final states stay;
 an opening ahead that failed in a way a later try may not, before the goAway's deadline,
 leaves the socket serving (and the move to be tried again), and only a server that refused
-the resume beside it stops opening ahead.
+the resume beside it stops opening ahead;
+a move asked for is carried out by the first move that begins, noted once, just before it.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from adk_live_resume.connection_state import (
     FINAL,
     MOVED,
     Action,
+    Asked,
     CancelTimer,
     CloseSocket,
     ConnectionState,
     DialAhead,
     NoteGoAway,
+    NoteMove,
     OpenAhead,
     ProveHealthy,
     Retire,
@@ -78,12 +82,13 @@ class ConnectionStateMachine(RuleBasedStateMachine):
         #: move's next try is still to come.
         self.serve_ons = 0
         self.retry_pending = False
+        self.asked = False
 
     # -- the shell ---------------------------------------------------------------------------
 
     def carry_out(self, actions: list[Action]) -> list[Action]:
         done: list[Action] = []
-        for action in actions:
+        for number, action in enumerate(actions):
             done.append(action)
             self.actions[type(action)] += 1
             if isinstance(action, StartTimer):
@@ -93,7 +98,12 @@ class ConnectionStateMachine(RuleBasedStateMachine):
             elif isinstance(action, CancelTimer):
                 assert self.timer_armed, "a timer cancelled that does not run"
                 self.timer_armed = False
+            elif isinstance(action, NoteMove):
+                assert self.asked, "a move noted that nobody asked for"
+                assert actions[number + 1 :][:1] == [OpenAhead()], "noted, not just before"
+                self.asked = False
             elif isinstance(action, OpenAhead):
+                assert not self.asked, "a move began without carrying out the one asked for"
                 assert not self.moved, "a second move"
                 assert not self.client_closed, "a move after the client closed"
                 self.moved = True
@@ -170,6 +180,23 @@ class ConnectionStateMachine(RuleBasedStateMachine):
         self.start_ahead = start_ahead
         could_move = not self.moved and not self.client_closed
         done = self.carry_out(self.core.move("ADK reconnect request"))
+        assert (OpenAhead() in done) == could_move
+
+    @rule(safe=st.booleans(), fresh=st.booleans())
+    def move_asked(self, safe: bool, fresh: bool) -> None:
+        takes = not (self.moved or self.asked or self.finished or self.client_closed or self.lost)
+        assert self.core.takes_asks == takes
+        if takes:
+            self.asked = True
+        done = self.carry_out(self.core.move_asked(Asked("why", "requested", fresh), safe=safe))
+        assert (OpenAhead() in done) == (takes and safe), "an asked move at the wrong time"
+        if takes and safe:
+            assert done[:2] == [NoteMove(Asked("why", "requested", fresh)), OpenAhead()]
+
+    @rule()
+    def safe_point(self) -> None:
+        could_move = self.asked and not self.moved and not self.client_closed
+        done = self.carry_out(self.core.safe_point())
         assert (OpenAhead() in done) == could_move
 
     @precondition(lambda self: self.ahead_opening and not self.next_reported)
@@ -286,7 +313,7 @@ class ConnectionStateMachine(RuleBasedStateMachine):
 
     @invariant()
     def one_of_each(self) -> None:
-        for kind in (StartTimer, NoteGoAway, Retire, CloseSocket, ProveHealthy):
+        for kind in (StartTimer, NoteGoAway, NoteMove, Retire, CloseSocket, ProveHealthy):
             assert self.actions[kind] <= 1, kind
         assert self.actions[OpenAhead] <= 1 + self.serve_ons, "a second move at once"
         assert (self.actions[Retire] == 1) == (self.core.state is State.RETIRED)
@@ -302,6 +329,10 @@ class ConnectionStateMachine(RuleBasedStateMachine):
     def deadline_and_timer_agree(self) -> None:
         assert self.core.timer_running == self.timer_armed
         assert (self.core.deadline is not None) == (self.actions[StartTimer] == 1)
+
+    @invariant()
+    def an_asked_move_waits_in_the_state_until_one_begins(self) -> None:
+        assert (self.core.asked is not None) == self.asked
 
     @invariant()
     def healthy_once_read(self) -> None:

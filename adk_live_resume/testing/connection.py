@@ -420,6 +420,7 @@ class LiveConnection:
             replays_cut_reply=self._settings.resume_replays_cut_reply,
             audio=choices.audio_out,
             open_calls=self._settings.tool_ids_outlive_connection,
+            forget=self._settings.forget_context_on_resume,
         )
         self._ledger.restore(
             snapshot.consumed, received=self._shared.received_by(snapshot.session.id)

@@ -23,7 +23,11 @@ The families, from recordings of real sessions and field reports
   NON_BLOCKING declaration is ignored); no ``turnComplete`` until the answer; the user's
   ``inputTranscription`` arrives only after the utterance ends, whole (a field report,
   ``gemini-live-protocol.md``, "Field facts of 2026-11-29"; google-adk 2.13's own reader
-  says "Gemini 3.x Live only sends a single final input transcription"), not in pieces.
+  says "Gemini 3.x Live only sends a single final input transcription"), not in pieces; no
+  ``usageMetadata`` at all once the session hears microphone audio (measured absent in
+  microphone conversation mode: pydantic-ai PR 7269's probe against the service and
+  kazunori279/interpretab's README, ``gemini-live-protocol.md``, "Field facts of
+  2026-11-29").
 * **Gemini 3.8 Live** (ADK's rule, minor version 8 or more, e.g. ``gemini-3.8-live``):
   ``clientContent`` with roles all session long (``turnComplete: true`` interrupts); function
   calls are NON_BLOCKING unless declared ``BLOCKING``; a session is closed at
@@ -133,6 +137,8 @@ class Family:
     #: A function declared with ``parametersJsonSchema`` (not OpenAPI ``parameters``) is
     #: closed with 1007.
     needs_openapi_parameters: bool = False
+    #: ``usageMetadata`` still comes once the session hears microphone audio.
+    usage_with_microphone: bool = True
 
     def non_blocking(self, behavior: object) -> bool:
         """Whether calls of a function declared with ``behavior`` (the setup's value, any
@@ -156,6 +162,7 @@ GEMINI_3_1_LIVE = Family(
     turn_complete_after_tool_call=False,
     honours_non_blocking=False,
     transcribes_after_utterance=True,
+    usage_with_microphone=False,
 )
 GEMINI_3_8_LIVE = Family(
     "gemini-3.8-live",

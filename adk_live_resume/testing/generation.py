@@ -25,6 +25,14 @@
 * the recorded wire shapes (:mod:`~adk_live_resume.testing.wire_shapes`): ``fc_<digits>``
   call ids, an empty ``serverContent {}`` before and after a ``toolCall`` on the Gemini 3.x
   Live families, ``usageMetadata`` with ``turnComplete`` unless switched off;
+* ``usageMetadata`` is per turn, not cumulative: its ``promptTokenCount`` counts the whole
+  context again each turn (every turn the session holds, the user turn included: one token
+  a word), its ``responseTokenCount`` the answer (in its modality, TEXT or AUDIO), its
+  ``thoughtsTokenCount`` a thought summary; none at all on a family that sends none in a
+  microphone conversation (3.1) once the session heard microphone audio (measured: 3.1
+  prompts of 143, 181, 224 tokens, 2.5 native audio 373, 413, 452, and none on 3.1 with a
+  microphone: pydantic-ai PR 7269's probe, kazunori279/interpretab's README;
+  ``gemini-live-protocol.md``, "Field facts of 2026-11-29");
 * a family that reports ``interactionStatus`` sends ``IDLE`` with the ``turnComplete`` that
   ends an answer (or the server's ``done_status``: ``REQUIRES_ACTION``, "Deprecated: Use
   IDLE instead. The server has completed all processing and background reasoning", the API
@@ -361,7 +369,8 @@ class Generation:
                 reply = plan
                 if answers_user and self._choices.family.speaks_while_working:
                     await self._speak_then_work(user_text, work_handle)
-            if self._settings.thought_summaries and self._choices.family.may_think:
+            thinks = self._settings.thought_summaries and self._choices.family.may_think
+            if thinks:
                 await self._wire.send(
                     wire.server_content(model_turn={"parts": [thought_part(reply)]})
                 )
@@ -383,10 +392,15 @@ class Generation:
             await self._wire.send(wire.server_content(generation_complete=True))
             self._finishing = True
             self._session.remember(Turn("model", reply.text))
-            prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
             final: list[JsonDict] = [self._turn_complete(self._status_after_answer())]
-            if self._settings.wire_shapes.usage_metadata:
-                final[0]["usageMetadata"] = wire.usage(prompt, len(reply.text.split()))
+            if self._sends_usage():
+                prompt = sum(len(turn.text.split()) for turn in previous) + len(user_text.split())
+                final[0]["usageMetadata"] = wire.usage(
+                    prompt,
+                    len(reply.text.split()),
+                    response_modality="AUDIO" if self._choices.audio_out else "TEXT",
+                    thoughts_tokens=len(str(thought_part(reply)["text"]).split()) if thinks else 0,
+                )
             handle = self._handles.at_turn_complete()
             if handle is not None:
                 final.append(handle[0])
@@ -399,6 +413,12 @@ class Generation:
                 self._handles.issued(handle[1])
         finally:
             self._finishing = False
+
+    def _sends_usage(self) -> bool:
+        """An answer's ``turnComplete`` carries ``usageMetadata`` (see the module)."""
+        if not self._settings.wire_shapes.usage_metadata:
+            return False
+        return self._choices.family.usage_with_microphone or not self._session.microphone
 
     def _status_after_answer(self) -> str:
         """The ``interactionStatus`` of an answer's ``turnComplete``: the server's

@@ -155,9 +155,22 @@ def resumption_update(
     return {"sessionResumptionUpdate": body}
 
 
-def usage(prompt_tokens: int, response_tokens: int) -> JsonDict:
-    return {
+def usage(
+    prompt_tokens: int,
+    response_tokens: int,
+    *,
+    response_modality: str = "TEXT",
+    thoughts_tokens: int = 0,
+) -> JsonDict:
+    """One turn's ``usageMetadata``: the prompt (the whole context, counted again each turn),
+    the answer and the model's thinking, with the per-modality details the recordings show."""
+    body: JsonDict = {
         "promptTokenCount": prompt_tokens,
         "responseTokenCount": response_tokens,
-        "totalTokenCount": prompt_tokens + response_tokens,
+        "totalTokenCount": prompt_tokens + response_tokens + thoughts_tokens,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt_tokens}],
+        "responseTokensDetails": [{"modality": response_modality, "tokenCount": response_tokens}],
     }
+    if thoughts_tokens:
+        body["thoughtsTokenCount"] = thoughts_tokens
+    return body

@@ -169,6 +169,11 @@ class FakeLiveServer:
             is recorded in ``stale_tool_response_ids`` and not acted on (Pipecat PR 5497,
             Strands PR 4244, voiceclaw PR 53; notes, "Field facts that contradict or extend
             the above").
+        forget_context_on_resume: a resumed session comes back without its conversation (no
+            turn of it is restored: the model has forgotten it, and the next turn's
+            ``promptTokenCount`` falls), as users saw resumed and ephemeral-token sessions
+            do (forum threads 98979 and 118577; notes, "Field facts of 2026-11-29"). Off by
+            default: the documented behaviour restores the session.
     """
 
     def __init__(
@@ -200,6 +205,7 @@ class FakeLiveServer:
         done_status: str = "IDLE",
         setup_rules: bool = True,
         resume_replays_cut_reply: bool = False,
+        forget_context_on_resume: bool = False,
     ) -> None:
         if host not in _LOOPBACK_HOSTS:
             raise ValueError("the fake server binds the loopback interface only")
@@ -230,6 +236,7 @@ class FakeLiveServer:
             done_status=done_status,
             setup_rules=setup_rules,
             resume_replays_cut_reply=resume_replays_cut_reply,
+            forget_context_on_resume=forget_context_on_resume,
         )
         self.host = host
         self.connections: list[ConnectionRecord] = []

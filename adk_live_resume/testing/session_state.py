@@ -42,6 +42,8 @@ class SessionState:
     ) -> None:
         self._info = info
         self._audio = audio or info.audio
+        #: Microphone audio arrived on this connection (a microphone conversation).
+        self._microphone = False
         self._turns = list(turns)
         #: Open NON_BLOCKING calls of the session, by id (name): kept across resumption.
         self._background = dict(background)
@@ -55,7 +57,13 @@ class SessionState:
 
     @classmethod
     def restored(
-        cls, snapshot: Snapshot, *, audio: bool, open_calls: bool, replays_cut_reply: bool = False
+        cls,
+        snapshot: Snapshot,
+        *,
+        audio: bool,
+        open_calls: bool,
+        replays_cut_reply: bool = False,
+        forget: bool = False,
     ) -> SessionState:
         """The session a handle's ``snapshot`` names; ``audio`` when the new setup answers in
         AUDIO. ``open_calls``: the snapshot's open NON_BLOCKING calls stay open under their
@@ -63,12 +71,14 @@ class SessionState:
         issued it, Pipecat PR 5497, Strands PR 4244, voiceclaw PR 53) the restored session
         has none, and a response for one of them is stale. ``replays_cut_reply``: a reply
         that streamed when the handle was issued is said again, glued before the next answer
-        (:meth:`take_replay`; a field report, the server's ``resume_replays_cut_reply``)."""
+        (:meth:`take_replay`; a field report, the server's ``resume_replays_cut_reply``).
+        ``forget``: it comes back without its turns (the server's
+        ``forget_context_on_resume``)."""
         background = snapshot.background if open_calls else ()
         return cls(
             snapshot.session,
             audio=audio,
-            turns=snapshot.turns,
+            turns=() if forget else snapshot.turns,
             background=background,
             context=snapshot.context,
             replay=snapshot.cut_reply if replays_cut_reply else None,
@@ -94,6 +104,12 @@ class SessionState:
     def heard_audio(self) -> None:
         """Audio input arrived: the session carries audio from now on."""
         self._audio = True
+        self._microphone = True
+
+    @property
+    def microphone(self) -> bool:
+        """Microphone audio arrived on this connection: a microphone conversation."""
+        return self._microphone
 
     # ---- turns -----------------------------------------------------------------------------
 

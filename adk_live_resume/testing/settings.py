@@ -97,6 +97,8 @@ class ServerSettings:
     #: Setups that break their family's rules are closed with 1007
     #: (:mod:`~adk_live_resume.testing.setup_rules`).
     setup_rules: bool = True
+    #: A resumed session comes back without its turns (see ``FakeLiveServer``).
+    forget_context_on_resume: bool = False
 
     def __post_init__(self) -> None:
         if self.time_scale <= 0:
