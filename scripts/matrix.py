@@ -80,6 +80,9 @@ E2E_SELECTION = ("tests", "-m", "e2e or core")
 #: What ``--dependency-bounds`` runs: the core resumption tests but stock ADK's documented
 #: failures.
 CORE_SELECTION = ("tests", "-m", "core and not stock")
+#: What a ``--core-only`` release runs: the core resumption tests and stock ADK's behaviour
+#: on that release (the adapter, the install, the resume tests).
+CORE_ONLY_SELECTION = ("tests", "-m", "core")
 
 
 #: What ``--dependency-bounds`` moves: the libraries ADK's live path talks through.
@@ -121,6 +124,8 @@ class Result:
     suffix: str = ""
     #: the interpreter (``--python``), None for this one
     python_version: str | None = None
+    #: the pytest selection for this release alone (``--core-only``); empty: the run's
+    selection: tuple[str, ...] = ()
     install_seconds: float = 0.0
     test_seconds: float = 0.0
     passed: int = 0
@@ -210,6 +215,23 @@ def _pytest(python: Path, args: list[str], junit: Path, log: Path) -> int:
         ).returncode
 
 
+def plan(
+    versions: list[str], pythons: list[str | None], *, core_only: set[str]
+) -> dict[str, Result]:
+    """One result to fill per release and interpreter, labelled as the table shows it; the
+    releases in ``core_only`` carry the core selection of their own."""
+    return {
+        (label := f"{v} py{p}" if p else v): Result(
+            label,
+            adk=v,
+            python_version=p,
+            selection=CORE_ONLY_SELECTION if v in core_only else (),
+        )
+        for v in versions
+        for p in pythons or [None]
+    }
+
+
 def _run_tests(
     result: Result, selection: list[str], rerun: int, log_dir: Path, workers: int
 ) -> Result:
@@ -221,6 +243,7 @@ def _run_tests(
     log.write_text("")
     started = time.monotonic()
     junit = log_dir / f"junit-{label}.xml"
+    selection = list(result.selection) or selection
     code = _pytest(python, parallel_args(selection, workers) + selection, junit, log)
     failed = _count(junit, result)
     if code not in (0, 1) and not failed:  # usage error, collection error, crash
@@ -249,7 +272,7 @@ def _table(results: list[Result], wall: float) -> str:
         status = "ok" if r.ok else ("error" if r.note else "FAILED")
         rows.append(
             (
-                r.version,
+                r.version + (" (core)" if r.selection else ""),
                 status,
                 str(r.passed),
                 str(r.failed),
@@ -362,6 +385,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--full", action="store_true", help="run the whole suite")
     parser.add_argument(
+        "--core-only",
+        default="",
+        metavar="VERSIONS",
+        help="comma-separated releases that run only the core resumption tests (-m core), "
+        "for releases whose live loop another release of the same family tests end to end",
+    )
+    parser.add_argument(
         "--dependency-bounds",
         action="store_true",
         help="test each release with the oldest and the newest google-genai and websockets "
@@ -423,11 +453,12 @@ def main(argv: list[str] | None = None) -> int:
     selection = ([] if args.full else list(E2E_SELECTION)) + list(args.pytest_args)
     what = "whole suite" if args.full else "end-to-end scenarios"
     started = time.monotonic()
-    results = {
-        (label := f"{v} py{p}" if p else v): Result(label, adk=v, python_version=p)
-        for v in versions
-        for p in pythons or [None]
-    }
+    core_only = {v.strip() for v in args.core_only.split(",") if v.strip()}
+    if core_only - set(versions):
+        parser.error(
+            f"--core-only names releases not tested: {', '.join(sorted(core_only - set(versions)))}"
+        )
+    results = plan(versions, pythons, core_only=set() if args.full else core_only)
     if args.dependency_bounds:
         plain = dict(results)
         _install_all(plain, max(1, args.install_jobs), log_dir)  # to read each release's bounds
@@ -449,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         selection += list(args.pytest_args)
         what = "core resumption tests, oldest and newest google-genai and websockets"
     print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
+    if core_only and not args.dependency_bounds and not args.full:
+        print(f"[matrix] core resumption tests only: {', '.join(sorted(core_only))}", flush=True)
 
     _install_all(results, max(1, args.install_jobs), log_dir)
     runnable = [r for r in results.values() if not r.note]

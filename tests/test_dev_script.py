@@ -44,17 +44,7 @@ def test_demo_passes_every_flag_through(flags: list[str], monkeypatch: pytest.Mo
 
 
 def test_matrix_reads_the_newest_release_from_pips_answer() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "matrix_script", ROOT / "scripts" / "matrix.py"
-        )
-        assert spec is not None and spec.loader is not None
-        matrix = importlib.util.module_from_spec(spec)
-        sys.modules["matrix_script"] = matrix  # dataclasses look their module up
-        spec.loader.exec_module(matrix)
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    matrix = _load_matrix()
     answer = "google-adk (2.14.1)\nAvailable versions: 2.14.1, 2.14.0, 2.13.0\n"
     assert matrix.parse_index_versions(answer) == "2.14.1"
     with pytest.raises(ValueError, match="no version of google-adk"):
@@ -78,19 +68,7 @@ def test_bench_runs_one_benchmark_or_all_and_refuses_an_unknown_name(
 
 
 def test_the_dependency_bounds_come_from_a_release_s_requirements() -> None:
-    matrix = sys.modules.get("matrix_script")
-    if matrix is None:
-        spec = importlib.util.spec_from_file_location(
-            "matrix_script", ROOT / "scripts" / "matrix.py"
-        )
-        assert spec is not None and spec.loader is not None
-        matrix = importlib.util.module_from_spec(spec)
-        sys.modules["matrix_script"] = matrix
-        sys.path.insert(0, str(ROOT / "scripts"))
-        try:
-            spec.loader.exec_module(matrix)
-        finally:
-            sys.path.remove(str(ROOT / "scripts"))
+    matrix = _load_matrix()
     requires = [
         "PyYAML>=6.0",
         "google-genai>=1.56.0, <2.0.0",
@@ -292,3 +270,30 @@ def test_a_missing_interpreter_is_named_and_skipped_only_when_asked(
     assert dev.main(["test", "--python", "3.99", "--if-python-present"]) == 0
     assert "Python 3.99 is not installed here" in capsys.readouterr().out
     assert dev.env_name("2.13.0", "", "3.13") == ".venv-adk-2.13.0-py3.13"
+
+
+def test_a_core_only_release_runs_the_core_tests_and_the_others_the_end_to_end_ones() -> None:
+    matrix = _load_matrix()
+    planned = matrix.plan(["1.28.1", "1.39.1"], [None, "3.13"], core_only={"1.28.1"})
+    assert list(planned) == ["1.28.1", "1.28.1 py3.13", "1.39.1", "1.39.1 py3.13"]
+    assert planned["1.28.1 py3.13"].selection == ("tests", "-m", "core")
+    assert planned["1.39.1"].selection == ()  # (the run's own: the end-to-end scenarios)
+    with pytest.raises(SystemExit):  # (a release named core-only must be one tested)
+        matrix.main(["--versions", "1.39.1", "--core-only", "1.28.1"])
+
+
+def _load_matrix() -> ModuleType:
+    """scripts/matrix.py as a module (once: its dataclasses look their module up)."""
+    matrix = sys.modules.get("matrix_script")
+    if matrix is not None:
+        return matrix
+    spec = importlib.util.spec_from_file_location("matrix_script", ROOT / "scripts" / "matrix.py")
+    assert spec is not None and spec.loader is not None
+    matrix = importlib.util.module_from_spec(spec)
+    sys.modules["matrix_script"] = matrix
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec.loader.exec_module(matrix)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return matrix
