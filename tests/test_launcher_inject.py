@@ -103,7 +103,10 @@ async def test_a_child_app_lives_through_scheduled_go_aways(tmp_path: Path) -> N
         assert lines[1:] == ["echo: one", "echo: two", "you said: one | two", "ended None"]
         assert "fault proxy" in errors and "goAway every 1.5s" in errors
         assert len(server.connections) >= 2
-        assert all(c.resumed for c in server.connections[1:])
+        # Every connection after a handle was issued resumes it (on a loaded machine the
+        # first goAway can come before the first handle: that move starts fresh, as it must).
+        first = next(i for i, c in enumerate(server.connections) if c.handles_issued)
+        assert all(c.resumed for c in server.connections[first + 1 :])
         assert server.history_sends() == 0
 
 
