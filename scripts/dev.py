@@ -124,6 +124,11 @@ def ensure_env(
     env_dir = ROOT / env_name(adk, suffix, python_version)
     pins = ([f"google-adk=={adk}"] if adk else []) + list(extra_pins)
     python = _venv_python(env_dir)
+    stamp_file = env_dir / STAMP_NAME
+    if python.exists() and not stamp_file.exists() and not _has_pip(python):
+        # (a build interrupted before pip got in: pip can no longer mend it)
+        print(f"[dev] {env_dir.name} was left half-built; building it again", flush=True)
+        python.unlink()
     if not python.exists():
         print(f"[dev] creating {env_dir.name}", flush=True)
         if python_version:
@@ -131,7 +136,6 @@ def ensure_env(
             subprocess.run([str(base), "-m", "venv", "--clear", str(env_dir)], check=True)
         else:
             venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
-    stamp_file = env_dir / STAMP_NAME
     wanted = _stamp(extras, pins)
     if stamp_file.exists() and stamp_file.read_text() == wanted:
         return python
@@ -166,6 +170,12 @@ def ensure_env(
     )
     stamp_file.write_text(wanted)
     return python
+
+
+def _has_pip(python: Path) -> bool:
+    """Whether ``python`` can run pip."""
+    check = [str(python), "-m", "pip", "--version"]
+    return subprocess.run(check, capture_output=True).returncode == 0
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> int:

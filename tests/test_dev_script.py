@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -280,6 +281,35 @@ def test_a_core_only_release_runs_the_core_tests_and_the_others_the_end_to_end_o
     assert planned["1.39.1"].selection == ()  # (the run's own: the end-to-end scenarios)
     with pytest.raises(SystemExit):  # (a release named core-only must be one tested)
         matrix.main(["--versions", "1.39.1", "--core-only", "1.28.1"])
+
+
+def test_an_environment_left_without_pip_is_built_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    dev = _load()
+    monkeypatch.setattr(dev, "ROOT", tmp_path)
+    (tmp_path / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    env_dir = tmp_path / ".venv-adk-9.9.9"
+    dev.venv.EnvBuilder(with_pip=False).create(env_dir)  # (a build killed before pip got in)
+    created: list[Path] = []
+    commands: list[list[str]] = []
+
+    real_create = dev.venv.EnvBuilder.create
+
+    def create(builder: object, where: str | Path) -> None:
+        created.append(Path(where))
+        real_create(dev.venv.EnvBuilder(with_pip=False, clear=True), where)
+
+    def run(cmd: list[str], **_: object) -> subprocess.CompletedProcess[bytes]:
+        commands.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1 if cmd[-1] == "--version" else 0)
+
+    monkeypatch.setattr(dev.venv.EnvBuilder, "create", create)
+    monkeypatch.setattr(dev.subprocess, "run", run)
+    dev.ensure_env("test", "9.9.9")
+    assert created == [env_dir]
+    assert commands[0][1:] == ["-m", "pip", "--version"]
+    assert any("google-adk==9.9.9" in c for c in commands)
 
 
 def _load_matrix() -> ModuleType:
