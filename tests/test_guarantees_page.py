@@ -23,7 +23,7 @@ BLOCK_LIMIT_WORDS = 120
 TABLE_HEADING = "## At a glance"
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
-_TEST_FILE = re.compile(r"`(tests/[\w/]+\.py)`")
+_TEST_FILE = re.compile(r"`([\w/]+\.py)`")
 _LINK = re.compile(r"\[([^\]]*)\]\(#([^)\s]+)\)")
 #: The end of one sentence and the start of the next.
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+[A-Z`\[(]")
@@ -87,7 +87,7 @@ def anchors(markdown: str) -> set[str]:
 
 def file_problems(path: str) -> list[str]:
     """What is wrong with a test file a promise row names (nothing for a good one)."""
-    source = ROOT / path
+    source = ROOT / "tests" / path
     if not source.is_file():
         return [f"{path} does not exist"]
     tree = ast.parse(source.read_text(encoding="utf-8"))
@@ -156,16 +156,16 @@ def test_the_block_check_counts_paragraphs_and_list_items_apart() -> None:
 @pytest.mark.parametrize(
     ("row", "problem"),
     [
-        (["[A](#a): one. Two.", "x", "`tests/test_resume_e2e.py`"], "not one sentence"),
-        (["[A](#nowhere): one.", "x", "`tests/test_resume_e2e.py`"], "does not link"),
+        (["[A](#a): one. Two.", "x", "`test_resume_e2e.py`"], "not one sentence"),
+        (["[A](#nowhere): one.", "x", "`test_resume_e2e.py`"], "does not link"),
         (["[A](#a): one.", "x", "no file"], "names no test file"),
-        (["[A](#a): one.", "x", "`tests/test_missing_e2e.py`"], "does not exist"),
-        (["[A](#a): one.", "x", "`tests/helpers.py`"], "holds no test function"),
-        (["[A](#a): one.", "x", "`tests/test_policy.py`"], "not marked e2e"),
+        (["[A](#a): one.", "x", "`test_missing_e2e.py`"], "does not exist"),
+        (["[A](#a): one.", "x", "`helpers.py`"], "holds no test function"),
+        (["[A](#a): one.", "x", "`test_policy.py`"], "not marked e2e"),
     ],
 )
 def test_a_bad_promise_row_is_told_apart(row: list[str], problem: str) -> None:
     problems = row_problems(row, {"a"})
     assert any(problem in entry for entry in problems), problems
-    good = ["[A](#a): one.", "x", "`tests/test_resume_e2e.py`"]
+    good = ["[A](#a): one.", "x", "`test_resume_e2e.py`"]
     assert row_problems(good, {"a"}) == []
