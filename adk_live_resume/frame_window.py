@@ -69,6 +69,11 @@ class FrameWindow:
         self._dropped_since_replay += dropped
         return kept
 
+    def left_out(self, frames: int) -> None:
+        """``frames`` taken for a replay are not sent (a finished exchange's, or any for a
+        fresh session): counted as left uncovered."""
+        self.dropped_total += frames
+
     def replayed(self) -> int:
         """The records were taken for a replay: none is held; return the frames that left
         uncovered since the previous replay."""

@@ -87,8 +87,9 @@ class ReconnectInfo:
     #: Unvoiced user audio (ms: silence, room noise) that left it the same way; nothing
     #: said was lost with it.
     dropped_silence_ms: float = 0.0
-    #: Video and image frames that left the frame window (``ResumePolicy.replay_frames``)
-    #: uncovered since the previous reconnect, so were not replayed.
+    #: Video and image frames that left uncovered since the previous reconnect and were
+    #: not sent again: older than the frame window (``ResumePolicy.replay_frames``), seen
+    #: in an exchange the model finished (it goes back as text), or before a fresh start.
     dropped_frames: int = 0
     #: For ``reason == "stall"``: what was seen, e.g. ``"no answer 15.0 s after a typed
     #: turn"`` or ``"3 turns in a row answered with nothing (last: turnCompleteReason

@@ -604,7 +604,10 @@ class Outbox:
         replay.dropped_audio_ms = self._dropped_since_replay
         replay.dropped_silence_ms = self._silence_since_replay
         self._dropped_since_replay = self._silence_since_replay = 0.0
-        replay.dropped_frames = self.frames.replayed()
+        # (a finished exchange goes back as its text: its frames are not sent again)
+        not_sent = sum(1 for item in finished if isinstance(item, ClientMessage) and item.frame)
+        self.frames.left_out(not_sent)
+        replay.dropped_frames = self.frames.replayed() + not_sent
         return replay
 
     def utterance_transcript(self) -> str:
@@ -721,7 +724,12 @@ class Outbox:
                 return False
             return True
 
-        replay.messages = [m for m in replay.messages if kept(m)]
+        kept_messages = [m for m in replay.messages if kept(m)]
+        # (a camera's frames are not sent to a fresh session: they leave counted)
+        left_out = sum(m.frame for m in replay.messages) - sum(m.frame for m in kept_messages)
+        self.frames.left_out(left_out)
+        replay.dropped_frames += left_out
+        replay.messages = kept_messages
         self._note_replayed_start(replay)
         return replay
 

@@ -186,8 +186,8 @@ async def serve(
                 )
             if replay.dropped_frames:
                 logger.info(
-                    "%d video or image frames sent before the newest %d left the replay"
-                    " window and were not replayed",
+                    "%d video or image frames were not sent again (older than the newest"
+                    " %d, or seen in an exchange the model finished, or before a fresh start)",
                     replay.dropped_frames,
                     run.policy.replay_frames,
                 )

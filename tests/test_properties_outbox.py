@@ -21,7 +21,10 @@ replay on a resume and sends it again through the tap, which records it again):
 
 Both check the memory bound: the audio held never exceeds 1.25 x (``audio_window_ms`` +
 ``max_utterance_ms``) plus one message, and audio that leaves without a handle covering it or
-a replay sending it is counted as dropped (voiced apart from silence), never silently.
+a replay sending it is counted as dropped (voiced apart from silence), never silently. The
+same for video and image frames (a camera beside the microphone): at most the frame window's
+bound held, a resume sends at most its newest ``max_frames`` in order, and a frame that leaves
+uncovered and unsent is counted (:mod:`adk_live_resume.frame_window`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from .helpers import RATE, audio_input, tool_response, typed_turn
 
 WINDOW_MS = 1000.0
 MAX_UTTERANCE_MS = 3000.0
+MAX_FRAMES = 4
 CHUNK_MS = st.sampled_from([20, 100, 250, 500])
 
 
@@ -125,14 +129,46 @@ class _Audit:
         assert o.audio_ms <= bound, f"{o.audio_ms} ms held > bound {bound}"
 
 
+def _frame(number: int) -> dict[str, Any]:
+    """One camera frame (its number in the bytes, to follow it through a replay)."""
+    return {"video": types.Blob(data=number.to_bytes(4, "big"), mime_type="image/jpeg")}
+
+
+def _frames_held(outbox: Outbox) -> list[ClientMessage]:
+    return [m for m in outbox._items if isinstance(m, ClientMessage) and m.frame]
+
+
+class _FrameAudit:
+    """Frame accounting: what came in, and every way it left."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self.outbox = outbox
+        self.recorded = 0
+        self.covered = 0
+        self.replayed = 0
+
+    def check(self) -> None:
+        o = self.outbox
+        held = len(_frames_held(o))
+        assert held == o.frames.held, f"{held} frames held, the window counts {o.frames.held}"
+        assert held <= o.frames.bound(), f"{held} frames held > bound {o.frames.bound()}"
+        left = self.covered + self.replayed + o.frames.dropped_total
+        assert self.recorded == held + left, (
+            f"frames recorded {self.recorded} != held {held} + covered {self.covered}"
+            f" + replayed {self.replayed} + dropped {o.frames.dropped_total}: some left silently"
+        )
+
+
 class _Sends(RuleBasedStateMachine):
     """Client sends and server messages common to both dialects."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.outbox = Outbox(WINDOW_MS, max_utterance_ms=MAX_UTTERANCE_MS)
+        self.outbox = Outbox(WINDOW_MS, max_utterance_ms=MAX_UTTERANCE_MS, max_frames=MAX_FRAMES)
         self.outbox.begin_connection()
         self.audit = _Audit(self.outbox)
+        self.frame_audit = _FrameAudit(self.outbox)
+        self.frame_numbers = itertools.count(1)
         self.labels = itertools.count(1)
         self.calls = itertools.count(1)
         #: Tool calls the model issued whose response was not sent yet.
@@ -143,6 +179,7 @@ class _Sends(RuleBasedStateMachine):
     def record(self, method: str, kwargs: dict[str, Any]) -> ClientMessage:
         message = self.outbox.record(method, kwargs)
         self.audit.recorded += message.audio_ms
+        self.frame_audit.recorded += message.frame
         self.on_record(message)
         return message
 
@@ -156,6 +193,10 @@ class _Sends(RuleBasedStateMachine):
     @rule(ms=CHUNK_MS, voiced=st.booleans())
     def audio_chunk(self, ms: int, voiced: bool) -> None:
         self.record("send_realtime_input", audio_input(_pcm(ms, voiced)))
+
+    @rule()
+    def video_frame(self) -> None:
+        self.record("send_realtime_input", _frame(next(self.frame_numbers)))
 
     @rule(signal=st.sampled_from(["activity_start", "activity_end", "audio_stream_end"]))
     def activity_signal(self, signal: str) -> None:
@@ -217,9 +258,10 @@ class _Sends(RuleBasedStateMachine):
         """The reference's part."""
 
     def handle(self, index: int | None) -> None:
-        before = self.outbox.audio_ms
+        before, frames_before = self.outbox.audio_ms, len(_frames_held(self.outbox))
         self.outbox.covered(index)
         self.audit.covered += before - self.outbox.audio_ms
+        self.frame_audit.covered += frames_before - len(_frames_held(self.outbox))
 
     def resume(self, history: list[str] | None = None) -> list[ClientMessage]:
         """Drop and resume: the replay is taken and sent again, each message recorded again on
@@ -228,6 +270,7 @@ class _Sends(RuleBasedStateMachine):
         self.outbox.begin_connection()
         o = self.outbox
         held, dropped = o.audio_ms, o.dropped_audio_ms_total + o.dropped_silence_ms_total
+        frames = [m.kwargs["video"].data for m in _frames_held(o)]
         if history is None:
             replay = o.take_replay()
         else:
@@ -237,6 +280,10 @@ class _Sends(RuleBasedStateMachine):
         self.audit.replayed += held - (
             o.dropped_audio_ms_total + o.dropped_silence_ms_total - dropped
         )
+        resent = [m.kwargs["video"].data for m in replay.messages if m.frame]
+        assert len(resent) <= o.frames.limit, f"{len(resent)} frames resent > the window"
+        assert resent == frames[len(frames) - len(resent) :], "not the newest frames, in order"
+        self.frame_audit.replayed += len(resent)
         self.after_replay(replay.context, replay.messages)
         sent: list[ClientMessage] = []
         if replay.context:
@@ -252,6 +299,10 @@ class _Sends(RuleBasedStateMachine):
     @invariant()
     def audio_is_bounded_and_never_leaves_silently(self) -> None:
         self.audit.check()
+
+    @invariant()
+    def frames_are_bounded_and_never_leave_silently(self) -> None:
+        self.frame_audit.check()
 
 
 class GeminiOutbox(_Sends):
@@ -417,7 +468,10 @@ class VertexOutbox(_Sends):
         # which goes as context): each uncovered message once, in order.
         # Audio may have left past its bound (the audit checks it was counted).
         got = [m.index for m in messages]
-        expected = [m.index for m in self.expected if m.audio_ms <= 0 or m.index in got]
+        # Frames beyond the window too (the frame audit checks they were counted).
+        expected = [
+            m.index for m in self.expected if (m.audio_ms <= 0 and not m.frame) or m.index in got
+        ]
         assert got == expected, f"replayed indexes {got}, the uncovered ones {expected}"
 
     @invariant()
@@ -426,8 +480,10 @@ class VertexOutbox(_Sends):
         assert all(m.index > self.consumed for m in held), "a covered message is kept"
         held_ids = {id(m) for m in held}
         lost = [
-            m.index for m in self.uncovered.values() if m.audio_ms <= 0 and id(m) not in held_ids
-        ]
+            m.index
+            for m in self.uncovered.values()
+            if m.audio_ms <= 0 and not m.frame and id(m) not in held_ids
+        ]  # (audio and frames leave past their bounds: their audits check they are counted)
         assert not lost, f"uncovered messages {lost} left the outbox"
 
 

@@ -105,3 +105,25 @@ async def test_a_camera_stream_to_a_silent_model_keeps_and_replays_only_the_newe
     assert stats.error is None and stats.connections == 2
     assert stats.dropped_frames == sent - kept == 100
     assert kept < stats.peak_replay_frames <= kept + max(1, kept // 4)
+
+
+async def test_frames_a_fresh_session_is_not_sent_are_counted(
+    make_agent: AgentFactory, run_stats: list[RunStats]
+) -> None:
+    """A dead handle: the fresh session gets the history rebuilt from ADK's session, which
+    holds no frames; the frames held leave counted, not silently."""
+    async with asyncio.timeout(60), FakeLiveServer() as server:
+        async with await LiveDriver.start(make_agent(server)) as live:
+            assert await live.say("watch this") == "echo: watch this"
+            first = server.connections[0]
+            for n in range(3):
+                live.queue.send_realtime(camera_frame(n))
+            await server.wait_for(lambda: len(_frame_blobs(first)) == 3, 10, what="3 frames")
+            server.expire_handles()
+            await server.close_open(1011)  # a drop; the resume is refused: a fresh start
+            await server.wait_for(lambda: any(not c.resumed for c in server.connections[1:]), 10)
+            assert await live.say("still there?") == "echo: still there?"
+            assert await live.close() is None
+        assert all(frames_received(c) == [] for c in server.connections[1:])
+    [stats] = run_stats
+    assert stats.error is None and stats.dropped_frames == 3
