@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .connection_figures import Figures
-from .connection_state import MOVED, Asked, MoveOrigin, State
+from .connection_state import MOVED, State
 from .errors import Drop, classify
+from .lifecycle_events import Asked, MoveOrigin
 from .outage import AttemptEnd, EndKind
 from .retry_decision import seen_after_go_away
 from .stall_rule import Stall

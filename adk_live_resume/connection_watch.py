@@ -33,12 +33,17 @@ from google.genai import types
 from . import connection_figures, genai_compat, websockets_compat
 from .activity import near_silent_audio
 from .connection_end import ConnectionReport
-from .connection_state import (
+from .connection_state import ConnectionState, State
+from .connector import abort_transport
+from .context_check import ContextCheck
+from .context_updates import KNOWN_SENDS
+from .errors import Drop, classify
+from .late_results import LateResultsWay
+from .lifecycle_events import (
     Action,
     Asked,
     CancelTimer,
     CloseSocket,
-    ConnectionState,
     DialAfterClose,
     DialAhead,
     MoveOrigin,
@@ -50,14 +55,8 @@ from .connection_state import (
     Retire,
     ServeOn,
     StartTimer,
-    State,
     StopOpeningAhead,
 )
-from .connector import abort_transport
-from .context_check import ContextCheck
-from .context_updates import KNOWN_SENDS
-from .errors import Drop, classify
-from .late_results import LateResultsWay
 from .model_work import FrameStatuses, ModelWork, WorkingLabels
 from .opening_ahead import OpeningAhead
 from .outage import AttemptEnd, EndKind

@@ -59,7 +59,14 @@ from . import (
 from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
 from .connection_end import ConnectionReport, End, Outcome
-from .connection_state import (
+from .connection_watch import ConnectionWatch, FrameWatching
+from .connector import Connector, abort_transport
+from .deferred_results import DeferredResults
+from .errors import Drop, SessionNotResumableError, classify
+from .handle_store import HandleKeeper
+from .handles import ResumptionState, redact
+from .late_results import LateResultsWay
+from .lifecycle_events import (
     Action,
     Asked,
     DialAfterClose,
@@ -73,13 +80,6 @@ from .connection_state import (
     ServeOn,
     StopOpeningAhead,
 )
-from .connection_watch import ConnectionWatch, FrameWatching
-from .connector import Connector, abort_transport
-from .deferred_results import DeferredResults
-from .errors import Drop, SessionNotResumableError, classify
-from .handle_store import HandleKeeper
-from .handles import ResumptionState, redact
-from .late_results import LateResultsWay
 from .next_connection import BackgroundCloser
 from .next_step import FreshStart, GiveUp, Resume, RunView, Step, next_step
 from .outage import AttemptEnd, EndKind

@@ -9,7 +9,7 @@ else (the old one closes).
 
 Meanwhile the old connection takes no client send: each is recorded in the outbox (the next
 connection gets it from there) and held in :class:`HeldSends` too. If the old connection
-serves on (:class:`~adk_live_resume.connection_state.ServeOn`), what was held goes on it, in
+serves on (:class:`~adk_live_resume.lifecycle_events.ServeOn`), what was held goes on it, in
 order, before any later send (which waits there meanwhile).
 
 Guarantees: the held sends go in the order they were held, each once, and a send that comes

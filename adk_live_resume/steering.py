@@ -28,8 +28,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .connection_state import Asked
 from .errors import NoLiveRunError
+from .lifecycle_events import Asked
 
 logger = logging.getLogger("adk_live_resume")
 

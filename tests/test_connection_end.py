@@ -15,7 +15,7 @@ from adk_live_resume.tap import ConnectionRetired
 @dataclass
 class Signs:
     send_error: BaseException | None = None
-    state: State = State.OPEN
+    state: State = State.HEALTHY
     move_by: float | None = None
 
 
@@ -48,7 +48,7 @@ def test_a_close_is_a_drop_with_its_code_and_one_we_asked_for_a_move() -> None:
     dropped = _ended(Signs(), _closed(1011))
     assert dropped.end is End.DROPPED
     assert dropped.drop is not None and dropped.drop.code == 1011
-    moved = _ended(Signs(state=State.CLOSING), _closed(1000))
+    moved = _ended(Signs(state=State.CLOSE_FIRST), _closed(1000))
     assert moved.end is End.MOVED and moved.drop is not None and moved.drop.code == 1000
 
 
@@ -86,7 +86,7 @@ def test_every_moving_state_ends_as_a_move_and_the_others_as_a_drop() -> None:
         outcome = _ended(Signs(state=state), _closed(1000))
         if state is State.CLIENT_CLOSED:
             assert outcome.end is End.CLIENT_CLOSED
-        elif state in (State.MOVING, State.CLOSING, State.DRAINING, State.RETIRED):
+        elif state in (State.MOVING, State.CLOSE_FIRST, State.DRAINING, State.RETIRED):
             assert outcome.end is End.MOVED, state
         elif state is State.STALLED:
             assert outcome.end is End.STALLED

@@ -25,7 +25,7 @@ from adk_live_resume.connection_state import (
 def _open() -> ConnectionState:
     core = ConnectionState()
     assert core.message_read(turn_open=False) == [ProveHealthy()]
-    assert core.state is State.OPEN
+    assert core.state is State.HEALTHY
     return core
 
 
@@ -45,7 +45,7 @@ def test_a_go_away_mid_turn_dials_ahead_and_moves_at_the_next_safe_handle() -> N
     core = _open()
     actions = core.go_away_read(None, now=5.0, margin=10.0, safe=False)
     assert actions == [NoteGoAway(None, 0.0), StartTimer(0.0), DialAhead(5.0)]
-    assert core.move_pending and not core.holds_sends and core.state is State.OPEN
+    assert core.move_pending and not core.holds_sends and core.state is State.HEALTHY
     assert core.handle_changed(safe=False) == []
     assert core.handle_changed(safe=True) == [OpenAhead()]
     assert core.why_moved == "goAway at a safe point"
@@ -92,7 +92,7 @@ def test_a_move_that_cannot_open_ahead_closes_first_and_still_takes_sends() -> N
     core = _open()
     assert core.move("goAway deadline") == [OpenAhead()]
     assert core.ahead_started(False) == [CloseSocket(False)]
-    assert core.state is State.CLOSING and not core.holds_sends
+    assert core.state is State.CLOSE_FIRST and not core.holds_sends
     assert core.move("again") == []
 
 
@@ -118,7 +118,7 @@ def test_a_transient_failure_before_the_deadline_serves_on_and_moves_later() -> 
     core.go_away_read(30.0, now=0.0, margin=5.0, safe=True)
     core.ahead_started(True)
     assert core.next_opened(ok=False, retry_in=2.0) == [ServeOn(2.0)]
-    assert core.state is State.OPEN and not core.holds_sends and core.why_moved is None
+    assert core.state is State.HEALTHY and not core.holds_sends and core.why_moved is None
     assert core.handle_changed(safe=True) == [], "not before the wait"
     assert core.retry_move(safe=False) == [] and core.move_pending
     assert core.handle_changed(safe=True) == [OpenAhead()]
@@ -141,7 +141,7 @@ def test_a_close_of_ours_is_no_loss_and_a_close_of_the_servers_is() -> None:
     moved.ahead_started(False)
     assert moved.close_frame(1000, now=3.0) == []
     moved.socket_closed(now=3.0)
-    assert moved.lost_at is None and moved.state is State.CLOSING
+    assert moved.lost_at is None and moved.state is State.CLOSE_FIRST
     lost = _open()
     assert lost.close_frame(1011, now=4.0) == [DialAfterClose(1011)]
     assert lost.state is State.LOST and lost.lost_at == 4.0

@@ -234,7 +234,7 @@ class ConnectionStateMachine(RuleBasedStateMachine):
             and not self.client_closed
             and not self.finished
             and not self.lost
-            and self.core.state in (State.OPENING, State.OPEN)
+            and self.core.state in (State.CONNECTED, State.HEALTHY)
         )
         pending, self.retry_pending = self.retry_pending, False
         done = self.carry_out(self.core.retry_move(safe=safe))
@@ -309,7 +309,7 @@ class ConnectionStateMachine(RuleBasedStateMachine):
     @invariant()
     def a_move_that_could_not_open_ahead_closes_first(self) -> None:
         if self.moved and not self.ahead_opening and not self.client_closed:
-            assert self.core.state is State.CLOSING
+            assert self.core.state is State.CLOSE_FIRST
 
     @invariant()
     def one_of_each(self) -> None:
@@ -338,7 +338,7 @@ class ConnectionStateMachine(RuleBasedStateMachine):
     def healthy_once_read(self) -> None:
         assert self.core.proved == (self.read > 0)
         if self.read and not (self.moved or self.client_closed or self.lost):
-            assert self.core.state is State.OPEN
+            assert self.core.state is State.HEALTHY
 
 
 TestConnectionState = ConnectionStateMachine.TestCase
