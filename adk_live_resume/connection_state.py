@@ -563,14 +563,15 @@ class ConnectionState:
             return []
         if isinstance(entry, Misfit):
             raise LifecycleError(
-                f"{type(event).__name__} cannot come in {before.name} ({entry.why}): a bug in "
-                "the connection's watch; please report it"
+                f"{type(event).__name__} cannot come in {before.name}, a bug: please report it "
+                f"({entry.why})"
             )
         self.now, actions = entry.step(self.now, event)
         after = self.now.state
         if after is not before and after not in entry.to:
             raise LifecycleError(
-                f"{type(event).__name__} led {before.name} to {after.name}, not in its rule"
+                f"{type(event).__name__} led {before.name} to {after.name}, not in its rule, a "
+                "bug: please report it"
             )
         return actions
 

@@ -431,6 +431,13 @@ async def a_test_waits_on_an_ended_run(monkeypatch: pytest.MonkeyPatch) -> None:
         await live.say("anyone there?", timeout=5)
 
 
+@case("LifecycleError", happened=("cannot come in connected",), to_do=("please report it",))
+def lifecycle_fed_an_event_its_state_cannot_take(_: pytest.MonkeyPatch) -> None:
+    from adk_live_resume.connection_state import ConnectionState
+
+    ConnectionState().ahead_started(True)  # (only a move under way waits for the answer)
+
+
 # ---- the checks --------------------------------------------------------------------------------
 
 
