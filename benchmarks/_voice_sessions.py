@@ -142,8 +142,9 @@ class Voice:
         for number, chunk in enumerate(Microphone(self.index).chunks()):
             due = start + phase + number * CHUNK_SECONDS
             wait = due - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            # a microphone late to the loop still hands over one chunk per loop turn (each
+            # chunk is an event of its own), never its whole backlog at once
+            await asyncio.sleep(max(0.0, wait))
             if stop.is_set():
                 return
             now = loop.time()
@@ -314,10 +315,28 @@ class FloorVoice(Voice):
 
 
 class Lag:
-    """How late a 10 ms ticker wakes (the loop is busy), every wake."""
+    """How late a 10 ms ticker wakes (the loop is busy), every wake; and the time the
+    garbage collector took meanwhile (full collections apart), which stops the loop too."""
 
     def __init__(self) -> None:
         self.samples: list[float] = []
+        self.gc_seconds = self.gc_full_seconds = 0.0
+        self.gc_full = 0
+        self._gc_started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._gc_started
+        self.gc_seconds += took
+        if info.get("generation") == 2:
+            self.gc_full += 1
+            self.gc_full_seconds += took
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._on_gc)
 
     async def tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -456,6 +475,7 @@ async def cost_round(
         server_cpu = process_cpu_seconds(hello["pid"]) - server_cpu
         chunks = _sent(voices) - chunks_before
         ticker.cancel()
+        lag.stop()
         answers = sum(len(v.listener.answers) for v in voices) - answers_before
         audio = sum(v.listener.audio_chunks for v in voices) - audio_before
         stop.set()
@@ -483,6 +503,9 @@ async def cost_round(
         "lag_p99_ms": 1000 * _percentile(lag.samples, 99),
         "lag_max_ms": 1000 * max(lag.samples, default=float("nan")),
         "lag_samples": len(lag.samples),
+        "gc_seconds": lag.gc_seconds,
+        "gc_full": lag.gc_full,
+        "gc_full_seconds": lag.gc_full_seconds,
         "late_p50_ms": 1000 * _percentile(late, 50),
         "late_p99_ms": 1000 * _percentile(late, 99),
         "rss_before": rss_before,
@@ -565,6 +588,8 @@ async def move_round(
         start = loop.time() + 0.05
         phases = _phases(sessions, seed)
         streams = [asyncio.create_task(v.stream(start, phases[v.index], stop)) for v in voices]
+        lag = Lag()
+        ticker = asyncio.create_task(lag.tick())
         settle = CYCLE_CHUNKS * CHUNK_SECONDS
         await asyncio.sleep(settle + calm)
         if client == "patched":
@@ -577,6 +602,8 @@ async def move_round(
         await asyncio.sleep(after)
         stopped_at = loop.time()
         stop.set()
+        ticker.cancel()
+        lag.stop()
         await asyncio.gather(*streams)
         await asyncio.sleep(0.3)  # the last chunks reach the server
         with tempfile.TemporaryDirectory() as scratch:
@@ -609,6 +636,8 @@ async def move_round(
             for r in reconnects
         ],
         "floor_lost_sends": sum(getattr(v, "lost_sends", 0) for v in voices),
+        "lag_p99_ms": 1000 * _percentile(lag.samples, 99),
+        "late_p99_ms": 1000 * _percentile([x for v in voices for x in v.produced.late], 99),
         "setup": setup,
         "errors": errors[:10],
         "error_count": len(errors),
@@ -666,12 +695,14 @@ def _latencies(voice: Any) -> dict[int, float | None]:
 
 
 def _excess(
-    voice: Any, latencies: dict[int, float | None], fault: float, calm: float
+    voice: Any, latencies: dict[int, float | None], fault: float, calm: float, stopped: float
 ) -> tuple[float | None, int]:
     """The most an answer touched by a fault at ``fault`` came later than the calm median
     ``calm`` (seconds, at least 0), and how many such utterances were never answered."""
     ends = voice.produced.utterance_ends
-    touched = [c for c, e in ends.items() if fault - calm - 0.3 <= e <= fault + AFFECTED_AFTER]
+    # (an utterance that ended too near the round's end to be answered in it is left out)
+    last = min(fault + AFFECTED_AFTER, stopped - 1.5)
+    touched = [c for c, e in ends.items() if fault - calm - 0.3 <= e <= last]
     delays = [latencies[c] for c in touched]
     answered = [d - calm for d in delays if d is not None]
     lost = sum(d is None for d in delays)
@@ -742,7 +773,7 @@ def analyse(
             ("go_away", times["go_away"]),
             ("drop", times["drop"]),
         ):
-            excess, unanswered = _excess(voice, latencies, at, calm)
+            excess, unanswered = _excess(voice, latencies, at, calm, times["stopped"])
             silence[name] = {"excess_s": excess, "unanswered": unanswered}
         out.append(
             {
@@ -758,6 +789,11 @@ def analyse(
                 "calm_utterances": len(calm_latencies),
                 "silence": silence,
                 "answers": len(voice.listener.answers),
+                # every utterance: when it ended (s from the start) and its answer's latency
+                "latencies": [
+                    [produced.utterance_ends[c] - times["start"], latencies[c]]
+                    for c in sorted(latencies)
+                ],
             }
         )
     return out
