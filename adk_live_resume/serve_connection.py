@@ -218,7 +218,8 @@ async def serve(
                     yield event
                     if getattr(event, "turn_complete", False):
                         run.timeline.mark("answer")
-                    if event.get_function_responses():
+                    responses = event.get_function_responses()  # (read once: every event)
+                    if responses:
                         queue.send_content(event.content)
                     transfer = event.actions.transfer_to_agent if event.actions else None
                     if transfer:
@@ -227,10 +228,7 @@ async def serve(
                         await asyncio.sleep(surface.transfer_delay)
                         outcome.decided(End.TRANSFER, transfer_to=transfer)
                         break
-                    if any(
-                        response.name == "task_completed"
-                        for response in event.get_function_responses()
-                    ):
+                    if any(response.name == "task_completed" for response in responses):
                         await asyncio.sleep(surface.task_completion_delay)
                         outcome.decided(End.TASK_COMPLETED)
                         break

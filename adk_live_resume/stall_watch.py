@@ -36,6 +36,8 @@ logger = logging.getLogger("adk_live_resume.loop")
 
 #: ``interactionStatus`` values that say the model works on the request.
 WORKING = frozenset({"IN_PROGRESS"})
+#: What :meth:`StallWatch._check` gives the rule while no turn waits (it reads none then).
+_NO_EXCUSES = Excuses()
 
 
 def _value(item: object) -> str:
@@ -233,9 +235,10 @@ class StallWatch:
         if message.user_text:
             what = "a typed turn"
             self._asked = message.user_text
-        waited = [self._open_calls.pop(i, False) for i in message.response_ids]
-        if any(waited):
-            what = what or "a function response"
+        if message.response_ids:
+            waited = [self._open_calls.pop(i, False) for i in message.response_ids]
+            if any(waited):
+                what = what or "a function response"
         if message.audio_ms == 0 and "activity_end" in signals(method, kwargs):
             what = what or "activityEnd"
         if what is not None:
@@ -280,7 +283,11 @@ class StallWatch:
     def _check(self) -> None:
         if self._stopped or not self.enabled:
             return
-        stall = self.rule.check(self._now(), self._excuses())
+        rule = self.rule
+        # (the excuses matter only while a turn waits: asked on every message, they are
+        # asked of the run only then)
+        excuses = self._excuses() if rule.waiting else _NO_EXCUSES
+        stall = rule.check(self._now(), excuses)
         if stall is None:
             self._schedule()
             return

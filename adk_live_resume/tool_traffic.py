@@ -93,10 +93,12 @@ class ToolTraffic:
     def rewrite(self, method: str, kwargs: dict[str, Any]) -> Send | None:
         """The send to make for ``method(**kwargs)`` (the same when it carries no result
         to rewrite), or ``None`` when nothing of it is left to send."""
+        if method == "send_realtime_input":
+            # (every microphone chunk: realtime input carries no function responses)
+            return method, kwargs
         book = self._rules.tool_calls
         unknown: dict[str, None] = {}  # (in the order sent)
-        # (realtime input, every microphone chunk, carries no function responses)
-        responses = responses_of(method, kwargs) if method != "send_realtime_input" else ()
+        responses = responses_of(method, kwargs)
         readdress: dict[str, tuple[str, str | None]] = {}
         for response in responses:
             if response.id:

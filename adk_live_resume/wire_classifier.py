@@ -36,10 +36,14 @@ Guarantees:
 * Total: any payload (bytes, bytearray, str, empty, invalid UTF-8) gives a :class:`Frame`;
   nothing raises.
 * A message with at least one known key is never ``"unknown"``, whatever else it carries.
-* Cheap for the frames that carry the conversation: a payload longer than
-  :data:`FULL_PARSE_MAX` (model audio is kilobytes) is parsed only as far as its first key
-  when that key is known content; the whole payload is parsed only when it is short or when
-  its first key is anything else.
+* Cheap for the frames that carry the conversation: a payload whose first key is known
+  content is parsed only as far as that key when it is longer than :data:`FULL_PARSE_MAX`
+  (model audio is kilobytes), and also when it is shorter but names none of the keys that
+  would make it something else or that the loop reads from it (``goAway``,
+  ``sessionResumptionUpdate``, ``toolCallCancellation``): a key in quotes cannot occur
+  inside a JSON string, so a payload without it has no such key (the text of a turn, its
+  ``turnComplete`` and usage are read without a second parse, the SDK's being the first).
+  The whole payload is parsed otherwise.
 * ``interaction_status`` is the string the frame's ``serverContent`` carries under
   ``interactionStatus`` (or ``interaction_status``), else ``None``; a long frame is searched
   for the key without being parsed (the key in quotes cannot occur inside a JSON string);
@@ -80,6 +84,17 @@ _SPEECH_KEYS = ("speechState", "speech_state")
 _SPEECH = re.compile(rb'"speech(?:State|_state)"\s*:\s*"([A-Za-z_]{1,64})"')
 
 _FIRST_KEY = re.compile(rb'\A\s*\{\s*"([^"\\]{1,200})"\s*:')
+#: Keys that make a short frame worth a whole parse (in quotes: as a key would be written).
+_READ_WHOLE = tuple(
+    f'"{key}"'.encode()
+    for key in (
+        GO_AWAY,
+        _GO_AWAY_SNAKE,
+        RESUMPTION_UPDATE,
+        TOOL_CALL_CANCELLATION,
+        "tool_call_cancellation",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,8 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
     keys the installed google-genai parses (see
     :func:`adk_live_resume.genai_compat.server_message_keys`)."""
     raw = data.encode() if isinstance(data, str) else bytes(data)
-    if len(raw) > FULL_PARSE_MAX:
+    long = len(raw) > FULL_PARSE_MAX
+    if long or not any(key in raw for key in _READ_WHOLE):
         match = _FIRST_KEY.match(raw[:256])
         first = match.group(1).decode("utf-8", "replace") if match is not None else None
         if first is not None and first in known and first not in (GO_AWAY, RESUMPTION_UPDATE):

@@ -82,6 +82,29 @@ def test_a_long_frame_with_a_known_first_key_is_not_parsed_whole() -> None:
     assert classify_frame(payload, KNOWN) == Frame("content", ("serverContent",))
 
 
+def test_a_short_content_frame_is_read_by_its_first_key_alone() -> None:
+    """The text of a turn and its ``turnComplete`` are not parsed twice (the rest of this
+    payload is not even JSON): read by its first key, as a long frame is."""
+    payload = b'{"serverContent": {"modelTurn": {"parts": [{"text": "hi"}]}}, xx'
+    assert classify_frame(payload, KNOWN) == Frame("content", ("serverContent",))
+    status = b'{"serverContent": {"turnComplete": true, "interactionStatus": "IDLE"}, xx'
+    assert classify_frame(status, KNOWN).interaction_status == "IDLE"
+
+
+def test_a_short_frame_naming_a_key_the_loop_reads_is_parsed_whole() -> None:
+    """A goAway, a resumption update or a cancellation after the first key still counts."""
+    go_away = {"serverContent": {"turnComplete": True}, "goAway": {"timeLeft": "9s"}}
+    assert _frame(go_away) == Frame("go_away", ("serverContent", "goAway"), "9s")
+    update = {"usageMetadata": {}, "sessionResumptionUpdate": {"newHandle": "h"}}
+    assert _frame(update).kind == "resumption_update"
+    cancelled = {"serverContent": {}, "toolCallCancellation": {"ids": ["fc_1"]}}
+    assert _frame(cancelled).cancelled_ids == ("fc_1",)
+    # the key's name as a value is no key: read whole all the same (slower, still right)
+    assert _frame({"serverContent": {"modelTurn": {"parts": [{"text": "goAway"}]}}}) == Frame(
+        "content", ("serverContent",)
+    )
+
+
 def test_a_long_frame_of_an_unknown_kind_is_parsed_whole() -> None:
     message = {"someFutureMessage": {"blob": "x" * (FULL_PARSE_MAX + 10)}}
     assert _frame(message).kind == "unknown"
