@@ -175,6 +175,18 @@ class StallRule:
         """A user turn waits for its answer."""
         return self._waiting is not None
 
+    @property
+    def idle(self) -> bool:
+        """Nothing to look at now: no turn waits and no run of degenerate turns is due, so
+        :meth:`check` finds no stall and :meth:`next_check` is ``None`` whatever the time
+        and the excuses (the watch skips both on every message while this holds)."""
+        return self._waiting is None and (
+            self._reported
+            or not self._setup
+            or not self.degenerate_turns
+            or self._degenerate < self.degenerate_turns
+        )
+
     def setup_completed(self, now: float) -> None:
         """The setup completed: the rule applies from now on (a wait begun before counts
         from now)."""

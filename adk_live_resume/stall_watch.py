@@ -284,8 +284,12 @@ class StallWatch:
         if self._stopped or not self.enabled:
             return
         rule = self.rule
-        # (the excuses matter only while a turn waits: asked on every message, they are
-        # asked of the run only then)
+        if rule.idle:  # (every message of an answer: nothing waits, no timer is needed)
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            return
+        # (the excuses matter only while a turn waits: asked of the run only then)
         excuses = self._excuses() if rule.waiting else _NO_EXCUSES
         stall = rule.check(self._now(), excuses)
         if stall is None:

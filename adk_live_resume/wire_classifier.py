@@ -85,15 +85,8 @@ _SPEECH = re.compile(rb'"speech(?:State|_state)"\s*:\s*"([A-Za-z_]{1,64})"')
 
 _FIRST_KEY = re.compile(rb'\A\s*\{\s*"([^"\\]{1,200})"\s*:')
 #: Keys that make a short frame worth a whole parse (in quotes: as a key would be written).
-_READ_WHOLE = tuple(
-    f'"{key}"'.encode()
-    for key in (
-        GO_AWAY,
-        _GO_AWAY_SNAKE,
-        RESUMPTION_UPDATE,
-        TOOL_CALL_CANCELLATION,
-        "tool_call_cancellation",
-    )
+_READ_WHOLE = re.compile(
+    rb'"(?:goAway|go_away|sessionResumptionUpdate|toolCallCancellation|tool_call_cancellation)"'
 )
 
 
@@ -134,19 +127,14 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
     :func:`adk_live_resume.genai_compat.server_message_keys`)."""
     raw = data.encode() if isinstance(data, str) else bytes(data)
     long = len(raw) > FULL_PARSE_MAX
-    if long or not any(key in raw for key in _READ_WHOLE):
-        match = _FIRST_KEY.match(raw[:256])
+    if long or _READ_WHOLE.search(raw) is None:
+        match = _FIRST_KEY.match(raw, 0, 256)
         first = match.group(1).decode("utf-8", "replace") if match is not None else None
         if first is not None and first in known and first not in (GO_AWAY, RESUMPTION_UPDATE):
             content = first == SERVER_CONTENT
             status = _STATUS.search(raw) if content else None
             speech = _SPEECH.search(raw) if content else None
-            return Frame(
-                "content",
-                (first,),
-                interaction_status=_decoded(status),
-                speech_state=_decoded(speech),
-            )
+            return _content_frame(first, _decoded(status), _decoded(speech))
     try:
         message = json.loads(raw)
     except ValueError:  # also UnicodeDecodeError
@@ -171,6 +159,22 @@ def classify_frame(data: bytes | bytearray | memoryview | str, known: Set[str]) 
             cancelled_ids=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
         )
     return Frame(kind, keys, unknown_keys=keys if kind == "unknown" else ())
+
+
+#: Content frames read by their first key, by that key, status and speech state: a frame is
+#: immutable, so one is shared by every frame that reads the same (at most
+#: :data:`_SHARED_MAX` of them, as a status is whatever word the server sends).
+_SHARED: dict[tuple[str, str | None, str | None], Frame] = {}
+_SHARED_MAX = 64
+
+
+def _content_frame(first: str, status: str | None, speech: str | None) -> Frame:
+    frame = _SHARED.get((first, status, speech))
+    if frame is None:
+        frame = Frame("content", (first,), interaction_status=status, speech_state=speech)
+        if len(_SHARED) < _SHARED_MAX:
+            _SHARED[first, status, speech] = frame
+    return frame
 
 
 def _decoded(match: re.Match[bytes] | None) -> str | None:

@@ -231,6 +231,35 @@ def test_never_a_stall_while_excused_nor_a_silence_before_its_time(
     assert reported <= 1
 
 
+@given(events, st.floats(0.1, 10.0), st.integers(0, 4))
+def test_an_idle_rule_finds_nothing_and_needs_no_timer(
+    steps: list[tuple[float, str, Excuses]], timeout: float, turns: int
+) -> None:
+    """What lets the watch skip the rule on every message of an answer: while ``idle``,
+    ``check`` finds no stall and changes nothing, and ``next_check`` asks for no timer."""
+    rule = ready(timeout, turns)
+    now = 0.0
+    for step, kind, excused in steps:
+        now += step
+        if kind == "turn":
+            rule.user_turn("a typed turn", now)
+        elif kind == "answer":
+            rule.answered()
+        elif kind == "cut":
+            rule.cut_before_output()
+        elif kind == "degenerate":
+            rule.turn_ended("turnComplete with no content")
+        elif kind == "content":
+            rule.turn_ended("")
+        if rule.idle:
+            before = dict(vars(rule))
+            assert rule.next_check(now) is None
+            assert rule.check(now, excused) is None
+            assert vars(rule) == before
+        else:
+            rule.check(now, excused)
+
+
 def test_the_give_up_message_says_what_was_seen_and_what_to_check() -> None:
     message = give_up_message(
         ["no answer 1.0 s after a typed turn", "x", "y"], ["resume", "fresh_start"]
