@@ -77,12 +77,14 @@ class Chunk:
 
 
 class Microphone:
-    """Session ``session``'s microphone: :meth:`chunks` yields its chunks in order, forever."""
+    """Session ``session``'s microphone: :meth:`chunks` yields its chunks in order, forever
+    (``speech=False``: room noise alone, which the model never answers)."""
 
-    def __init__(self, session: int) -> None:
+    def __init__(self, session: int, *, speech: bool = True) -> None:
         from adk_live_resume.testing import silence_pcm
 
         self.session = session
+        self.speech = speech
         self._noise = silence_pcm(QUIET_SECONDS, noise=_NOISE)
 
     def chunks(self) -> Iterator[Chunk]:
@@ -91,13 +93,14 @@ class Microphone:
         sequence = 0
         cycle = 0
         while True:
-            speech = speech_pcm(utterance_text(self.session, cycle), seconds=SPEECH_SECONDS)
-            for i in range(SPEECH_CHUNKS):
-                data = speech[i * CHUNK_BYTES : (i + 1) * CHUNK_BYTES]
-                yield Chunk(data, chunk_key(data), cycle, True, i == SPEECH_CHUNKS - 1)
-                sequence += 1
-            for i in range(CYCLE_CHUNKS - SPEECH_CHUNKS):
-                noise = self._noise[i * CHUNK_BYTES : (i + 1) * CHUNK_BYTES]
+            if self.speech:
+                speech = speech_pcm(utterance_text(self.session, cycle), seconds=SPEECH_SECONDS)
+                for i in range(SPEECH_CHUNKS):
+                    data = speech[i * CHUNK_BYTES : (i + 1) * CHUNK_BYTES]
+                    yield Chunk(data, chunk_key(data), cycle, True, i == SPEECH_CHUNKS - 1)
+                    sequence += 1
+            for i in range(CYCLE_CHUNKS - SPEECH_CHUNKS if self.speech else CYCLE_CHUNKS):
+                noise = self._noise[i % 50 * CHUNK_BYTES : (i % 50 + 1) * CHUNK_BYTES]
                 data = _quiet_chunk(self.session, sequence, noise)
                 yield Chunk(data, chunk_key(data), cycle, False, False)
                 sequence += 1

@@ -131,6 +131,8 @@ class Voice:
         self.errors: list[str] = []
         #: Chunks sent so far.
         self.sent = 0
+        #: Whether the microphone speaks (else room noise alone: the model never answers).
+        self.speech = True
 
     async def send(self, chunk: Chunk) -> None:
         raise NotImplementedError
@@ -139,7 +141,7 @@ class Voice:
         """Send a chunk every 20 ms of wall time from ``start + phase`` until ``stop``."""
         loop = asyncio.get_running_loop()
         produced = self.produced
-        for number, chunk in enumerate(Microphone(self.index).chunks()):
+        for number, chunk in enumerate(Microphone(self.index, speech=self.speech).chunks()):
             due = start + phase + number * CHUNK_SECONDS
             wait = due - loop.time()
             # a microphone late to the loop still hands over one chunk per loop turn (each
@@ -433,8 +435,10 @@ async def cost_round(
     warmup: float,
     seconds: float,
     seed: int,
+    speech: bool = True,
 ) -> dict[str, Any]:
-    """The cost job (see the module)."""
+    """The cost job (see the module; ``speech=False``: the microphones send room noise
+    alone, so the model never answers and the microphone's path is measured by itself)."""
     import adk_live_resume
 
     peaks: list[float] = []
@@ -446,6 +450,8 @@ async def cost_round(
         await _start_all(first)
         await first[0].close()
         voices, runner = await _adk_voices(sessions, client, hello, False)
+        for voice in voices:
+            voice.speech = speech
         gc.collect()
         rss_before = rss_bytes()
         began = time.monotonic()
@@ -490,6 +496,7 @@ async def cost_round(
     del runner
     return {
         "job": "cost",
+        "speech": speech,
         "client": client,
         "sessions": sessions,
         "seconds": wall,
@@ -597,9 +604,16 @@ async def move_round(
             go_away_at = float(go_away["at"])
         else:
             go_away_at = loop.time()  # the same moment of the round; nothing is sent
-        await asyncio.sleep(after)
+        # the CPU of the second before the drop (streaming) and of the second after it (the
+        # recovery as well): their difference is what the reconnects cost
+        await asyncio.sleep(after - 1.0)
+        cpu_before = cpu_seconds()
+        await asyncio.sleep(1.0)
+        cpu_at_drop = cpu_seconds()
         drop = await _control(hello["control_port"], "drop")
-        await asyncio.sleep(after)
+        await asyncio.sleep(1.0)
+        cpu_after = cpu_seconds()
+        await asyncio.sleep(after - 1.0)
         stopped_at = loop.time()
         stop.set()
         ticker.cancel()
@@ -638,6 +652,9 @@ async def move_round(
         "floor_lost_sends": sum(getattr(v, "lost_sends", 0) for v in voices),
         "lag_p99_ms": 1000 * _percentile(lag.samples, 99),
         "late_p99_ms": 1000 * _percentile([x for v in voices for x in v.produced.late], 99),
+        "recovery_cpu_ms_per_session": 1000
+        * ((cpu_after - cpu_at_drop) - (cpu_at_drop - cpu_before))
+        / sessions,
         "setup": setup,
         "errors": errors[:10],
         "error_count": len(errors),
@@ -811,6 +828,12 @@ def main() -> None:
     parsed.add_argument("--after", type=float, default=6.0)
     parsed.add_argument("--seed", type=int, default=1)
     parsed.add_argument("--setup", help="a file holding the floor's setup (JSON)")
+    parsed.add_argument(
+        "--speech",
+        choices=("on", "off"),
+        default="on",
+        help="off: the microphones send room noise alone (the model never answers)",
+    )
     args = parsed.parse_args()
     logging.basicConfig(level=logging.ERROR)
     # every session warns once that audio without compression ends at 15 minutes
@@ -821,7 +844,13 @@ def main() -> None:
         if args.client == "floor":
             parsed.error("the cost job runs patched or stock sessions")
         coroutine = cost_round(
-            args.sessions, args.client, hello, args.warmup, args.seconds, args.seed
+            args.sessions,
+            args.client,
+            hello,
+            args.warmup,
+            args.seconds,
+            args.seed,
+            args.speech == "on",
         )
     else:
         if args.client == "stock":

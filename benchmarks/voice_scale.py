@@ -15,7 +15,9 @@ audio), each session from a phase of its own.
    p50 and p99), the resident memory per session at the end, how late the microphones ran;
    the growth of each with N against 1 session. Goals (issue 51): patched CPU per chunk at
    most 0.7x stock's at every N, lag p99 at most stock's, memory per session at most
-   stock's plus the replay window the run held, growth no worse than stock's.
+   stock's plus the replay window the run held, growth no worse than stock's. Two more
+   rounds a side at 25 sessions send room noise alone (the model silent): the microphone's
+   own path in real time, against which the answers' share is read.
 2. **The silence a move inserts** (``move`` rounds, 1 and 100 sessions): patched sessions
    stream calmly, then every connection gets a ``goAway`` (make-before-break), then every
    socket is dropped at once; floor sessions (bare google-genai, resuming with the newest
@@ -29,7 +31,7 @@ audio), each session from a phase of its own.
    of silence and loses no microphone audio; the drop's median gap at most 1.05x the
    floor's.
 
-    python3 scripts/dev.py bench voice_scale          # about 12 minutes
+    python3 scripts/dev.py bench voice_scale          # about 15 minutes
     python3 scripts/dev.py bench voice_scale --quick  # 1 and 4 sessions, about 2 minutes
 """
 
@@ -77,10 +79,12 @@ class Size:
     move_sessions: tuple[tuple[int, int], ...]  # (sessions, rounds per client)
     calm: float
     after: float
+    #: Sessions of the rounds whose microphones send room noise alone (the model silent).
+    silent_sessions: int
 
 
-FULL = Size((1, 25, 100, 200), 2, 3.0, 10.0, ((1, 6), (100, 1)), 6.6, 6.0)
-QUICK = Size((1, 4), 1, 2.5, 2.0, ((1, 1), (4, 1)), 4.4, 4.5)
+FULL = Size((1, 25, 100, 200), 2, 3.0, 10.0, ((1, 6), (100, 1)), 6.6, 6.0, 25)
+QUICK = Size((1, 4), 1, 2.5, 2.0, ((1, 1), (4, 1)), 4.4, 4.5, 4)
 
 
 def run_round(
@@ -94,6 +98,8 @@ def run_round(
     )
     if extra.get("setup"):
         options += ["--setup", str(extra["setup"])]
+    if extra.get("speech") is False:
+        options += ["--speech", "off"]
     began = time.monotonic()
     with _scale_server.running(SERVER) as hello:
         done = subprocess.run(
@@ -299,6 +305,23 @@ def cost_report(rounds: list[dict[str, Any]], per_chunk: float) -> tuple[str, li
     return table, verdicts
 
 
+def silent_report(rounds: list[dict[str, Any]]) -> list[str]:
+    """The rounds whose model was silent: the microphone's own path, in real time."""
+    lines = []
+    for n in sorted({r["sessions"] for r in rounds}):
+        mine, stock = (median_of(rounds, c, n, "cpu_per_chunk_us") for c in ("patched", "stock"))
+        per_s = {c: median_of(rounds, c, n, "cpu_seconds") for c in ("patched", "stock")}
+        wall = {c: median_of(rounds, c, n, "seconds") for c in ("patched", "stock")}
+        lines.append(
+            f"{n} sessions, room noise alone (the model silent): CPU per chunk patched "
+            f"{mine:.1f} µs / stock {stock:.1f} µs = {mine / stock:.3f}x; per session "
+            f"{1000 * per_s['patched'] / wall['patched'] / n:.1f} and "
+            f"{1000 * per_s['stock'] / wall['stock'] / n:.1f} ms/s (info: what the answers "
+            "cost is the difference from the rows above)"
+        )
+    return lines
+
+
 # ---- 2. moves ------------------------------------------------------------------------------
 
 
@@ -345,6 +368,9 @@ def move_report(rounds: list[dict[str, Any]]) -> tuple[str, list[str], dict[str,
             chosen = [r for r in rounds if r["client"] == client and r["sessions"] == n]
             figures["lag_p99_ms"] = max(r["lag_p99_ms"] for r in chosen)
             figures["late_p99_ms"] = max(r["late_p99_ms"] for r in chosen)
+            figures["recovery_cpu_ms"] = statistics.median(
+                r["recovery_cpu_ms_per_session"] for r in chosen
+            )
             figures["moved"] = sum(1 for s in pool if s["move"] and s["move"]["resumed"])
             summary[f"{client}@{n}"] = figures
             go_away = client == "patched"
@@ -368,6 +394,7 @@ def move_report(rounds: list[dict[str, Any]]) -> tuple[str, list[str], dict[str,
                     _q(figures["sham_silence_ms"], 99),
                     figures["lag_p99_ms"],
                     figures["late_p99_ms"],
+                    figures["recovery_cpu_ms"],
                 ]
             )
         mine, floor = summary.get(f"patched@{n}"), summary.get(f"floor@{n}")
@@ -400,7 +427,9 @@ def move_report(rounds: list[dict[str, Any]]) -> tuple[str, list[str], dict[str,
             verdicts.append(
                 f"{n} sessions, drop: median gap patched {_q(mine['drop_gap_ms'], 50):.1f} ms, "
                 f"the detecting floor {_q(floor['drop_gap_ms'], 50):.1f} ms = {ratio:.2f}x: "
-                f"goal <= {GAP_GOAL}x: {'met' if ratio <= GAP_GOAL else 'MISSED'} "
+                f"goal <= {GAP_GOAL}x: {'met' if ratio <= GAP_GOAL else 'MISSED'}; the "
+                f"recovery's CPU per session: patched {mine['recovery_cpu_ms']:.1f} ms, floor "
+                f"{floor['recovery_cpu_ms']:.1f} ms "
                 f"(microphone audio heard by no connection: patched "
                 f"{sum(mine['drop_mic_lost_ms'])} ms, floor {sum(floor['drop_mic_lost_ms'])} ms; "
                 f"answers lost: patched {mine['drop_unanswered']}, floor "
@@ -426,6 +455,7 @@ def move_report(rounds: list[dict[str, Any]]) -> tuple[str, list[str], dict[str,
             "no fault: silence p99 (ms)",
             "loop lag p99 (ms)",
             "mic late p99 (ms)",
+            "drop: CPU per session (ms)",
         ],
         rows,
     )
@@ -504,6 +534,19 @@ def main() -> int:
                         f"({result['round_seconds']:.0f} s)",
                         flush=True,
                     )
+        for repeat in range(size.cost_repeat):
+            order = ("patched", "stock") if repeat % 2 == 0 else ("stock", "patched")
+            for client in order:
+                result = run_round(
+                    "cost", client, size.silent_sessions, size, args.seed + repeat, speech=False
+                )
+                cost.append(result)
+                print(
+                    f"[bench] cost, {size.silent_sessions} sessions, the model silent, "
+                    f"{client}: {result['cpu_per_chunk_us']:.1f} µs per chunk, load "
+                    f"{result['load']:.1f}",
+                    flush=True,
+                )
     moves: list[dict[str, Any]] = []
     if args.only in (None, "move"):
         with tempfile.TemporaryDirectory() as scratch:
@@ -536,7 +579,8 @@ def main() -> int:
     per_chunk = record_bytes_per_chunk()
     payload["replay_bytes_per_chunk"] = per_chunk
     if cost:
-        table, lines = cost_report(cost, per_chunk)
+        table, lines = cost_report([r for r in cost if r.get("speech", True)], per_chunk)
+        lines += silent_report([r for r in cost if not r.get("speech", True)])
         print("\n## 1. Cost as sessions grow (medians over the rounds)\n")
         print(table)
         verdicts += lines
@@ -560,12 +604,15 @@ def main() -> int:
     payload["move_summary"] = summary
     write_result(results, NAME, payload)
     if cost and moves:
-        plot(cost, summary, plots / f"{NAME}.png")
+        plot([r for r in cost if r.get("speech", True)], summary, plots / f"{NAME}.png")
     for r in cost:
         what = f"cost, {r['sessions']} sessions, {r['client']}"
         check(r["error_count"] == 0, f"{what}: errors {r['errors'][:3]}")
         check(r["chunks"] > 0.5 * r["chunks_expected"], f"{what}: the microphones stalled")
-        check(r["answers"] > 0 and r["answer_audio_chunks"] > 0, f"{what}: no audio answer")
+        if r.get("speech", True):
+            check(r["answers"] > 0 and r["answer_audio_chunks"] > 0, f"{what}: no audio answer")
+        else:
+            check(r["answers"] == 0, f"{what}: the model answered room noise (harness)")
         check(
             finite(r["cpu_per_chunk_us"], r["lag_p99_ms"], r["rss_per_session_end"])
             and r["cpu_per_chunk_us"] > 0,
