@@ -113,6 +113,18 @@ class ConnectionRetired(Exception):
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*s?\s*$")
 
 
+def _remaining(
+    message: types.LiveServerMessage, changes: dict[str, Any]
+) -> types.LiveServerMessage | None:
+    """``message`` with ``changes`` made; None when nothing is left of it."""
+    if not changes:
+        return message
+    remaining = message.model_copy(update=changes)
+    if not remaining.model_dump(exclude_none=True):
+        return None
+    return remaining
+
+
 def parse_time_left(value: object) -> float | None:
     """Seconds in a protobuf-JSON duration such as ``"57s"`` or ``"0.600s"``."""
     if value is None:
@@ -154,6 +166,13 @@ class SessionTap:
     def tapped_session(self) -> Any:
         """The real ``AsyncSession``."""
         return self._tapped_session
+
+    @property
+    def session_id(self) -> Any:
+        """The SDK session's ``session_id``, read here without :meth:`__getattr__`'s detour
+        (ADK reads it for every message; a google-genai without it raises AttributeError
+        as before)."""
+        return self._tapped_session.session_id
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._tapped_session, name)
@@ -201,8 +220,13 @@ class SessionTap:
                     self._waiting = None
                 if self._retired:
                     raise self._retirement()
-                passed = await self._filter(message)
-                await self._send_due_while_reading()  # (a turn's end may make one due)
+                if message.tool_call is None:  # (the common case: no await needed)
+                    passed = _remaining(message, self._read(message))
+                else:
+                    passed = await self._filter(message)
+                due = self._listener.due_sends()  # (a turn's end may make one due)
+                if due:
+                    await self._send_due_while_reading(due)
                 if passed is not None:
                     yield passed
                     if self._end_tool_turns and passed.tool_call is not None:
@@ -210,6 +234,21 @@ class SessionTap:
                         return
 
     async def _filter(self, message: types.LiveServerMessage) -> types.LiveServerMessage | None:
+        """What ADK gets of ``message`` (None: nothing), the listener told of it."""
+        changes = self._read(message)
+        tool_call = message.tool_call
+        if tool_call is not None and tool_call.function_calls:
+            calls = list(tool_call.function_calls)
+            to_run = await self._listener.on_tool_calls(calls)
+            if len(to_run) != len(calls):
+                changes["tool_call"] = (
+                    tool_call.model_copy(update={"function_calls": to_run}) if to_run else None
+                )
+        return _remaining(message, changes)
+
+    def _read(self, message: types.LiveServerMessage) -> dict[str, Any]:
+        """Tell the listener of ``message`` (but its tool calls); the fields ADK must not get
+        as they came (a new value, or None to drop the field)."""
         self._listener.on_server_message(message)
         changes: dict[str, Any] = {}
         content = message.server_content
@@ -236,20 +275,7 @@ class SessionTap:
             )
             if not (self._pass_handles and update.resumable and update.new_handle):
                 changes["session_resumption_update"] = None
-        tool_call = message.tool_call
-        if tool_call is not None and tool_call.function_calls:
-            calls = list(tool_call.function_calls)
-            to_run = await self._listener.on_tool_calls(calls)
-            if len(to_run) != len(calls):
-                changes["tool_call"] = (
-                    tool_call.model_copy(update={"function_calls": to_run}) if to_run else None
-                )
-        if not changes:
-            return message
-        remaining = message.model_copy(update=changes)
-        if not remaining.model_dump(exclude_none=True):
-            return None
-        return remaining
+        return changes
 
     def retire(self) -> None:
         """End ``receive`` with :class:`ConnectionRetired`: at once if it waits for a message
@@ -278,25 +304,27 @@ class SessionTap:
         decided = self._listener.before_send(method, kwargs, replay=replay)
         if decided is not None:
             await self._send_now(*decided)
-        await self._send_due()
+        due = self._listener.due_sends()
+        if due:
+            await self._send_all(due)
 
     async def send_due(self) -> None:
         """Send what the listener holds and is due now (:meth:`TapListener.due_sends`)."""
-        await self._send_due()
+        await self._send_all(self._listener.due_sends())
 
-    async def _send_due_while_reading(self) -> None:
-        """Send what is due now from the reading side. A socket already gone does not end the
-        reading: the messages it delivered before it went are still read, to the last (a
-        turn's end among them); what could not be sent stays in the outbox, recorded by
-        :meth:`TapListener.due_sends`, for the next connection."""
+    async def _send_due_while_reading(self, due: list[tuple[str, dict[str, Any]]]) -> None:
+        """Send ``due`` (what the listener gave as due now) from the reading side. A socket
+        already gone does not end the reading: the messages it delivered before it went are
+        still read, to the last (a turn's end among them); what could not be sent stays in
+        the outbox, recorded by :meth:`TapListener.due_sends`, for the next connection."""
         try:
-            await self._send_due()
+            await self._send_all(due)
         except Exception as error:
             if classify(error) is None:
                 raise
 
-    async def _send_due(self) -> None:
-        for name, arguments in self._listener.due_sends():
+    async def _send_all(self, due: list[tuple[str, dict[str, Any]]]) -> None:
+        for name, arguments in due:
             await getattr(self._tapped_session, name)(**arguments)
 
     async def _send_now(self, name: str, arguments: dict[str, Any]) -> None:
