@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import logging
 import os
@@ -133,6 +134,10 @@ class Voice:
         self.sent = 0
         #: Whether the microphone speaks (else room noise alone: the model never answers).
         self.speech = True
+        #: Chunks made beforehand, sent in a loop (the cost job: a real microphone's bytes
+        #: cost the app nothing to make, so neither do these); None: made as they go, each
+        #: unique (the move job, which tells them apart).
+        self.cycle: list[Chunk] | None = None
 
     async def send(self, chunk: Chunk) -> None:
         raise NotImplementedError
@@ -141,7 +146,12 @@ class Voice:
         """Send a chunk every 20 ms of wall time from ``start + phase`` until ``stop``."""
         loop = asyncio.get_running_loop()
         produced = self.produced
-        for number, chunk in enumerate(Microphone(self.index, speech=self.speech).chunks()):
+        source = (
+            itertools.cycle(self.cycle)
+            if self.cycle is not None
+            else Microphone(self.index, speech=self.speech).chunks()
+        )
+        for number, chunk in enumerate(source):
             due = start + phase + number * CHUNK_SECONDS
             wait = due - loop.time()
             # a microphone late to the loop still hands over one chunk per loop turn (each
@@ -450,8 +460,9 @@ async def cost_round(
         await _start_all(first)
         await first[0].close()
         voices, runner = await _adk_voices(sessions, client, hello, False)
+        cycle = list(itertools.islice(Microphone(0, speech=speech).chunks(), CYCLE_CHUNKS))
         for voice in voices:
-            voice.speech = speech
+            voice.cycle = cycle
         gc.collect()
         rss_before = rss_bytes()
         began = time.monotonic()
