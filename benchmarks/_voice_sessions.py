@@ -46,6 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,10 +135,10 @@ class Voice:
         self.sent = 0
         #: Whether the microphone speaks (else room noise alone: the model never answers).
         self.speech = True
-        #: Chunks made beforehand, sent in a loop (the cost job: a real microphone's bytes
-        #: cost the app nothing to make, so neither do these); None: made as they go, each
-        #: unique (the move job, which tells them apart).
-        self.cycle: list[Chunk] | None = None
+        #: The chunks to send, made beforehand (a real microphone's bytes cost the app
+        #: nothing to make, so neither do these): one cycle in a loop for the cost job, every
+        #: chunk of the round, each unique, for the move job. None: made as they go.
+        self.chunks: Iterable[Chunk] | None = None
 
     async def send(self, chunk: Chunk) -> None:
         raise NotImplementedError
@@ -147,8 +148,8 @@ class Voice:
         loop = asyncio.get_running_loop()
         produced = self.produced
         source = (
-            itertools.cycle(self.cycle)
-            if self.cycle is not None
+            self.chunks
+            if self.chunks is not None
             else Microphone(self.index, speech=self.speech).chunks()
         )
         for number, chunk in enumerate(source):
@@ -462,7 +463,7 @@ async def cost_round(
         voices, runner = await _adk_voices(sessions, client, hello, False)
         cycle = list(itertools.islice(Microphone(0, speech=speech).chunks(), CYCLE_CHUNKS))
         for voice in voices:
-            voice.cycle = cycle
+            voice.chunks = itertools.cycle(cycle)
         gc.collect()
         rss_before = rss_bytes()
         began = time.monotonic()
@@ -601,6 +602,10 @@ async def move_round(
         else:
             voices = _floor_voices(sessions, hello, config)
             await _start_all(voices)
+        settle = CYCLE_CHUNKS * CHUNK_SECONDS
+        count = round((2 * settle + calm + 2 * after) / CHUNK_SECONDS)
+        for voice in voices:  # (every chunk of the round, made before it starts)
+            voice.chunks = list(itertools.islice(Microphone(voice.index).chunks(), count))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         start = loop.time() + 0.05
@@ -608,7 +613,6 @@ async def move_round(
         streams = [asyncio.create_task(v.stream(start, phases[v.index], stop)) for v in voices]
         lag = Lag()
         ticker = asyncio.create_task(lag.tick())
-        settle = CYCLE_CHUNKS * CHUNK_SECONDS
         await asyncio.sleep(settle + calm)
         if client == "patched":
             go_away = await _control(hello["control_port"], f"goaway {GO_AWAY_TIME_LEFT}")
