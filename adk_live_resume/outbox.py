@@ -65,16 +65,24 @@ from .transcript_echo import TranscriptEcho
 __all__ = ["MAX_FRAGMENTS", "ClientMessage", "Outbox", "Replay"]
 
 
+#: A :func:`~adk_live_resume.client_sends.plain_blob` chunk kept: (argument, bytes, MIME type).
+PackedAudio = tuple[str, bytes, str]
+_DATA_AND_MIME = frozenset({"data", "mime_type"})
+
+
 @dataclass(slots=True)
 class ClientMessage:
     """One client message as sent: the session method and its keyword arguments.
 
     Never changed once recorded (a new one is made instead). Not frozen: one is made for
-    every microphone chunk, and a frozen dataclass costs three times as much to make."""
+    every microphone chunk, and a frozen dataclass costs three times as much to make. A
+    chunk is kept packed (:data:`PackedAudio`, which the garbage collector stops tracking:
+    its dict and ``Blob`` were three more tracked objects per chunk held, for every
+    session); :attr:`kwargs` makes its ``Blob`` again for a replay."""
 
     index: int  #: 1-based on the connection it was sent on (the setup is 0)
     method: str
-    kwargs: Mapping[str, Any]
+    sent: Mapping[str, Any] | PackedAudio  #: the keyword arguments, or a chunk packed
     audio_ms: float = 0.0
     user_text: str | None = None
     response_ids: tuple[str, ...] = ()
@@ -86,6 +94,15 @@ class ClientMessage:
     starts_utterance: bool = False
     #: A video or image frame (:func:`~adk_live_resume.client_sends.is_frame`).
     frame: bool = False
+
+    @property
+    def kwargs(self) -> Mapping[str, Any]:
+        """The send's keyword arguments (a packed chunk's ``Blob`` anew, equal to the one sent)."""
+        sent = self.sent
+        if isinstance(sent, tuple):
+            key, data, mime = sent
+            return {key: types.Blob(data=data, mime_type=mime)}
+        return sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +266,13 @@ class Outbox:
         begins = False  # sound that can begin an utterance: voice, activityStart
         frame = False
         chunk = plain_audio(method, kwargs)
+        sent: Mapping[str, Any] | PackedAudio
         if chunk is not None:  # the microphone's common case, on every chunk: the short way
             pcm, audio_ms = chunk
             voiced = begins = activity.on_audio(pcm, audio_ms)
+            sent = _packed(kwargs, pcm)
         else:
+            sent = kwargs
             audio_ms, text, ids = describe(method, kwargs)
             frame = audio_ms <= 0 and is_frame(method, kwargs)
             sent_signals = signals(method, kwargs)
@@ -288,7 +308,7 @@ class Outbox:
         message = ClientMessage(
             self._index,
             method,
-            kwargs if type(kwargs) is dict else dict(kwargs),
+            sent if type(sent) is dict or isinstance(sent, tuple) else dict(sent),
             audio_ms,
             text,
             ids,
@@ -732,6 +752,15 @@ class Outbox:
         replay.messages = kept_messages
         self._note_replayed_start(replay)
         return replay
+
+
+def _packed(kwargs: Mapping[str, Any], pcm: bytes) -> Mapping[str, Any] | PackedAudio:
+    """A :func:`~adk_live_resume.client_sends.plain_audio` send as the outbox keeps it:
+    packed when its ``Blob`` has nothing but the bytes and the MIME type, else as it is."""
+    ((key, blob),) = kwargs.items()
+    if blob.model_fields_set == _DATA_AND_MIME and blob.display_name is None:
+        return (key, pcm, blob.mime_type)
+    return kwargs
 
 
 MAX_FRAGMENTS = 64

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from google.genai import types
 
@@ -372,3 +373,21 @@ def test_context_a_replay_sent_goes_again_when_a_later_exchange_finishes_before_
         ("user", "two"),
         ("model", "echo: two"),
     ]
+
+
+def test_a_microphone_chunk_is_kept_untracked_and_replayed_as_sent() -> None:
+    """The replay window holds a chunk as its bytes and MIME type, which the garbage
+    collector stops tracking (a full collection walks every tracked object of every
+    session's window); the replay sends a ``Blob`` equal to the one sent, the same bytes.
+    A ``Blob`` with more set (a display name) is kept as it was sent."""
+    outbox = Outbox()
+    chunk = audio_input(b"\x10\x20" * 320)
+    named = {"media": types.Blob(data=b"\x01\x02" * 320, mime_type="audio/pcm", display_name="x")}
+    kept = outbox.record("send_realtime_input", dict(chunk))
+    outbox.record("send_realtime_input", named)
+    gc.collect()
+    assert not gc.is_tracked(kept.sent)
+    replayed = outbox.take_replay().messages
+    assert [m.kwargs for m in replayed] == [chunk, named]
+    assert replayed[0].kwargs["audio"].data is chunk["audio"].data
+    assert replayed[1].kwargs is named
