@@ -209,10 +209,18 @@ def _frame_arrived(now: Lifecycle, _: FrameArrived) -> Outcome:
     return replace(now, arrived=now.arrived + 1), []
 
 
+def _counted(now: Lifecycle, turn_open: bool) -> Lifecycle:
+    """``now`` with one more message read: ``dataclasses.replace`` without its per-field
+    work (about 5 µs, for every server message: this takes under 1 µs)."""
+    counted = object.__new__(Lifecycle)
+    counted.__dict__.update(now.__dict__, read=now.read + 1, turn_open=turn_open)
+    return counted
+
+
 def _message_read(now: Lifecycle, event: MessageRead) -> Outcome:
     """Count it; the first proves the connection healthy; a draining one that read all that
     arrived retires."""
-    now = replace(now, read=now.read + 1, turn_open=event.turn_open)
+    now = _counted(now, event.turn_open)
     actions: list[Action] = []
     if not now.proved:
         now = replace(now, proved=True)
