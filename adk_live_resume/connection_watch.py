@@ -178,6 +178,8 @@ class ConnectionWatch:
         self.work = ModelWork()
         #: ``interactionStatus`` from the raw frames, where google-genai drops it.
         self._frame_statuses = FrameStatuses()
+        #: Which frames the watch acts on as they arrive (set when the socket is watched).
+        self._watching = FrameWatching(close_frame=False, go_away=False)
         #: Labels what ADK builds of a working utterance (:mod:`.model_work`).
         self.labels = WorkingLabels()
         self._sdk_status = genai_compat.parses_interaction_status()
@@ -381,12 +383,30 @@ class ConnectionWatch:
         self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
         self.stall_watch.server_message(message)
 
-    def _message_arrived(self, frame: Frame | None) -> None:
-        self.lifecycle.frame_arrived()
-        if frame is not None and frame.speech_state is not None:
-            self._speech_state(frame.speech_state)
-        if not self._sdk_status:
-            self._frame_statuses.arrived(frame.interaction_status if frame is not None else None)
+    def on_frame(self, frame: Frame) -> None:
+        """A frame arrived on the socket, told by the frame watch
+        (:func:`.websockets_compat.watch_frames`) before ADK reads it, possibly while ADK is
+        busy (a blocking tool runs inside its receive step): acted on by its kind, where the
+        run watches for it (:meth:`LiveRun.frame_watching`)."""
+        kind = frame.kind
+        if kind == "unknown":
+            self.run.skip_message(frame)
+            return
+        if kind == "close":
+            if self._watching.close_frame:
+                code = frame.close_code
+                self.on_close_frame(1005 if code is None else code, frame.close_reason)
+            return
+        if self._watching.go_away:
+            self.lifecycle.frame_arrived()
+            if frame.speech_state is not None:
+                self._speech_state(frame.speech_state)
+            if not self._sdk_status:
+                self._frame_statuses.arrived(frame.interaction_status)
+            if kind == "go_away":
+                self.on_go_away_frame(parse_time_left(frame.time_left))
+        if frame.cancelled_ids:
+            self.on_tool_calls_cancelled(frame.cancelled_ids)
 
     def _note_content(
         self, content: types.LiveServerContent | None, raw_status: str | None = None
@@ -462,9 +482,6 @@ class ConnectionWatch:
                 time_left, now=self._now(), margin=margin, safe=self.at_safe_point()
             )
         )
-
-    def _go_away_frame(self, time_left: object) -> None:
-        self.on_go_away_frame(parse_time_left(time_left))
 
     def on_go_away_frame(self, time_left: float | None) -> None:
         """A goAway frame arrived on the socket, possibly while ADK is busy (a blocking tool
@@ -665,15 +682,8 @@ class ConnectionWatch:
         if frames.go_away:  # (the frames ADK's reading has not caught up with, counted)
             self.lifecycle.count_frames()
             self._frame_statuses.start()
-        websockets_compat.watch_frames(
-            websocket,
-            on_close=self.on_close_frame if frames.close_frame else None,
-            on_go_away=self._go_away_frame if frames.go_away else None,
-            on_message=self._message_arrived if frames.go_away else None,
-            on_unknown=run.skip_message,
-            known=genai_compat.server_message_keys(),
-            on_cancel=self.on_tool_calls_cancelled,
-        )
+        self._watching = frames
+        websockets_compat.watch_frames(websocket, self, known=genai_compat.server_message_keys())
         wait_closed = getattr(websocket, "wait_closed", None)
         if wait_closed is None:
             return

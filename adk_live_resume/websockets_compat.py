@@ -5,19 +5,19 @@ reads its socket through a websockets (asyncio implementation, websockets 13 and
 ``ClientConnection``. The frame watch (:func:`watch_frames`) wraps that one connection's
 ``process_event``, which every incoming frame goes through, and reads the sans-I/O
 ``Protocol``'s close state (``close_rcvd_then_sent``, ``close_rcvd``) to tell a close the
-peer started. Each frame is classified once, by
-:func:`adk_live_resume.wire_classifier.classify_frame`. Whether each internal is where it is
-looked for is checked once per process (:func:`probe_internals`, read by
-:mod:`adk_live_resume.hooks`)."""
+peer started; it tells each frame, classified once (by
+:func:`adk_live_resume.wire_classifier.classify_frame`), to one :class:`FrameListener`.
+Whether each internal is where it is looked for is checked once per process
+(:func:`probe_internals`, read by :mod:`adk_live_resume.hooks`)."""
 
 from __future__ import annotations
 
 import collections
 import logging
 from collections.abc import Callable, Set
-from typing import Any
+from typing import Any, Protocol
 
-from .wire_classifier import Frame, classify_frame
+from .wire_classifier import SPLIT, Frame, classify_frame, close_frame
 
 #: The method of a websockets (asyncio) connection that every incoming frame goes through.
 WEBSOCKETS_PROCESS_EVENT = "process_event"
@@ -42,36 +42,37 @@ def probe_internals() -> dict[str, bool]:
     return found
 
 
-def watch_frames(
-    websocket: Any,
-    *,
-    on_close: Callable[[int, str], None] | None,
-    on_go_away: Callable[[object], None] | None,
-    on_message: Callable[[Frame | None], None] | None = None,
-    on_unknown: Callable[[Frame], None] | None = None,
-    known: Set[str] = frozenset(),
-    on_cancel: Callable[[tuple[str, ...]], None] | None = None,
-) -> bool:
-    """Watch the frames of ``websocket`` as they arrive; returns whether it could be watched
-    (not the legacy implementation, and a callback other than ``on_message`` was given).
+class FrameListener(Protocol):
+    """What :func:`watch_frames` tells of a connection's frames: each one, classified, as it
+    arrives."""
 
-    * ``on_close(code, reason)``: as soon as a close frame arrives that starts a close (its
-      peer's; not the peer's answer to a close we started);
-    * ``on_go_away(time_left)``: as soon as a message carrying ``goAway`` arrives;
-    * ``on_unknown(frame)``: a whole message (one frame) of a kind google-genai does not know
-      arrived (``known`` holds the top-level keys it parses; see
-      :mod:`adk_live_resume.wire_classifier`). That frame is **not** queued for ``recv``: the
-      SDK, which would raise on it, never reads it, and ``on_message`` is not called for it.
-      A message split over several frames is always queued (the SDK reports it as before).
-      Whole messages of unknown kinds that arrived before the watch began and are not read
-      yet are taken out of websockets' queue of frames the same way; the other whole
-      messages waiting there (:func:`queued_messages`, read before any frame that arrives
-      later) are told to ``on_message``, ``on_go_away`` and ``on_cancel`` at once, in order,
-      as if they arrived now;
-    * ``on_message(frame)``: for every other whole data message as it arrives (so a reader can
-      tell what arrived from what it read), with its classification (``None``: not
-      classified, or a message split over several frames);
-    * ``on_cancel(ids)``: as soon as a ``toolCallCancellation`` naming ``ids`` arrives.
+    def on_frame(self, frame: Frame) -> None:
+        """``frame`` arrived (see :func:`watch_frames` for which frames, and when); it runs
+        inside websockets' ``data_received``: what it raises is logged, never passed on."""
+        ...
+
+
+def watch_frames(websocket: Any, listener: FrameListener, *, known: Set[str]) -> bool:
+    """Tell ``listener`` of the frames of ``websocket`` as they arrive; returns whether it
+    could be watched (not the legacy implementation).
+
+    ``listener.on_frame(frame)`` is told, with the :class:`~.wire_classifier.Frame`:
+
+    * every whole data message as it arrives (so a reader can tell what arrived from what
+      it read), classified by :func:`~adk_live_resume.wire_classifier.classify_frame`
+      (``known`` holds the top-level keys google-genai parses); a message split over
+      several frames as a ``"split"`` frame (not classified);
+    * a close frame that starts a close (its peer's; not the peer's answer to a close we
+      started) as a ``"close"`` frame (``close_code`` 1005 when the frame has no status),
+      as soon as it arrives.
+
+    A whole message of kind ``"unknown"`` (google-genai does not know it) is told but **not**
+    queued for ``recv``: the SDK, which would raise on it, never reads it. A message split
+    over several frames is always queued (the SDK reports it as before). Whole messages of
+    unknown kinds that arrived before the watch began and are not read yet are taken out of
+    websockets' queue of frames the same way; the other whole messages waiting there
+    (:func:`queued_messages`, read before any frame that arrives later) are told at once, in
+    order, as if they arrived now.
 
     google-genai reports a close only once ``recv`` raises, and websockets raises there only
     once the TCP connection is gone: after our close frame reached the server and its FIN came
@@ -80,70 +81,47 @@ def watch_frames(
     step). Frames are seen in websockets' ``process_event`` (its asyncio implementation,
     websockets 13 and later), wrapped on this one connection; every frame but a skipped
     unknown one is still queued for ``recv`` unchanged, in order. Each data frame is
-    classified once, and only when ``on_go_away`` or ``on_unknown`` is given. A callback
-    given as ``None`` is not watched for. The callbacks run inside websockets'
-    ``data_received``: what they raise is logged (WARNING), never passed on.
+    classified once. ``on_frame`` runs inside websockets' ``data_received``: what it raises
+    is logged (WARNING), never passed on.
     """
     process_event = getattr(websocket, WEBSOCKETS_PROCESS_EVENT, None)
     protocol = getattr(websocket, "protocol", None)
-    if (
-        process_event is None
-        or protocol is None
-        or (on_close is None and on_go_away is None and on_unknown is None)
-    ):
+    if process_event is None or protocol is None:
         return False
     from websockets.frames import Opcode
 
     data_opcodes = (Opcode.TEXT, Opcode.BINARY)
-    message_opcodes = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
-    classify = on_go_away is not None or on_unknown is not None or on_cancel is not None
+    tell = listener.on_frame
 
     def process_event_and_notice(event: Any) -> None:
         opcode = getattr(event, "opcode", None)
         whole = getattr(event, "fin", True)
-        frame = (
-            classify_frame(getattr(event, "data", b""), known)
-            if classify and opcode in data_opcodes
-            else None
-        )
-        if on_unknown is not None and frame is not None and frame.kind == "unknown" and whole:
-            _notice(on_unknown, frame)
-            return  # never queued: the SDK never reads it
+        if opcode in data_opcodes and whole:
+            frame = classify_frame(getattr(event, "data", b""), known)
+            if frame.kind == "unknown":
+                _notice(tell, frame)
+                return  # never queued: the SDK never reads it
+            process_event(event)
+            _notice(tell, frame)
+            return
         process_event(event)
-        try:
-            if on_message is not None and opcode in message_opcodes and whole:
-                on_message(frame)
-            if frame is not None:
-                if on_go_away is not None and frame.kind == "go_away":
-                    on_go_away(frame.time_left)
-                if on_cancel is not None and frame.cancelled_ids:
-                    on_cancel(frame.cancelled_ids)
-            elif (
-                on_close is not None
-                and opcode is Opcode.CLOSE
-                and getattr(protocol, WEBSOCKETS_CLOSE_RCVD_THEN_SENT, None) is True
-            ):
-                close = getattr(protocol, WEBSOCKETS_CLOSE_RCVD, None)
-                if close is None:  # no status in the frame: 1005, as websockets reports it
-                    on_close(1005, "")
-                else:
-                    on_close(close.code, close.reason)
-        except Exception:  # inside websockets' data_received: never break the socket
-            _failed()
+        if opcode is Opcode.CONT and whole:
+            _notice(tell, SPLIT)
+        elif (
+            opcode is Opcode.CLOSE
+            and getattr(protocol, WEBSOCKETS_CLOSE_RCVD_THEN_SENT, None) is True
+        ):
+            close = getattr(protocol, WEBSOCKETS_CLOSE_RCVD, None)
+            # (no status in the frame: 1005, as websockets reports it)
+            _notice(
+                tell,
+                close_frame(1005, "") if close is None else close_frame(close.code, close.reason),
+            )
 
     setattr(websocket, WEBSOCKETS_PROCESS_EVENT, process_event_and_notice)
-    if on_unknown is not None:
-        _skip_queued(websocket, known, on_unknown)
+    _skip_queued(websocket, known, tell)
     for queued in queued_messages(websocket, known):  # (they are read first: told first)
-        try:
-            if on_message is not None:
-                on_message(queued if classify else None)
-            if queued is not None and on_go_away is not None and queued.kind == "go_away":
-                on_go_away(queued.time_left)
-            if queued is not None and on_cancel is not None and queued.cancelled_ids:
-                on_cancel(queued.cancelled_ids)
-        except Exception:
-            _failed()
+        _notice(tell, queued)
     return True
 
 
@@ -156,11 +134,11 @@ WEBSOCKETS_QUEUE_DEQUE = "queue"
 WEBSOCKETS_GET_IN_PROGRESS = "get_in_progress"
 
 
-def queued_messages(websocket: Any, known: Set[str]) -> list[Frame | None]:
+def queued_messages(websocket: Any, known: Set[str]) -> list[Frame]:
     """The whole data messages that arrived on ``websocket`` before its watch began and that
     nobody has read yet, in order, each classified as :func:`watch_frames` classifies them
-    (``None``: a message split over several frames). google-genai's connect reads the
-    ``setupComplete`` alone; a message the server sent right after it (an empty
+    (:data:`~.wire_classifier.SPLIT`: a message split over several frames). google-genai's
+    connect reads the ``setupComplete`` alone; a message the server sent right after it (an empty
     ``sessionResumptionUpdate``) can arrive with it and wait here: a reader that counts the
     messages as they arrive counts these first. Empty while a read is taking frames, or where
     the queue is not where it is looked for."""
@@ -173,7 +151,7 @@ def queued_messages(websocket: Any, known: Set[str]) -> list[Frame | None]:
         return []
     from websockets.frames import Opcode
 
-    messages: list[Frame | None] = []
+    messages: list[Frame] = []
     in_fragments = False
     for event in list(queue):
         opcode = getattr(event, "opcode", None)
@@ -183,11 +161,11 @@ def queued_messages(websocket: Any, known: Set[str]) -> list[Frame | None]:
         elif opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
             in_fragments = not whole
             if whole:
-                messages.append(None)
+                messages.append(SPLIT)
     return messages
 
 
-def _skip_queued(websocket: Any, known: Set[str], on_unknown: Callable[[Frame], None]) -> None:
+def _skip_queued(websocket: Any, known: Set[str], tell: Callable[[Frame], None]) -> None:
     """Take the whole messages of unknown kinds out of the frames that arrived before the
     watch began and nobody has read yet (a message sent right after ``setupComplete`` can
     arrive with it, before the loop watches the connection). Frames of a message split over
@@ -220,7 +198,7 @@ def _skip_queued(websocket: Any, known: Set[str], on_unknown: Callable[[Frame], 
         queue.clear()
         queue.extend(kept)
         for frame in skipped:
-            _notice(on_unknown, frame)
+            _notice(tell, frame)
 
 
 def _notice(callback: Callable[[Frame], None], frame: Frame) -> None:

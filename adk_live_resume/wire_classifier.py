@@ -3,7 +3,8 @@
 :func:`classify_frame` reads a frame's payload (the JSON text of one server message, as it
 arrives, before google-genai parses it) into a :class:`Frame`: its kind and the fields the
 live loop needs from it. The frame watch (:func:`adk_live_resume.websockets_compat.watch_frames`)
-calls it once for every data frame; nothing else reads raw frames.
+calls it once for every whole data frame and tells its listener the :class:`Frame`; nothing
+else reads raw frames.
 
 Kinds, by the message's top-level keys (a message may carry several, e.g. ``serverContent``
 with ``usageMetadata``), the first that applies:
@@ -18,6 +19,10 @@ with ``usageMetadata``), the first that applies:
   over time). google-genai 1.75 and later raise ``TypeError`` on such a message, ending the
   live run; 1.56 passes it to ADK as an empty message. ``unknown_keys`` names its keys;
 * ``"unparsed"``: not a JSON object (left for the SDK to report, as before).
+
+Two more kinds are not read from a payload; the frame watch tells them as they are:
+``"split"`` (:data:`SPLIT`: a whole message that came in several frames, not classified)
+and ``"close"`` (:func:`close_frame`: the close frame that starts the peer's close).
 
 A ``"content"`` frame also carries its ``serverContent.interactionStatus`` (``IN_PROGRESS``,
 ``IDLE``...: whether the model still works on the request, see
@@ -63,7 +68,9 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import Literal
 
-FrameKind = Literal["go_away", "resumption_update", "content", "error", "unknown", "unparsed"]
+FrameKind = Literal[
+    "go_away", "resumption_update", "content", "error", "unknown", "unparsed", "split", "close"
+]
 
 #: Payloads at most this long are parsed whole (a goAway or a resumption update is a few
 #: dozen bytes); longer ones only as far as their first key, when that key is known.
@@ -107,6 +114,20 @@ class Frame:
     cancelled_ids: tuple[str, ...] = ()
     #: ``serverContent.speechState`` as sent (only for ``"content"``), else ``None``.
     speech_state: str | None = None
+    #: A close frame's status code (only for ``"close"``: 1005 when it has none), else ``None``.
+    close_code: int | None = None
+    #: A close frame's reason (only for ``"close"``), else empty.
+    close_reason: str = ""
+
+
+#: A whole message split over several frames: not classified (its payload is not read).
+SPLIT = Frame("split")
+
+
+def close_frame(code: int, reason: str) -> Frame:
+    """The close frame the peer sent to start a close, with its status ``code`` (1005: none)
+    and ``reason``."""
+    return Frame("close", close_code=code, close_reason=reason)
 
 
 def _kind_of_keys(keys: tuple[str, ...], known: Set[str]) -> FrameKind:

@@ -13,7 +13,8 @@ move, the end of the run).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from adk_live_resume import ResumePolicy, RunStats, websockets_compat
 from adk_live_resume.connection_watch import ConnectionWatch
 from adk_live_resume.testing import FakeLiveServer, LatencyRelay, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver, LiveRunEnded
+from adk_live_resume.wire_classifier import Frame
 
 from .conftest import AgentFactory, stream_pcm
 
@@ -224,6 +226,33 @@ async def test_closes_the_loop_starts_itself_open_no_socket(
 # ---- the hook on a bare websockets connection ------------------------------------------------
 
 
+@dataclass
+class Told:
+    """A frame listener that hands each kind of frame to a callback of its own (``None``: not
+    listened for): the close frame's code and reason, a goAway's time left, every message
+    that reaches ``recv``, a message of an unknown kind."""
+
+    on_close: Callable[[int, str], None] | None = None
+    on_go_away: Callable[[object], None] | None = None
+    on_message: Callable[[Frame], None] | None = None
+    on_unknown: Callable[[Frame], None] | None = None
+
+    def on_frame(self, frame: Frame) -> None:
+        if frame.kind == "close":
+            if self.on_close is not None:
+                assert frame.close_code is not None
+                self.on_close(frame.close_code, frame.close_reason)
+            return
+        if frame.kind == "unknown":
+            if self.on_unknown is not None:
+                self.on_unknown(frame)
+            return
+        if self.on_message is not None:
+            self.on_message(frame)
+        if frame.kind == "go_away" and self.on_go_away is not None:
+            self.on_go_away(frame.time_left)
+
+
 async def test_watch_frames_sees_the_frame_before_recv_raises() -> None:
     events: list[str] = []
 
@@ -237,8 +266,11 @@ async def test_watch_frames_sees_the_frame_before_recv_raises() -> None:
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
             assert websockets_compat.watch_frames(
                 client,
-                on_close=lambda code, reason: events.append(f"close frame {code} {reason}"),
-                on_go_away=lambda time_left: events.append(f"goAway {time_left}"),
+                Told(
+                    on_close=lambda code, reason: events.append(f"close frame {code} {reason}"),
+                    on_go_away=lambda time_left: events.append(f"goAway {time_left}"),
+                ),
+                known=frozenset(),
             )
             await client.send("go")
             with pytest.raises(websockets.ConnectionClosed):
@@ -280,7 +312,9 @@ async def test_watch_frames_sees_a_go_away_before_anyone_reads_it() -> None:
                     arrived.set()
 
             assert websockets_compat.watch_frames(
-                client, on_close=lambda code, reason: None, on_go_away=on_go_away
+                client,
+                Told(on_close=lambda code, reason: None, on_go_away=on_go_away),
+                known=frozenset({"serverContent", "usageMetadata"}),
             )
             await client.send("go")
             await arrived.wait()  # nothing was read yet
@@ -321,10 +355,10 @@ async def test_watch_frames_drops_a_message_of_an_unknown_kind_before_anyone_rea
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
             assert websockets_compat.watch_frames(
                 client,
-                on_close=None,
-                on_go_away=None,
-                on_message=on_message,
-                on_unknown=lambda frame: skipped.append(frame.unknown_keys),
+                Told(
+                    on_message=on_message,
+                    on_unknown=lambda frame: skipped.append(frame.unknown_keys),
+                ),
                 known=frozenset({"serverContent", "usageMetadata", "goAway"}),
             )
             await client.send("go")
@@ -362,20 +396,11 @@ async def test_the_messages_that_arrived_before_the_watch_are_told_in_order() ->
                     break
                 await asyncio.sleep(0.01)
             queued = websockets_compat.queued_messages(client, known)
-            assert [frame.kind if frame else None for frame in queued] == [
-                "resumption_update",
-                "content",
-                None,
-            ]
+            assert [frame.kind for frame in queued] == ["resumption_update", "content", "split"]
             assert queued[1] is not None and queued[1].interaction_status == "IN_PROGRESS"
             told: list[object] = []
             assert websockets_compat.watch_frames(
-                client,
-                on_close=None,
-                on_go_away=None,
-                on_message=told.append,
-                on_unknown=lambda frame: None,
-                known=known,
+                client, Told(on_message=told.append, on_unknown=lambda frame: None), known=known
             )
             assert told == queued, "told to the watch, in order, as it begins"
             assert [await client.recv() for _ in range(3)] == [*sent[1:], "fragmented"]
@@ -389,10 +414,12 @@ def test_watch_frames_declines_a_connection_it_cannot_watch() -> None:
 
     for websocket in (Legacy(), None):
         assert not websockets_compat.watch_frames(
-            websocket, on_close=lambda code, reason: None, on_go_away=lambda time_left: None
+            websocket,
+            Told(on_close=lambda code, reason: None, on_go_away=lambda time_left: None),
+            known=frozenset(),
         )
         assert not websockets_compat.watch_frames(
-            websocket, on_close=None, on_go_away=None, on_unknown=lambda frame: None
+            websocket, Told(on_unknown=lambda frame: None), known=frozenset()
         )
 
 
@@ -407,8 +434,11 @@ async def test_watch_frames_ignores_the_answer_to_a_close_we_started() -> None:
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
             assert websockets_compat.watch_frames(
                 client,
-                on_close=lambda code, reason: events.append(f"close frame {code}"),
-                on_go_away=lambda time_left: None,
+                Told(
+                    on_close=lambda code, reason: events.append(f"close frame {code}"),
+                    on_go_away=lambda time_left: None,
+                ),
+                known=frozenset(),
             )
             await client.close(1000)
             assert client.protocol.close_rcvd is not None  # the server's answer came
@@ -429,7 +459,7 @@ async def test_a_failing_close_frame_callback_is_logged_and_the_close_still_repo
         port = server.sockets[0].getsockname()[1]
         async with asyncio.timeout(10), connect(f"ws://127.0.0.1:{port}") as client:
             assert websockets_compat.watch_frames(
-                client, on_close=broken, on_go_away=lambda time_left: None
+                client, Told(on_close=broken, on_go_away=lambda time_left: None), known=frozenset()
             )
             await client.send("go")
             with (
