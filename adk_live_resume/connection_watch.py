@@ -44,18 +44,11 @@ from .lifecycle_events import (
     Asked,
     CancelTimer,
     CloseSocket,
-    DialAfterClose,
-    DialAhead,
     MoveOrigin,
     NoteGoAway,
-    NoteMove,
-    OpenAfterDrop,
-    OpenAhead,
-    ProveHealthy,
     Retire,
     ServeOn,
     StartTimer,
-    StopOpeningAhead,
 )
 from .model_work import FrameStatuses, ModelWork, WorkingLabels
 from .opening_ahead import OpeningAhead
@@ -94,9 +87,9 @@ class WatchedRun(Protocol):
 
     def lifecycle_action(
         self, watch: ConnectionWatch, action: Action, error: BaseException | None
-    ) -> bool:
-        """Carry out the run's part of ``action`` (``error``: what reading raised); return
-        whether opening ahead started (:class:`OpenAhead`), else ``False``."""
+    ) -> None:
+        """Carry out the run's part of ``action``, if it has one (``error``: what reading
+        raised); an :class:`OpenAhead` is answered with :meth:`ConnectionWatch.ahead_started`."""
         ...
 
     def resumption_update(
@@ -319,12 +312,14 @@ class ConnectionWatch:
         return asyncio.get_running_loop().time()
 
     def _carry_out(self, actions: list[Action], error: BaseException | None = None) -> None:
-        """Do what the lifecycle asked for, in order (``error``: what reading raised)."""
+        """Do what the lifecycle asked for, in order (``error``: what reading raised): each
+        action goes to the run once (its part, if any: :meth:`LiveRun.lifecycle_action`),
+        then the watch does its own."""
         run = self.run
         for action in actions:
+            run.lifecycle_action(self, action, error)
             match action:
                 case NoteGoAway(time_left=time_left, delay=delay):
-                    run.lifecycle_action(self, action, error)
                     logger.debug(
                         "goAway on connection %d: time left %s s, reconnecting within %.2f s",
                         self.number,
@@ -336,18 +331,15 @@ class ConnectionWatch:
                 case CancelTimer():
                     if self._timer is not None:
                         self._timer.cancel()
-                case OpenAhead():
-                    started = run.lifecycle_action(self, action, error)
-                    self._carry_out(self.lifecycle.ahead_started(started))
                 case CloseSocket(abort=abort):
                     self.close_socket(abort=abort)
                 case Retire():
-                    self._retire()
-                case OpenAfterDrop():
-                    assert error is not None
-                    run.lifecycle_action(self, action, error)
+                    # (nothing more of this one reaches ADK; the run closes it in the
+                    # background: ADK may not read it again for a while, a blocking tool
+                    # runs, and the server's deadline must not find it open)
+                    if self.tap is not None:
+                        self.tap.retire()
                 case ServeOn(wait=wait):
-                    run.lifecycle_action(self, action, error)
                     self.ahead.serve_on(
                         wait,
                         self.tap.send_held if self.tap is not None else None,
@@ -357,14 +349,11 @@ class ConnectionWatch:
                             self.lifecycle.retry_move(safe=self.at_safe_point())
                         ),
                     )
-                case (
-                    ProveHealthy()
-                    | DialAhead()
-                    | DialAfterClose()
-                    | StopOpeningAhead()
-                    | NoteMove()
-                ):
-                    run.lifecycle_action(self, action, error)
+
+    def ahead_started(self, started: bool) -> None:
+        """The run's answer to an :class:`OpenAhead`: whether opening the next connection
+        ahead started."""
+        self._carry_out(self.lifecycle.ahead_started(started))
 
     # -- TapListener ----------------------------------------------------------------------
 
@@ -746,15 +735,6 @@ class ConnectionWatch:
     def _send_failed(self, error: BaseException) -> None:
         abort = classify(error) is None
         self._carry_out(self.lifecycle.send_failed(error, abort=abort, now=self._now()))
-
-    def _retire(self) -> None:
-        """The next connection takes over: nothing more of this one reaches ADK."""
-        if self.tap is not None:
-            self.tap.retire()
-        # Closed now, in the background (the run's closer): ADK may not read this connection
-        # again for a while (a blocking tool runs), and the server's deadline must not find
-        # it open.
-        self.run.lifecycle_action(self, Retire(), None)
 
     def close_socket(self, *, abort: bool) -> None:
         if self._closer is not None or self.session is None:

@@ -243,9 +243,10 @@ class LiveRun:
 
     def lifecycle_action(
         self, watch: ConnectionWatch, action: Action, error: BaseException | None
-    ) -> bool:
-        """Carry out the run's part of a connection's lifecycle ``action`` (``error``: what
-        reading raised); return whether opening ahead started (:class:`OpenAhead`)."""
+    ) -> None:
+        """Carry out the run's part of a connection's lifecycle ``action``, if it has one
+        (``error``: what reading raised); an :class:`OpenAhead` is answered with
+        :meth:`ConnectionWatch.ahead_started` (whether opening ahead started)."""
         match action:
             case ProveHealthy():
                 pass  # (progress, which ends an outage, is an answer: read at the end)
@@ -260,7 +261,7 @@ class LiveRun:
             case DialAhead(latest=latest):
                 self.dial_early(latest=latest)
             case OpenAhead():
-                return self.open_ahead(watch)
+                watch.ahead_started(self.open_ahead(watch))
             case Retire():
                 session = watch.session
                 self.connector.closer.close_one(session, lambda: abort_transport(session))
@@ -276,7 +277,6 @@ class LiveRun:
                 self.connector.forget_failed_opening()
                 if self.queue_guard is not None:
                     self.queue_guard.resume()
-        return False
 
     def resumption_update(
         self,
