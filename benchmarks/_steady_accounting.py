@@ -24,33 +24,18 @@ import gc
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from _fake_process import FakeServerProcess
 from common import Stats, check, finite, markdown_table, percentile
+from steady_state import Side, Size, audio_block, mic_chunks, text_block
 
 GOAL = 1.02
 VARIANTS = ("counting", "not counting")
 
 
-@dataclass(frozen=True)
-class Size:
-    blocks: int  # per side
-    turns: int
-    chunks: int
-    warmup_turns: int = 5
-    warmup_chunks: int = 100
-
-
 FULL = Size(blocks=16, turns=200, chunks=1000)
 QUICK = Size(blocks=2, turns=30, chunks=200)
-
-
-@dataclass
-class Side:
-    cpu_per_turn_ms: list[float] = field(default_factory=list)
-    cpu_per_chunk_us: list[float] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -66,74 +51,16 @@ def _counting(variant: str) -> Iterator[None]:
                 yield
 
 
-async def _start(server: FakeServerProcess) -> Any:
-    from google.adk.agents import LlmAgent
-
-    from adk_live_resume.testing import LiveDriver
-
-    return await LiveDriver.start(LlmAgent(name="bench", model=server.gemini()))
-
-
-async def _stop(live: Any) -> None:
-    try:
-        await live.close(timeout=5.0)
-    except TimeoutError:
-        await live.cancel()
-    if live.error is not None:
-        raise RuntimeError("the live run failed") from live.error
-
-
-async def _text(server: FakeServerProcess, variant: str, size: Size, side: Side) -> None:
-    with _counting(variant):
-        live = await _start(server)
-        for i in range(size.warmup_turns):
-            await live.say(f"warm up {i}")
-        gc.collect()
-        cpu = time.process_time()
-        for i in range(size.turns):
-            if await live.say(f"turn number {i}") != f"echo: turn number {i}":
-                raise RuntimeError("unexpected answer")
-        cpu = time.process_time() - cpu
-        await _stop(live)
-    side.cpu_per_turn_ms.append(cpu / size.turns * 1000)
-
-
-async def _audio(
-    server: FakeServerProcess, variant: str, size: Size, blobs: list[Any], side: Side
-) -> None:
-    from steady_state import drained
-
-    with _counting(variant):
-        live = await _start(server)
-        for blob in blobs[: size.warmup_chunks]:
-            live.queue.send_realtime(blob)
-            await asyncio.sleep(0)
-        await drained(live.queue, 0.001)
-        gc.collect()
-        cpu = time.process_time()
-        for blob in blobs[size.warmup_chunks :]:
-            live.queue.send_realtime(blob)
-            await asyncio.sleep(0)
-        await drained(live.queue, 0.001)
-        cpu = time.process_time() - cpu
-        await _stop(live)
-    side.cpu_per_chunk_us.append(cpu / (len(blobs) - size.warmup_chunks) * 1e6)
-
-
 async def measure(size: Size) -> dict[str, Side]:
-    from google.genai import types
-    from steady_state import mic_chunks
-
     sides = {variant: Side() for variant in VARIANTS}
     chunks = mic_chunks(size.chunks + size.warmup_chunks)
-    blobs = [types.Blob(data=c, mime_type="audio/pcm;rate=16000") for c in chunks]
     async with FakeServerProcess(chunk_delay=0.0, session_limit=None) as server:
         for block in range(size.blocks):
             order = VARIANTS if block % 2 == 0 else tuple(reversed(VARIANTS))
             for variant in order:
-                await _text(server, variant, size, sides[variant])
+                await text_block(server, variant, size, sides[variant], _counting)
             for variant in order:
-                await _audio(server, variant, size, blobs, sides[variant])
+                await audio_block(server, variant, size, chunks, sides[variant], _counting)
             print(f"[bench] block {block + 1}/{size.blocks} done", flush=True)
     return sides
 

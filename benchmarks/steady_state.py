@@ -30,6 +30,8 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,8 +114,14 @@ async def _stop(live: Any) -> None:
         raise RuntimeError("the live run failed") from live.error
 
 
-async def text_block(server: FakeServerProcess, variant: str, size: Size, side: Side) -> None:
-    with _variant(variant):
+#: What a block runs under: a variant's name to the context that sets it up.
+Arrange = Callable[[str], AbstractContextManager[Any]]
+
+
+async def text_block(
+    server: FakeServerProcess, variant: str, size: Size, side: Side, arrange: Arrange = _variant
+) -> None:
+    with arrange(variant):
         live = await _start(server)
         for i in range(size.warmup_turns):
             await live.say(f"warm up {i}")
@@ -137,12 +145,17 @@ async def drained(queue: Any, poll: float = 0.0) -> None:
 
 
 async def audio_block(
-    server: FakeServerProcess, variant: str, size: Size, chunks: list[bytes], side: Side
+    server: FakeServerProcess,
+    variant: str,
+    size: Size,
+    chunks: list[bytes],
+    side: Side,
+    arrange: Arrange = _variant,
 ) -> None:
     from google.genai import types
 
     blobs = [types.Blob(data=c, mime_type="audio/pcm;rate=16000") for c in chunks]
-    with _variant(variant):
+    with arrange(variant):
         live = await _start(server)
         queue = live.queue
         for blob in blobs[: size.warmup_chunks]:
