@@ -14,15 +14,17 @@ Needs only the standard library (environments are built by ``scripts/dev.py``'s
 
 By default each release runs the end-to-end resumption scenarios: every test marked ``e2e`` or
 ``core`` (the adapter tests, the install tests, stock ADK's behaviour, the resume tests).
-``--full`` runs the whole suite. Environments are built first, ``--install-jobs`` at a time
-(40-120 s each with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on
-2 cores), then the tests run, ``--jobs`` releases at a time, each with ``--workers`` pytest-
-xdist workers (the end-to-end tests mostly wait on the fake server; see ``dev.TEST_WORKERS``).
+``--full`` runs the whole suite. Environments are built ``--install-jobs`` at a time (40-120 s
+each with a cold pip cache; mostly pip's own CPU work, so more than 2 gains little on 2 cores),
+the end-to-end releases first; a release is tested as soon as its environment is ready,
+``--jobs`` releases at a time, each with ``--workers`` pytest-xdist workers (the end-to-end
+tests mostly wait on the fake server; see ``dev.TEST_WORKERS``).
 A failed test fails its release; ``--rerun N`` runs it again on its own to tell a flake from a
 bug, and a pass there is reported as flaky but still fails the release (a flake is a bug to
 fix, never retried away). ``--python 3.13`` builds the environments with that interpreter
 (``dev.find_python``), ``--python 3.12,3.13`` tests each release under each (``--jobs`` at a
-time); a missing one fails unless ``--if-python-present`` (then the others run). Ends with a summary
+time; ``--core-only-python 3.12`` runs only the core tests under 3.12); a missing one fails
+unless ``--if-python-present`` (then the others run). Ends with a summary
 table; exits non-zero if any release failed.
 
 ``--dependency-bounds``: for each release, two more environments, with the oldest and with the
@@ -216,16 +218,21 @@ def _pytest(python: Path, args: list[str], junit: Path, log: Path) -> int:
 
 
 def plan(
-    versions: list[str], pythons: list[str | None], *, core_only: set[str]
+    versions: list[str],
+    pythons: list[str | None],
+    *,
+    core_only: set[str],
+    core_only_pythons: frozenset[str] = frozenset(),
 ) -> dict[str, Result]:
     """One result to fill per release and interpreter, labelled as the table shows it; the
-    releases in ``core_only`` carry the core selection of their own."""
+    releases in ``core_only``, and every release under an interpreter in
+    ``core_only_pythons``, carry the core selection of their own."""
     return {
         (label := f"{v} py{p}" if p else v): Result(
             label,
             adk=v,
             python_version=p,
-            selection=CORE_ONLY_SELECTION if v in core_only else (),
+            selection=CORE_ONLY_SELECTION if v in core_only or p in core_only_pythons else (),
         )
         for v in versions
         for p in pythons or [None]
@@ -298,14 +305,20 @@ def _install_all(results: dict[str, Result], jobs: int, log_dir: Path) -> None:
             for v, r in results.items()
         }
         for future in concurrent.futures.as_completed(installs):
-            version = installs[future]
-            seconds, error = future.result()
-            results[version].install_seconds = seconds
-            results[version].note = error
-            state = "FAILED" if error else "ready"
-            print(f"[matrix] {version}: environment {state} ({seconds:.0f} s)", flush=True)
-            if error:
-                print(error, flush=True)
+            _built(results[installs[future]], future.result())
+
+
+def _built(result: Result, outcome: tuple[float, str]) -> bool:
+    """Record how building ``result``'s environment went (``(seconds, error or "")``), say
+    it, and return whether it can be tested."""
+    seconds, error = outcome
+    result.install_seconds = seconds
+    result.note = error
+    state = "FAILED" if error else "ready"
+    print(f"[matrix] {result.version}: environment {state} ({seconds:.0f} s)", flush=True)
+    if error:
+        print(error, flush=True)
+    return not error
 
 
 def _report(r: Result) -> None:
@@ -328,18 +341,40 @@ def _report(r: Result) -> None:
         print("\n".join(f"    {line}" for line in tail), flush=True)
 
 
-def _test_all(
-    runnable: list[Result],
+def _build_and_test(
+    results: dict[str, Result],
     selection: list[str],
+    *,
+    install_jobs: int,
     jobs: int,
     rerun: int,
     log_dir: Path,
     workers: int,
 ) -> None:
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(_run_tests, r, selection, rerun, log_dir, workers) for r in runnable]
-        for future in concurrent.futures.as_completed(futures):
-            _report(future.result())
+    """Build each environment (``install_jobs`` at a time) and test each release as soon as
+    its environment is ready (``jobs`` at a time): the releases with the long selection are
+    built first, so their tests start while the short ones are still being built."""
+    ordered = sorted(
+        ((v, r) for v, r in results.items() if not r.note),  # (a note: it cannot be built)
+        key=lambda item: bool(item[1].selection),
+    )
+    with (
+        concurrent.futures.ThreadPoolExecutor(install_jobs) as installs,
+        concurrent.futures.ThreadPoolExecutor(jobs) as tests,
+    ):
+        built = {
+            installs.submit(
+                _install, r.adk or v, "test", log_dir, r.pins, r.suffix, r.python_version
+            ): v
+            for v, r in ordered
+        }
+        tested: list[concurrent.futures.Future[Result]] = []
+        for future in concurrent.futures.as_completed(built):
+            result = results[built[future]]
+            if _built(result, future.result()):
+                tested.append(tests.submit(_run_tests, result, selection, rerun, log_dir, workers))
+        for done in concurrent.futures.as_completed(tested):
+            _report(done.result())
 
 
 def parse_index_versions(output: str, package: str = "google-adk") -> str:
@@ -417,6 +452,13 @@ def main(argv: list[str] | None = None) -> int:
         " release under each, --jobs at a time)",
     )
     parser.add_argument(
+        "--core-only-python",
+        default="",
+        metavar="VERSIONS",
+        help="with --python: comma-separated interpreters under which only the core "
+        "resumption tests run (another interpreter of the list runs the end-to-end ones)",
+    )
+    parser.add_argument(
         "--if-python-present",
         action="store_true",
         help="with --python: say so and exit 0 where that interpreter is missing",
@@ -458,7 +500,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--core-only names releases not tested: {', '.join(sorted(core_only - set(versions)))}"
         )
-    results = plan(versions, pythons, core_only=set() if args.full else core_only)
+    core_pythons = frozenset(p.strip() for p in args.core_only_python.split(",") if p.strip())
+    if core_pythons - {str(p) for p in pythons} and not args.if_python_present:
+        parser.error(f"--core-only-python names interpreters not tested: {args.core_only_python}")
+    results = plan(
+        versions,
+        pythons,
+        core_only=set() if args.full else core_only,
+        core_only_pythons=frozenset() if args.full else core_pythons,
+    )
     if args.dependency_bounds:
         plain = dict(results)
         _install_all(plain, max(1, args.install_jobs), log_dir)  # to read each release's bounds
@@ -482,10 +532,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[matrix] google-adk {', '.join(versions)}: {what}; logs in {log_dir}", flush=True)
     if core_only and not args.dependency_bounds and not args.full:
         print(f"[matrix] core resumption tests only: {', '.join(sorted(core_only))}", flush=True)
+    if core_pythons and not args.full:
+        print(f"[matrix] core resumption tests only under Python {', '.join(sorted(core_pythons))}")
 
-    _install_all(results, max(1, args.install_jobs), log_dir)
-    runnable = [r for r in results.values() if not r.note]
-    _test_all(runnable, selection, max(1, args.jobs), max(0, args.rerun), log_dir, args.workers)
+    _build_and_test(
+        results,
+        selection,
+        install_jobs=max(1, args.install_jobs),
+        jobs=max(1, args.jobs),
+        rerun=max(0, args.rerun),
+        log_dir=log_dir,
+        workers=args.workers,
+    )
 
     ordered = list(results.values())
     print("\n" + _table(ordered, time.monotonic() - started), flush=True)

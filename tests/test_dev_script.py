@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -281,6 +283,46 @@ def test_a_core_only_release_runs_the_core_tests_and_the_others_the_end_to_end_o
     assert planned["1.39.1"].selection == ()  # (the run's own: the end-to-end scenarios)
     with pytest.raises(SystemExit):  # (a release named core-only must be one tested)
         matrix.main(["--versions", "1.39.1", "--core-only", "1.28.1"])
+
+
+def test_an_interpreter_named_core_only_runs_the_core_tests_there() -> None:
+    matrix = _load_matrix()
+    planned = matrix.plan(
+        ["2.13.0"], ["3.12", "3.13"], core_only=set(), core_only_pythons=frozenset({"3.12"})
+    )
+    assert planned["2.13.0 py3.12"].selection == ("tests", "-m", "core")
+    assert planned["2.13.0 py3.13"].selection == ()
+
+
+def test_a_release_is_tested_as_soon_as_its_environment_is_built(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    matrix = _load_matrix()
+    events: list[str] = []
+    built = {"2.3.0": threading.Event()}
+
+    def install(version: str, *args: object) -> tuple[float, str]:
+        events.append(f"build {version}")
+        if version == "2.6.3":  # (the short one: built while the long one is tested)
+            assert built["2.3.0"].wait(10), "the long release was not tested before"
+        return 1.0, "" if version != "9.9.9" else "no such release"
+
+    def run_tests(result: Any, *args: object) -> Any:
+        events.append(f"test {result.version}")
+        if result.version == "2.3.0":
+            built["2.3.0"].set()
+        result.passed = 1
+        return result
+
+    monkeypatch.setattr(matrix, "_install", install)
+    monkeypatch.setattr(matrix, "_run_tests", run_tests)
+    results = matrix.plan(["2.6.3", "2.3.0", "9.9.9"], [None], core_only={"2.6.3"})
+    matrix._build_and_test(
+        results, [], install_jobs=1, jobs=2, rerun=0, log_dir=tmp_path, workers=0
+    )
+    assert events.index("build 2.3.0") < events.index("build 2.6.3")  # (the long one first)
+    assert "test 9.9.9" not in events and results["9.9.9"].note == "no such release"
+    assert results["2.6.3"].passed == results["2.3.0"].passed == 1
 
 
 def test_an_environment_left_without_pip_is_built_again(
