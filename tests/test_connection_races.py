@@ -136,12 +136,14 @@ async def test_a_handle_that_crosses_the_next_turn_does_not_move_the_session_bef
         async with await LiveDriver.start(agent) as live:
             mark = live.send_text("one")
             await live.wait_for_event(lambda e: bool(e.partial), after=mark, timeout=10)
-            assert server.go_away_now(2.0) == [1]
+            # (time enough for both answers on a loaded machine: at the server's deadline the
+            # move would be forced, which is another test's matter)
+            assert server.go_away_now(6.0) == [1]
             assert await live.answer_after(mark, timeout=10) == "echo: one"
             mark = live.send_text("two")
             assert await live.answer_after(mark, timeout=10) == "echo: two"
             answered_at = asyncio.get_running_loop().time()
-            await server.wait_for_connections(2, timeout=5)  # at our deadline, at the latest
+            await server.wait_for_connections(2, timeout=8)  # at our deadline, at the latest
             assert await live.say("recall") == "you said: one | two"
             await live.close()
         old = server.connections[0]

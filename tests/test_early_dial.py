@@ -126,13 +126,18 @@ async def test_an_early_socket_older_than_max_age_is_closed_unused(
     async with _server(chunk_delay=1.5) as server:
         policy = ResumePolicy(go_away_margin=0.05)
         stats, _ = await _long_answer_through_go_away(server, make_agent, policy, 6.0)
+        # (which socket the server accepted first is the handshakes' race on a loaded
+        # machine: the early one is the one nobody set up)
         await server.wait_for(
-            lambda: server.connections[1].finished, 5, what="the early socket closed"
+            lambda: any(c.setup is None and c.finished for c in server.connections[1:]),
+            5,
+            what="the early socket closed",
         )
-        early = server.connections[1]
-        assert early.setup is None and early.ended_by == "client"
+        early = next(c for c in server.connections[1:] if c.setup is None)
+        assert early.ended_by == "client"
         assert stats.sockets_dialed_early >= 1 and stats.early_sockets_used == 0
-        _whole_and_resumed(server, 2)
+        used = next(c for c in server.connections[1:] if c.setup is not None)
+        _whole_and_resumed(server, server.connections.index(used))
 
 
 @pytest.mark.parametrize("ending", ["close", "cancel"])
