@@ -28,6 +28,7 @@ replays one. A failing seed says how to replay it alone.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import os
 import random
@@ -56,6 +57,10 @@ pytestmark = [pytest.mark.chaos, pytest.mark.timeout(90)]
 
 APP = "workers_chaos"
 USER = "caller"
+
+#: The worker whose run is calling: set before a worker's run starts, so every task the run
+#: makes (ADK's pumps, its tool's task) carries it. A tool tells by it which worker ran it.
+WORKER: contextvars.ContextVar[str] = contextvars.ContextVar("worker")
 
 
 @dataclass(frozen=True)
@@ -220,13 +225,14 @@ def _holds_response(session: Any) -> bool:
 
 
 async def run_plan(plan: Plan) -> None:
-    worker = ["a"]
     runs: list[str] = []
 
     async def lookup(item: str) -> dict[str, str]:
         """Look an item up."""
         await asyncio.sleep(plan.tool_latency)
-        runs.append(worker[0])
+        # (the worker whose run called it, not the one current when it ends: worker A's tool
+        # may end in the few loop turns its run's cancellation takes to reach it)
+        runs.append(WORKER.get())
         return {"item": item, "found": "yes"}
 
     tools = [] if plan.thinking else [blocking(lookup)]
@@ -242,6 +248,7 @@ async def run_plan(plan: Plan) -> None:
         worker_b = Runner(agent=agent, app_name=APP, session_service=store)
         session = await store.create_session(app_name=APP, user_id=USER)
         config = text_config()
+        WORKER.set("a")
         live_a = await start(worker_a, session, config)
         said = [f"t{n}" for n in range(plan.warmups)]
         for text in said:
@@ -251,7 +258,7 @@ async def run_plan(plan: Plan) -> None:
 
         # Worker A is lost: it writes nothing more, and its run ends (its client is gone).
         lost[0] = True
-        worker[0] = "b"
+        WORKER.set("b")
         live_b = await move(live_a, worker_b, config)
         # The answer reached the user if A's stream told it, or if A wrote it to the session
         # and was lost before its stream did (the client shows the session's history when it
