@@ -24,6 +24,12 @@ user's turn and said nothing (:meth:`StallRule.cut_before_output`); from then on
 answer, the user speaking (or the reader being behind) *pauses* the wait instead of starting
 it over, so a user who keeps talking to a stalled session is not kept waiting forever (each
 of their pauses counts); a tool running or the model saying it works still starts it over.
+A user turn sent while an older one waits begins no wait of its own; but when an
+``interrupted`` cuts the output that answered the older turn, the server took the later turn
+in over that answer and owes it one: its wait begins at the cut
+(:meth:`StallRule.cut_after_output`; a reader that reads the older turn's first output only
+after the later turn went sees exactly this, and cookbook issue 1228's model then says
+nothing).
 
 Pure: no I/O, no clock (times are ``loop.time()`` values passed in).
 
@@ -38,6 +44,9 @@ Guarantees:
   and after add up), unless a tool ran or the model said it works meanwhile.
 * ``stall_timeout == 0`` turns the silence rule off; ``degenerate_turns == 0`` turns the
   degenerate rule off; a turn with content resets the count of degenerate turns.
+* A user turn sent while an older one waited, before that wait ended, is waited for from an
+  ``interrupted`` that cut output (:meth:`StallRule.cut_after_output`) if no other turn waits
+  then and no turn ended in between.
 * Once a stall was returned, no other is returned by the same rule (one per connection),
   unless :meth:`StallRule.nudged` says a nudge answered it (then one more).
 """
@@ -160,6 +169,9 @@ class StallRule:
         #: speaking pauses the wait from then on, and what was waited before is kept here.
         self._owed = False
         self._banked = 0.0
+        #: The first user turn sent while an older one waited (which kind), until a cut or
+        #: the end of a turn claims it: the answer that ends the wait may be the older one's.
+        self._later: str | None = None
         #: The excuse seen last only pauses a wait the server owes (the user speaks, or the
         #: reader is behind: no sign of work); and the quiet stretch it ended (counted if a
         #: cut comes during it).
@@ -202,9 +214,13 @@ class StallRule:
             self._since = now
             self._owed = False
             self._banked = self._quiet_before = 0.0
+            self._later = None
+        elif self._later is None:
+            self._later = what
 
     def answered(self) -> None:
-        """An answering server message arrived: nothing waits any more."""
+        """An answering server message arrived: nothing waits any more (a user turn sent
+        while the answered one waited is kept for :meth:`cut_after_output`)."""
         self._waiting = None
         self._owed = False
         self._banked = self._quiet_before = 0.0
@@ -214,11 +230,21 @@ class StallRule:
         user's turn and gave no answer. The wait goes on (this answers nothing), and until an
         answer the user speaking pauses it instead of starting it over (the quiet stretch
         before the speaking that brought the cut counts too)."""
+        self._later = None  # (the wait that goes on is for the later turn's answer too)
         if self._waiting is None:
             return
         self._owed = True
         if self._excused and self._pausing:
             self._bank_quiet()
+
+    def cut_after_output(self, now: float) -> None:
+        """``interrupted`` cut a generation that had said something: the server took new
+        input in over an answer. If no turn waits and a user turn was sent while the answered
+        one waited (the answer arrived after it went, so it answered the older turn), that
+        later turn is what the server took in: the wait for its answer begins ``now``."""
+        later, self._later = self._later, None
+        if self._waiting is None and later is not None:
+            self.user_turn(later, now)
 
     def _bank_quiet(self) -> None:
         self._banked += self._quiet_before
@@ -226,7 +252,9 @@ class StallRule:
 
     def turn_ended(self, why_degenerate: str) -> None:
         """A turn that answered a user turn finished; ``why_degenerate`` from
-        :func:`degenerate` ("" for a turn with content)."""
+        :func:`degenerate` ("" for a turn with content). A user turn sent while the answered
+        one waited is no longer kept for a cut (the model may have answered both)."""
+        self._later = None
         if why_degenerate:
             self._degenerate += 1
             self._last_degenerate = why_degenerate
@@ -273,6 +301,7 @@ class StallRule:
         self._waiting = "a nudge after a silence"
         self._since = now
         self._owed = False
+        self._later = None
         self._banked = self._quiet_before = 0.0
 
     def next_check(self, now: float) -> float | None:

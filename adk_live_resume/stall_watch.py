@@ -159,10 +159,15 @@ class StallWatch:
         answers nothing: it is the server taking new input in, and a model that never answers
         after a barge-in sends it all the same (cookbook issue 1228); what it cut was output
         (which answered what came before it) or nothing, and then it tells the rule the
-        server took the turn (:meth:`StallRule.cut_before_output`)."""
+        server took the turn (:meth:`StallRule.cut_before_output`); after output, a user turn
+        sent before that output was read is what the server took
+        (:meth:`StallRule.cut_after_output`)."""
         answering = bool(content.turn_complete or content.generation_complete)
-        if content.interrupted and not (self._content or self._voiced or self._quiet):
-            self.rule.cut_before_output()
+        if content.interrupted:
+            if self._content or self._voiced or self._quiet:
+                self.rule.cut_after_output(self._now())
+            else:
+                self.rule.cut_before_output()
         for part in (content.model_turn.parts or []) if content.model_turn else []:
             answering = True
             blob = part.inline_data

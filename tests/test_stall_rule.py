@@ -51,6 +51,48 @@ def test_the_oldest_unanswered_turn_counts() -> None:
     assert stall is not None and "typed turn" in stall.seen
 
 
+def test_a_turn_sent_before_the_answer_to_an_older_one_is_waited_for_from_a_cut() -> None:
+    # A barge-in typed before the client read the first words of the answer it cuts: those
+    # words answer the older turn; the server's interrupted says it took the later one in.
+    rule = ready(1.0)
+    rule.user_turn("a typed turn", 0.0)
+    rule.user_turn("a later typed turn", 0.5)
+    rule.answered()
+    assert rule.idle and rule.check(5.0, NONE) is None
+    rule.cut_after_output(6.0)
+    assert rule.next_check(6.0) == 1.0 and rule.check(6.9, NONE) is None
+    stall = rule.check(7.0, NONE)
+    assert stall is not None and stall.seen == "no answer 1.0 s after a later typed turn"
+
+
+def test_a_later_turn_is_not_waited_for_after_a_turn_ended_or_a_cut_before_output() -> None:
+    for claim in ("turn_ended", "cut_before_output"):
+        rule = ready(1.0)
+        rule.user_turn("a typed turn", 0.0)
+        rule.user_turn("a later typed turn", 0.5)
+        if claim == "turn_ended":
+            rule.answered()
+            rule.turn_ended("")  # (the model may have answered both in this turn)
+        else:
+            rule.cut_before_output()  # (the wait that goes on is for both)
+            rule.answered()
+        rule.cut_after_output(2.0)
+        assert rule.idle and rule.check(10.0, NONE) is None, claim
+
+
+def test_a_cut_after_output_starts_no_wait_without_a_later_turn() -> None:
+    rule = ready(1.0)
+    rule.user_turn("a typed turn", 0.0)
+    rule.answered()
+    rule.cut_after_output(1.0)
+    assert rule.idle and rule.check(10.0, NONE) is None
+    rule.user_turn("a typed turn", 11.0)  # a wait of its own, begun at its sending
+    rule.user_turn("a later typed turn", 11.5)
+    rule.cut_after_output(12.0)  # (a turn waits: it goes on)
+    stall = rule.check(12.0, NONE)
+    assert stall is not None and stall.seen == "no answer 1.0 s after a typed turn"
+
+
 def test_nothing_before_the_setup_completed() -> None:
     rule = StallRule(1.0, 1)
     rule.user_turn("a typed turn", 0.0)

@@ -17,7 +17,7 @@ import pytest
 
 from adk_live_resume import ResumePolicy
 from adk_live_resume.stall_rule import NUDGE
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import FakeLiveServer, Fault, LatencyRelay
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.faults import CANNED_ANSWER
 
@@ -73,6 +73,45 @@ async def test_no_answer_after_a_barge_in_is_a_stall_recovered_once(
         assert "nudge" in reports.reconnects[0].stall
     else:
         assert nudges == []
+
+
+async def test_a_barge_in_sent_before_the_answer_it_cuts_was_read_is_a_stall_recovered_once(
+    make_agent: AgentFactory,
+) -> None:
+    # Behind a 0.2 s one-way latency the client types "two" before it reads the first words
+    # of the long answer (which answer the long turn, not "two"): the wait for "two" begins
+    # at the cut that those words end with, and the model's silence after it is a stall.
+    policy = ResumePolicy(stall_timeout=1.0)
+    with Reports() as reports:
+        async with (
+            asyncio.timeout(45),
+            FakeLiveServer(chunk_delay=0.3) as server,
+            LatencyRelay(server, one_way=0.2) as relay,
+        ):
+            agent = make_agent(relay, policy=policy)
+            async with await LiveDriver.start(agent) as live:
+                assert await live.say("one") == "echo: one"
+                server.script(Fault.stall("after_barge_in"), connection=1)
+                start = live.send_text(LONG)
+                await server.wait_for(
+                    lambda: any(
+                        "modelTurn" in str(m) for m in server.connections[0].server_messages[-2:]
+                    ),
+                    10,
+                    what="the long answer streaming",
+                )
+                mark = len(live.events)
+                live.send_text("two")
+                assert not any(e.partial for e in live.events[start:mark])  # (read later)
+                assert await live.answer_after(mark, timeout=20) == "echo: two"
+                await live.close()
+    first, second = server.connections[:2]
+    assert first.interrupted == 1 and first.stalled_turns == ["two"]
+    assert second.resumed and second.user_turns.count("two") == 1
+    assert server.user_turns_answered().count("two") == 1 and times_said(live, "echo: two") == 1
+    assert server.user_turns_answered().count(LONG) <= 1
+    assert reports.steps() == [("stall", True)]
+    assert "no answer" in reports.reconnects[0].stall
 
 
 async def test_the_same_canned_answer_to_another_turn_is_a_degenerate_stall(
