@@ -291,7 +291,9 @@ class LiveRun:
         the tool calls it holds, ADK's handle and the keeper follow it; return whether the
         newest handle changed. ``work_in_progress`` (the model said its work goes on): on the
         Gemini API the handle covers nothing, since it may not hold the request and the work
-        is not continued after a resume (:mod:`.model_work`)."""
+        is not continued after a resume (:mod:`.model_work`). Ignored once a fresh start is due."""
+        if self.fresh_start_needed:
+            return False
         handles = self.rules.handles
         changed = handles.observe(
             new_handle=new_handle,
