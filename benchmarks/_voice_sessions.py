@@ -479,6 +479,7 @@ async def cost_round(
         await asyncio.sleep(warmup)
         lag = Lag()
         ticker = asyncio.create_task(lag.tick())
+        collections = [g["collections"] for g in gc.get_stats()]
         for v in voices:
             v.produced.late.clear()
         chunks_before = _sent(voices)
@@ -494,6 +495,9 @@ async def cost_round(
         chunks = _sent(voices) - chunks_before
         ticker.cancel()
         lag.stop()
+        collections = [
+            g["collections"] - c for g, c in zip(gc.get_stats(), collections, strict=True)
+        ]
         answers = sum(len(v.listener.answers) for v in voices) - answers_before
         audio = sum(v.listener.audio_chunks for v in voices) - audio_before
         stop.set()
@@ -525,6 +529,7 @@ async def cost_round(
         "gc_seconds": lag.gc_seconds,
         "gc_full": lag.gc_full,
         "gc_full_seconds": lag.gc_full_seconds,
+        "gc_collections": collections,
         "late_p50_ms": 1000 * _percentile(late, 50),
         "late_p99_ms": 1000 * _percentile(late, 99),
         "rss_before": rss_before,
