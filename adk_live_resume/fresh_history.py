@@ -13,11 +13,30 @@ Pure: no I/O. The contents are copied, never changed in place (they are ADK's se
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from google.genai import types
 
 from .transcript_echo import squeeze as _squeeze
+
+
+@dataclass(frozen=True)
+class HistoryFacts:
+    """What the outbox knows that a fresh history is built with, read at once
+    (:meth:`~adk_live_resume.outbox.Outbox.history_facts`): the arguments of
+    :func:`fresh_history` after the contents, each named as there (``transcript`` is
+    :meth:`~adk_live_resume.outbox.Outbox.utterance_transcript`, ``speaking`` whether the user
+    is speaking now)."""
+
+    transcript: str = ""
+    speaking: bool = False
+    fragments: tuple[str, ...] = ()
+    stored: str = ""
+    cut: tuple[tuple[str, str], ...] = ()
+    unanswered: tuple[str, ...] = ()
+    answered_last: bool = False
+    responses_sent_last: frozenset[str] | None = None
 
 
 def fresh_history(

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from google.genai import types
 
@@ -60,6 +60,9 @@ from .client_sends import (
 )
 from .context_updates import CONTEXT_UPDATE, ContextUpdates
 from .frame_window import FrameWindow
+from .fresh_history import HistoryFacts
+from .server_facts import AUDIO_FACTS, MODEL_OUTPUT
+from .server_facts import ServerFact as _Fact
 from .transcript_echo import TranscriptEcho
 
 __all__ = ["MAX_FRAGMENTS", "ClientMessage", "Outbox", "Replay"]
@@ -103,32 +106,6 @@ class ClientMessage:
             key, data, mime = sent
             return {key: types.Blob(data=data, mime_type=mime)}
         return sent
-
-
-@dataclass(frozen=True, slots=True)
-class _Fact:
-    """A server fact kept for replay (one per transcription piece: no ``__dict__``)."""
-
-    kind: Literal[
-        "model_text", "model_audio", "input_text", "tool_call", "turn_complete", "interrupted"
-    ]
-    text: str = ""
-    ids: tuple[str, ...] = ()
-    #: Model output that begins a generation (none was in progress on this connection).
-    starts: bool = False
-    #: Model audio that is all near silence (below the speech threshold): output for what a
-    #: handle covers (the server took the input in), no answer to a turn.
-    quiet: bool = False
-
-
-#: Model output without text (audio, a thought): one fact stands for a run of them.
-_MODEL_AUDIO = _Fact("model_audio")
-_MODEL_AUDIO_STARTS = _Fact("model_audio", starts=True)
-#: A run of near-silent model audio (see :attr:`_Fact.quiet`).
-_QUIET_AUDIO = _Fact("model_audio", quiet=True)
-_QUIET_AUDIO_STARTS = _Fact("model_audio", starts=True, quiet=True)
-#: Facts that are model output, whatever its form: the server took in what came before.
-_MODEL_OUTPUT = frozenset({"model_text", "model_audio", "tool_call"})
 
 
 @dataclass
@@ -356,12 +333,11 @@ class Outbox:
         if voiced:
             self.activity.on_model_output()
         self.turns.on_model_output()
+        audio, starts = AUDIO_FACTS[voiced]
         if self._generation_begins():
-            self._items.append(_MODEL_AUDIO_STARTS if voiced else _QUIET_AUDIO_STARTS)
-            return
-        run = (_MODEL_AUDIO, _MODEL_AUDIO_STARTS) if voiced else (_QUIET_AUDIO, _QUIET_AUDIO_STARTS)
-        if not self._items or self._items[-1] not in run:
-            self._items.append(_MODEL_AUDIO if voiced else _QUIET_AUDIO)
+            self._items.append(starts)
+        elif not self._items or self._items[-1] not in (audio, starts):
+            self._items.append(audio)
 
     def input_text(self, text: str) -> str:
         """Record an ``inputTranscription`` piece; return what of it to show the user (pass
@@ -431,7 +407,7 @@ class Outbox:
         answered_until = answer_began = -1
         for position, item in enumerate(self._items):
             if isinstance(item, _Fact):
-                if item.kind in _MODEL_OUTPUT or item.kind == "interrupted":
+                if item.kind in MODEL_OUTPUT or item.kind == "interrupted":
                     answered_until = position
                 if item.starts or item.kind == "interrupted":
                     answer_began = position
@@ -630,6 +606,20 @@ class Outbox:
         replay.dropped_frames = self.frames.replayed() + not_sent
         return replay
 
+    def history_facts(self) -> HistoryFacts:
+        """What a fresh history is built with (:func:`~adk_live_resume.fresh_history.
+        fresh_history`), read now: a value, unchanged by what the outbox records later."""
+        return HistoryFacts(
+            self.utterance_transcript(),
+            speaking=self.activity.speaking,
+            fragments=tuple(self.transcript_fragments),
+            stored=self.utterance_transcript_stored(),
+            cut=tuple(self.cut_by_typed_turns()),
+            unanswered=tuple(self.typed_turns_unanswered()),
+            answered_last=self.answered_last(),
+            responses_sent_last=self.responses_sent_last,
+        )
+
     def utterance_transcript(self) -> str:
         """What the server transcribed of the unanswered utterance so far ("" if nothing)."""
         number, text = self._heard
@@ -717,7 +707,7 @@ class Outbox:
                 turns, before_quiet = [], None
             elif item.kind in ("turn_complete", "interrupted"):
                 before_quiet = None
-            elif before_quiet is not None and item.kind in _MODEL_OUTPUT and not item.quiet:
+            elif before_quiet is not None and item.kind in MODEL_OUTPUT and not item.quiet:
                 turns, before_quiet = turns[before_quiet:], None
         return turns
 

@@ -35,13 +35,12 @@ from .connection_end import End, Outcome, classify_end
 from .connection_watch import ConnectionWatch
 from .connector import Connector, abort_transport
 from .context_updates import ContextUpdates
-from .fresh_history import fresh_history, response_ids, user_texts
-from .handle_coverage import with_catch_up
 from .model_work import unfinished_work
-from .outbox import Outbox, Replay
+from .outbox import Outbox
 from .policy import ResumePolicy
 from .queue_guard import QueueGuard
 from .reconnects import Reconnects
+from .restoration import Restoration, plan_fresh_start, plan_restoration
 from .run_rules import RunRules
 from .run_timeline import RunTimeline
 from .tap import SessionTap
@@ -99,8 +98,6 @@ async def serve(
     """Run one connection; record how it ended, and what it did, in ``outcome``."""
     adk = run.binding()
     rules = run.rules
-    surface = adk.surface
-    queue = adk.ctx.live_request_queue
     opening = run.connector.take_opening()
     handle = opening.handle if opening is not None else rules.handles.handle
     outcome.resuming(handle)
@@ -119,121 +116,24 @@ async def serve(
                 return
             outcome.connected()
             run.timeline.mark("connect")
-            session = adk_compat.genai_session(connection)
-            tap = SessionTap(
-                session,
-                watch,
-                pass_handles=adk.pass_handles,
-                encoder=adk.chunk_encoder,
-                end_tool_turns=adk.tool_turns_need_an_end,
-            )
-            watch.attach(session, tap, resumed=bool(handle))
-            adk_compat.set_genai_session(connection, tap)
-            adk_compat.continue_input_transcription(connection, adk.unfinished_input)
-            watch.watch_socket()
-            outbox = rules.outbox
-            outbox.begin_connection()
-            history: list[Any] = []  # a resumed session has it already
-            if handle:
-                rules.tool_calls.on_resumed()
-                replay = outbox.take_replay(rules.tool_calls.unknown_ids())
-                rules.tool_calls.in_context(replay.context_calls)
-                rules.tool_calls.dropped_from_replay(replay.dropped_responses)
-                watch.hold_late_results()  # (they go after the replay)
-                replay = with_catch_up(rules.keeper.take_catch_up(), replay)  # (sent below)
-            else:
-                in_history_responses = response_ids(adk.request.contents or [])
-                rules.tool_calls.on_fresh_session(answered_in_history=in_history_responses)
-                rules.deferred_results.on_fresh_session(in_history_responses)
-                screened = withheld.of_session(adk.session_id)
-                history, in_history = fresh_history(
-                    screened.history(adk.request.contents or [], adk.history_events),
-                    outbox.utterance_transcript(),
-                    speaking=outbox.activity.speaking,
-                    fragments=outbox.transcript_fragments,
-                    stored=outbox.utterance_transcript_stored(),
-                    cut=outbox.cut_by_typed_turns(),
-                    unanswered=outbox.typed_turns_unanswered(),
-                    answered_last=outbox.answered_last(),
-                    responses_sent_last=outbox.responses_sent_last,
-                    working=unfinished_work(adk.history_events),
-                )
-                replay = outbox.take_audio(
-                    utterance_in_history=in_history,
-                    waiting_in_history=user_texts(history),
-                )
-            if history:
+            tap = tap_connection(adk, watch, connection, resumed=bool(handle))
+            plan = restore_plan(rules, adk, watch, resumed=bool(handle))
+            if plan.history:
                 outcome.sending_history()
-            await send_restoration(
-                watch, outbox, replay, history=(connection, history), model=adk.request.model
-            )
+            await send_restoration(watch, rules.outbox, plan, connection, model=adk.request.model)
             await tap.send_due()
             run.timeline.mark("restore")
-            warn_unaccounted(outbox.context, fresh=not handle)
-            if replay.dropped_audio_ms:
-                logger.warning(
-                    "%.0f ms of voiced user audio sent before the drop left the replay"
-                    " window (%.1f s, plus the unanswered utterance up to %.0f s) and was"
-                    " not replayed",
-                    replay.dropped_audio_ms,
-                    run.policy.replay_audio_seconds,
-                    run.policy.max_utterance_seconds,
-                )
-            if replay.dropped_silence_ms:
-                logger.debug(
-                    "%.0f ms of unvoiced user audio (silence) left the replay window",
-                    replay.dropped_silence_ms,
-                )
-            if replay.dropped_frames:
-                logger.info(
-                    "%d video or image frames were not sent again (older than the newest"
-                    " %d, or seen in an exchange the model finished, or before a fresh start)",
-                    replay.dropped_frames,
-                    run.policy.replay_frames,
-                )
-            outcome.replayed(len(replay.messages))
-            report_reconnect(run.reconnects, adk, watch, state_restored=bool(handle), replay=replay)
+            warn_unaccounted(rules.outbox.context, fresh=not handle)
+            log_left_out(plan, run.policy)
+            outcome.replayed(plan.replayed)
+            report_reconnect(run.reconnects, adk, watch, plan)
             watch.restored()
             if rules.queue_guard is not None:
                 rules.queue_guard.resume()
-            send_task = asyncio.create_task(
-                surface.send_step(adk.flow, connection, adk.ctx, adk.request),
-                name=f"adk_live_resume send #{watch.number}",
-            )
-            send_task.add_done_callback(watch.on_send_done)
-            async with contextlib.aclosing(
-                surface.receive_step(adk.flow, connection, adk.ctx, adk.request, adk.event_id)
-            ) as events:
+            send_task = start_sender(adk, watch, connection)
+            async with contextlib.aclosing(relay(run, adk, watch, outcome, connection)) as events:
                 async for event in events:
-                    if event is None:
-                        break
-                    mode = surface.sentinel_mode(event)
-                    if mode == "restart":  # ADK's sentinel in its restart mode: a rerun
-                        outcome.decided(End.RERUN)
-                        break
-                    if mode is not None:  # ADK's own goAway reconnect: plan ours instead
-                        watch.move("ADK reconnect request")
-                        continue
-                    watch.labels.label(event)  # (before the runner writes it to the session)
                     yield event
-                    if getattr(event, "turn_complete", False):
-                        run.timeline.mark("answer")
-                    responses = event.get_function_responses()  # (read once: every event)
-                    if responses:
-                        queue.send_content(event.content)
-                    transfer = event.actions.transfer_to_agent if event.actions else None
-                    if transfer:
-                        rules.background.leave()  # (as at the run's end)
-                        await surface.stop_background(adk.flow, adk.ctx)
-                        await asyncio.sleep(surface.transfer_delay)
-                        outcome.decided(End.TRANSFER, transfer_to=transfer)
-                        break
-                    if any(response.name == "task_completed" for response in responses):
-                        await asyncio.sleep(surface.task_completion_delay)
-                        outcome.decided(End.TASK_COMPLETED)
-                        break
-                else:
-                    outcome.ended_without_error()
             classify_end(watch, outcome, None)
             ended = True
         except Exception as error:
@@ -269,6 +169,78 @@ async def serve(
             await stack.aclose()
     if outcome.end is End.DROPPED and outcome.error is not None and outcome.drop is None:
         raise outcome.error
+
+
+def tap_connection(
+    adk: AdkBinding, watch: ConnectionWatch, connection: Any, *, resumed: bool
+) -> SessionTap:
+    """Put the tap under ADK's ``connection`` and let ``watch`` watch it and its socket."""
+    session = adk_compat.genai_session(connection)
+    tap = SessionTap(
+        session,
+        watch,
+        pass_handles=adk.pass_handles,
+        encoder=adk.chunk_encoder,
+        end_tool_turns=adk.tool_turns_need_an_end,
+    )
+    watch.attach(session, tap, resumed=resumed)
+    adk_compat.set_genai_session(connection, tap)
+    adk_compat.continue_input_transcription(connection, adk.unfinished_input)
+    watch.watch_socket()
+    return tap
+
+
+def start_sender(adk: AdkBinding, watch: ConnectionWatch, connection: Any) -> asyncio.Task[None]:
+    """ADK's send step on ``connection``, as a task whose failure ``watch`` hears of."""
+    send_task = asyncio.create_task(
+        adk.surface.send_step(adk.flow, connection, adk.ctx, adk.request),
+        name=f"adk_live_resume send #{watch.number}",
+    )
+    send_task.add_done_callback(watch.on_send_done)
+    return send_task
+
+
+async def relay(
+    run: ServedRun, adk: AdkBinding, watch: ConnectionWatch, outcome: Outcome, connection: Any
+) -> AsyncGenerator[Any, None]:
+    """ADK's receive step on ``connection``, its events passed on until the connection's end
+    (its close, ADK's rerun sentinel, a transfer, a completed task) decides ``outcome``."""
+    surface = adk.surface
+    rules = run.rules
+    queue = adk.ctx.live_request_queue
+    async with contextlib.aclosing(
+        surface.receive_step(adk.flow, connection, adk.ctx, adk.request, adk.event_id)
+    ) as events:
+        async for event in events:
+            if event is None:
+                break
+            mode = surface.sentinel_mode(event)
+            if mode == "restart":  # ADK's sentinel in its restart mode: a rerun
+                outcome.decided(End.RERUN)
+                break
+            if mode is not None:  # ADK's own goAway reconnect: plan ours instead
+                watch.move("ADK reconnect request")
+                continue
+            watch.labels.label(event)  # (before the runner writes it to the session)
+            yield event
+            if getattr(event, "turn_complete", False):
+                run.timeline.mark("answer")
+            responses = event.get_function_responses()  # (read once: every event)
+            if responses:
+                queue.send_content(event.content)
+            transfer = event.actions.transfer_to_agent if event.actions else None
+            if transfer:
+                rules.background.leave()  # (as at the run's end)
+                await surface.stop_background(adk.flow, adk.ctx)
+                await asyncio.sleep(surface.transfer_delay)
+                outcome.decided(End.TRANSFER, transfer_to=transfer)
+                break
+            if any(response.name == "task_completed" for response in responses):
+                await asyncio.sleep(surface.task_completion_delay)
+                outcome.decided(End.TASK_COMPLETED)
+                break
+        else:
+            outcome.ended_without_error()
 
 
 async def let_next_open(
@@ -347,17 +319,44 @@ async def finish_request(guard: QueueGuard, task: asyncio.Task[None], close_time
         idle.cancel()
 
 
+def restore_plan(
+    rules: RunRules, adk: AdkBinding, watch: ConnectionWatch, *, resumed: bool
+) -> Restoration:
+    """Take what the new connection restores from the run's records (the outbox's replay or
+    audio, a stored handle's catch-up), tell the tool-call bookkeeping, and plan the
+    restoration (:mod:`.restoration`)."""
+    outbox = rules.outbox
+    outbox.begin_connection()
+    tool_calls = rules.tool_calls
+    if resumed:
+        tool_calls.on_resumed()
+        replay = outbox.take_replay(tool_calls.unknown_ids())
+        plan = plan_restoration(replay, resumed=True, catch_up=rules.keeper.take_catch_up())
+        tool_calls.in_context(plan.context_calls)
+        tool_calls.dropped_from_replay(plan.dropped_responses)
+        watch.hold_late_results()  # (they go after the replay)
+        return plan
+    contents = adk.request.contents or []
+    start = plan_fresh_start(
+        contents,
+        withheld.of_session(adk.session_id).history(contents, adk.history_events),
+        outbox.history_facts(),
+        working=unfinished_work(adk.history_events),
+    )
+    tool_calls.on_fresh_session(answered_in_history=start.answered_in_history)
+    rules.deferred_results.on_fresh_session(start.answered_in_history)
+    audio = outbox.take_audio(
+        utterance_in_history=start.utterance_in_history,
+        waiting_in_history=start.waiting_in_history,
+    )
+    return plan_restoration(audio, resumed=False, history=start.history)
+
+
 async def send_restoration(
-    watch: ConnectionWatch,
-    outbox: Outbox,
-    replay: Replay,
-    *,
-    history: tuple[Any, list[Any]],
-    model: str | None = None,
+    watch: ConnectionWatch, outbox: Outbox, plan: Restoration, connection: Any, *, model: str | None
 ) -> None:
-    """Send a fresh session's ``history`` (``(connection, contents)``; none for a resumed
-    one; ``model`` its model), then ``replay``, on a new connection; what is not sent stays
-    in the ``outbox``.
+    """Send ``plan`` on a new ``connection``: a fresh session's history (``model`` its
+    model), then the replay; what is not sent stays in the ``outbox``.
 
     Each message is recorded again as it is sent (the new connection may drop too), and
     if sending fails midway (the history included) the rest is recorded unsent, so a
@@ -365,33 +364,53 @@ async def send_restoration(
     """
     logger.debug(
         "replaying %d context turn(s) and %d message(s): %s",
-        len(replay.context),
-        len(replay.messages),
-        [m.method + (f"({m.user_text!r})" if m.user_text else "") for m in replay.messages],
+        plan.context_turns,
+        plan.replayed,
+        list(plan.described),
     )
-    pending: list[tuple[str, dict[str, Any]]] = []
-    if replay.context:
-        turns = replay.context_contents()
-        pending.append(("send_client_content", {"turns": turns, "turn_complete": False}))
-    pending.extend((m.method, dict(m.kwargs)) for m in replay.messages)
-    connection, contents = history
     tap = watch.tap
     assert tap is not None  # (set up before anything is sent)
     handed = 0  # messages handed to the tap (each is recorded as it goes)
     try:
-        if contents:
+        if plan.history:
+            contents = list(plan.history)
             with watch.sending_history():  # the session's state from its start on
                 await connection.send_history(contents)
                 trigger = adk_compat.history_answer_trigger(connection, contents, model)
                 if trigger is not None:  # (ADK's release leaves the model waiting)
                     await tap.send_realtime_input(**trigger)
-        for method, kwargs in pending:
+        for method, kwargs in plan.sends:
             handed += 1
             await tap.replay(method, kwargs)
     except BaseException:
-        for later_method, later_kwargs in pending[handed:]:
+        for later_method, later_kwargs in plan.sends[handed:]:
             outbox.record(later_method, later_kwargs)
         raise
+
+
+def log_left_out(plan: Restoration, policy: ResumePolicy) -> None:
+    """Say what the restoration left out: voiced audio (a WARNING), silence, frames."""
+    if plan.dropped_audio_ms:
+        logger.warning(
+            "%.0f ms of voiced user audio sent before the drop left the replay"
+            " window (%.1f s, plus the unanswered utterance up to %.0f s) and was"
+            " not replayed",
+            plan.dropped_audio_ms,
+            policy.replay_audio_seconds,
+            policy.max_utterance_seconds,
+        )
+    if plan.dropped_silence_ms:
+        logger.debug(
+            "%.0f ms of unvoiced user audio (silence) left the replay window",
+            plan.dropped_silence_ms,
+        )
+    if plan.dropped_frames:
+        logger.info(
+            "%d video or image frames were not sent again (older than the newest"
+            " %d, or seen in an exchange the model finished, or before a fresh start)",
+            plan.dropped_frames,
+            policy.replay_frames,
+        )
 
 
 def warn_unaccounted(context: ContextUpdates, *, fresh: bool) -> None:
@@ -416,13 +435,12 @@ def report_reconnect(
     reconnects: Reconnects,
     adk: AdkBinding,
     watch: ConnectionWatch,
-    *,
-    state_restored: bool,
-    replay: Replay,
+    plan: Restoration,
 ) -> None:
     """Report the reconnect that made ``watch``'s connection, just restored, if it was one:
     once it is known whether the session kept its context (:mod:`.context_check`)."""
     record = reconnects.record
+    state_restored = plan.resumed
     if record is None:
         return
     loop = asyncio.get_running_loop()
@@ -440,10 +458,10 @@ def report_reconnect(
             invocation_id=str(getattr(adk.ctx, "invocation_id", "")),
             session_id=str(getattr(session, "id", "")),
             connection_number=watch.number,
-            replayed_messages=len(replay.messages) + (1 if replay.context else 0),
-            dropped_audio_ms=replay.dropped_audio_ms,
-            dropped_silence_ms=replay.dropped_silence_ms,
-            dropped_frames=replay.dropped_frames,
+            replayed_messages=plan.replayed_messages,
+            dropped_audio_ms=plan.dropped_audio_ms,
+            dropped_silence_ms=plan.dropped_silence_ms,
+            dropped_frames=plan.dropped_frames,
             stall=record.detail,
             failure_class=record.failure,
             usage=left.figures.usage if left is not None else None,
