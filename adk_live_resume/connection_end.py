@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from .connection_figures import Figures
 from .connection_state import MOVED, State
@@ -49,6 +49,30 @@ class End(enum.Enum):
     MOVED = "moved"
     STALLED = "stalled"
     DROPPED = "dropped"
+
+
+@dataclass(frozen=True)
+class AfterEnd:
+    """What the run does once a connection ended (:func:`after_end`)."""
+
+    #: A connection opened ahead stays for the next connection (a drop, a move).
+    keeps_opening: bool
+    #: The model was cut off mid-turn: the client is told to stop playing it.
+    interrupted: bool
+    #: The run is over, a next run takes the invocation over, or the run reconnects.
+    then: Literal["over", "next_run", "reconnect"]
+
+
+def after_end(end: End, *, turn_open: bool) -> AfterEnd:
+    """What follows the end ``end`` of a connection, the model's turn left open or not."""
+    lost = end in (End.DROPPED, End.MOVED)
+    if end in (End.CLIENT_CLOSED, End.TASK_COMPLETED):
+        then: Literal["over", "next_run", "reconnect"] = "over"
+    elif end in (End.TRANSFER, End.RERUN):
+        then = "next_run"
+    else:
+        then = "reconnect"
+    return AfterEnd(keeps_opening=lost, interrupted=turn_open and lost, then=then)
 
 
 @dataclass(frozen=True)

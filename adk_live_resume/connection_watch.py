@@ -36,7 +36,6 @@ from .connection_end import ConnectionReport
 from .connection_state import ConnectionState, State
 from .connector import abort_transport
 from .context_check import ContextCheck
-from .context_updates import KNOWN_SENDS
 from .errors import Drop, classify
 from .late_results import LateResultsWay
 from .lifecycle_events import (
@@ -55,6 +54,7 @@ from .opening_ahead import OpeningAhead
 from .outage import AttemptEnd, EndKind
 from .policy import ResumePolicy
 from .run_rules import RunRules
+from .send_plan import send_way
 from .stall_nudge import StallNudge
 from .stall_rule import Stall
 from .stall_watch import StallWatch
@@ -582,13 +582,14 @@ class ConnectionWatch:
         self, method: str, kwargs: dict[str, Any], *, replay: bool
     ) -> tuple[str, dict[str, Any]] | None:
         now = self._last_traffic = self._now()
-        if method not in KNOWN_SENDS:
+        way = send_way(method, history_going=self._history_going)
+        if way == "unknown":
             # Passed through by the tap, unrecorded; the server numbers it all the same, and
             # a new session may lack it (a WARNING says so then).
             self.run.rules.outbox.count_unrecorded()
             self.run.rules.outbox.context.on_unknown(method)
             return None
-        if self._history_going:
+        if way == "history":
             # Not recorded, but the server numbers it (Vertex AI's lastConsumedClientMessageIndex)
             self.run.rules.outbox.count_unrecorded()
             self.stall_watch.history_sent(method, kwargs)

@@ -58,7 +58,7 @@ from . import (
 )
 from .background_calls import BackgroundCalls
 from .chunk_encoding import ChunkEncoder
-from .connection_end import ConnectionReport, End, Outcome
+from .connection_end import ConnectionReport, End, Outcome, after_end
 from .connection_watch import ConnectionWatch, FrameWatching
 from .connector import Connector, abort_transport
 from .deferred_results import DeferredResults
@@ -638,15 +638,14 @@ class LiveRun:
                 self.watch = None
                 report = outcome.report or ConnectionReport(number)
                 self._count(outcome, report)
-            end = outcome.end
-            if end not in (End.MOVED, End.DROPPED):
+            after = after_end(outcome.end, turn_open=report.turn_open)
+            if not after.keeps_opening:
                 await self.connector.discard_opening()  # the run ends, or moves on another way
-            if report.turn_open and end in (End.DROPPED, End.MOVED):
-                # The model was cut off mid-turn: tell the client to stop playing it.
+            if after.interrupted:  # tell the client to stop playing the turn cut off
                 yield interrupted_event(self.ctx, self.agent_name)
-            if end in (End.CLIENT_CLOSED, End.TASK_COMPLETED):
+            if after.then == "over":
                 return
-            if end in (End.TRANSFER, End.RERUN):
+            if after.then == "next_run":
                 async with contextlib.aclosing(self._next_run(outcome)) as events:
                     async for event in events:
                         yield event

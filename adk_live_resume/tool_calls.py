@@ -71,7 +71,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +112,20 @@ class Decision:
     hold: tuple[tuple[str, str], ...] = ()
     #: Ids the server cancelled before the call was issued here: nobody runs them.
     cancelled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResultsView:
+    """What the book answers of the calls a send's results are for, read at once
+    (:meth:`ToolCallBook.results_view`; :func:`~adk_live_resume.send_plan.plan_results`
+    plans with it)."""
+
+    #: Call id -> the held repeat its result answers, ``(id, name)`` (:meth:`take_repeat`).
+    repeats: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: The ids the current session never saw (:meth:`ToolCallBook.is_unknown`).
+    unknown: frozenset[str] = frozenset()
+    #: The ids whose result goes as a turn carrying it (:meth:`ToolCallBook.goes_as_turn`).
+    as_turn: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -228,6 +242,14 @@ class ToolCallBook:
         self._queued.discard(call_id)
         while len(self._results) > self.max_results:
             del self._results[next(iter(self._results))]
+
+    def results_view(self, call_ids: Iterable[str]) -> ResultsView:
+        """What the book answers now of ``call_ids`` and the repeats waiting for them."""
+        ids = set(call_ids)
+        waiting = {i: self._waiting[i] for i in ids if i in self._waiting}
+        repeats = {i: (repeat, self._names.get(repeat)) for i, repeat in waiting.items()}
+        ids.update(waiting.values())
+        return ResultsView(repeats, frozenset(ids & self._unknown), frozenset(ids & self._as_turn))
 
     def take_repeat(self, call_id: str) -> tuple[str, str | None] | None:
         """The response of ``call_id`` is being sent: the held repeat it now answers

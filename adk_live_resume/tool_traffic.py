@@ -30,13 +30,12 @@ from typing import Any
 
 from google.genai import types
 
-from .client_sends import readdressed, responses_of, without_responses
+from .client_sends import responses_of
 from .late_results import LateResultsWay, as_content
 from .run_rules import RunRules
+from .send_plan import Send, plan_results
 
 logger = logging.getLogger("adk_live_resume.loop")
-
-Send = tuple[str, dict[str, Any]]
 
 
 class ToolTraffic:
@@ -92,44 +91,33 @@ class ToolTraffic:
 
     def rewrite(self, method: str, kwargs: dict[str, Any]) -> Send | None:
         """The send to make for ``method(**kwargs)`` (the same when it carries no result
-        to rewrite), or ``None`` when nothing of it is left to send."""
+        to rewrite), or ``None`` when nothing of it is left to send: carries out
+        :func:`~adk_live_resume.send_plan.plan_results` and its placement."""
         if method == "send_realtime_input":
             # (every microphone chunk: realtime input carries no function responses)
             return method, kwargs
         book = self._rules.tool_calls
-        unknown: dict[str, None] = {}  # (in the order sent)
-        responses = responses_of(method, kwargs)
-        readdress: dict[str, tuple[str, str | None]] = {}
-        for response in responses:
-            if response.id:
-                call_id, result = str(response.id), dict(response.response or {})
-                book.on_result(call_id, result)
-                repeat = book.take_repeat(call_id)
-                if repeat is not None:
-                    # A running call's result: the repeat the current session issued gets it.
-                    readdress[call_id] = repeat
-                    call_id = repeat[0]
-                    book.on_result(call_id, result)
-                if book.is_unknown(call_id):
-                    unknown[call_id] = None
-        if readdress:
-            logger.debug("sending %d result(s) to the repeated call(s) waiting", len(readdress))
-            kwargs = readdressed(method, kwargs, readdress)
-        if not unknown:
-            return method, kwargs
-        as_turn = [i for i in unknown if book.goes_as_turn(i)]
-        turn = self._as_turn(as_turn) if as_turn else None
-        # The session never saw these calls (or takes no earlier connection's id): a
+        ids = (str(response.id) for response in responses_of(method, kwargs) if response.id)
+        plan = plan_results(method, kwargs, book.results_view(ids))
+        for call_id, result in plan.results:
+            book.on_result(call_id, result)
+        for call_id in plan.readdress:
+            book.take_repeat(call_id)
+        if plan.readdress:
+            waiting = len(plan.readdress)
+            logger.debug("sending %d result(s) to the repeated call(s) waiting", waiting)
+        for call_id in plan.as_turn:
+            book.goes_as_turn(call_id)
+        # The session never saw the unknown calls (or takes no earlier connection's id): a
         # response would confuse it. Those going as content go so; the others wait for
         # the model to ask again (the replayed user turn) or to finish answering.
-        kept = without_responses(method, kwargs, set(unknown))
-        if turn is not None and kept is None and not self._rules.user_busy():
-            return turn
-        if turn is not None:
+        turn = self._as_turn(list(plan.as_turn)) if plan.as_turn else None
+        placed = plan.place(turn, user_busy=turn is not None and self._rules.user_busy())
+        if placed.held is not None:
             # Sent now it would split the utterance: it goes once the user is quiet.
-            logger.debug("holding %d late result(s) until the user is quiet", len(as_turn))
-            self._rules.deferred_results.hold(turn, asyncio.get_running_loop().time())
-        return None if kept is None else (method, kept)
+            logger.debug("holding %d late result(s) until the user is quiet", len(plan.as_turn))
+            self._rules.deferred_results.hold(placed.held, asyncio.get_running_loop().time())
+        return placed.send
 
     def hold_late(self) -> None:
         """Results that outlived their connection and are due now
