@@ -99,3 +99,25 @@ def test_the_books_view_answers_as_the_book_does() -> None:
     assert view.unknown == frozenset({"c1"})  # (c2 is the resumed session's own)
     assert book.take_repeat("c1") == ("c2", "send_mail")
     assert book.results_view(["c1"]).repeats == {}, "a repeat is answered once"
+
+
+async def test_the_traffic_carrying_a_plan_out_hands_each_repeat_over_once() -> None:
+    from types import SimpleNamespace
+
+    from adk_live_resume.policy import ResumePolicy
+    from adk_live_resume.run_rules import RunRules
+    from adk_live_resume.tool_traffic import ToolTraffic
+
+    rules = RunRules(ResumePolicy(), SimpleNamespace())
+    book = rules.tool_calls
+    book.on_calls([("c1", "send_mail", {"to": "a"})])
+    book.on_resumed()  # the handle predates c1, which ADK still runs
+    book.on_calls([("c2", "send_mail", {"to": "a"})], running=lambda i, _: i == "c1")
+    traffic = ToolTraffic(rules, way=lambda count: "content", to_fresh_session=lambda why: None)
+
+    first = traffic.rewrite("send_tool_response", _responses("c1"))
+    again = traffic.rewrite("send_tool_response", _responses("c1"))
+
+    assert first is not None and [r.id for r in first[1]["function_responses"]] == ["c2"]
+    assert again is None, "c1 is the old connection's: its result went to the repeat once"
+    assert book.reused == 1
