@@ -10,9 +10,9 @@ Two ways in::
 
 See docs/guarantees.md for the guarantees and :class:`ResumePolicy` for the knobs;
 :func:`on_reconnect`, :func:`on_run_end` (with its :class:`TokenUsage`) and
-:mod:`adk_live_resume.telemetry` (OpenTelemetry) for what happened; :func:`on_before_move` for
-what is about to; :func:`on_retry` for a say in whether and when to retry;
-:func:`request_move` and :func:`request_fresh_start` to move a session on demand.
+:mod:`adk_live_resume.observe.telemetry` (OpenTelemetry) for what happened; :func:`on_before_move`
+for what is about to; :func:`on_retry` for a say in whether and when to retry; :func:`request_move`
+and :func:`request_fresh_start` to move a session on demand.
 """
 
 from typing import TYPE_CHECKING
@@ -24,7 +24,20 @@ from . import lazy_exports
 # plugin (adk_live_resume.testing.pytest_plugin). The flows pull in ADK's llm-flow internals,
 # the handle store pulls in cryptography; install() imports what it needs when called.
 if TYPE_CHECKING:
-    from .errors import (
+    from .conversation.token_usage import TokenUsage
+    from .launch.flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
+    from .launch.patch import install, installed_policy, is_installed, uninstall
+    from .observe.callbacks import (
+        MoveNotice,
+        ReconnectInfo,
+        RunStats,
+        on_before_move,
+        on_reconnect,
+        on_run_end,
+    )
+    from .resumption.handle_store import current_handle, run_config_resuming
+    from .resumption.stored_handle import HandleKeyError, ResumeHandle
+    from .rules.errors import (
         Drop,
         IdleCloseError,
         InstallConflictError,
@@ -39,64 +52,51 @@ if TYPE_CHECKING:
         SessionStalledError,
         UnsupportedAdkVersionError,
     )
-    from .flows import ResumableAutoFlow, ResumableLlmAgent, ResumableSingleFlow
-    from .handle_store import current_handle, run_config_resuming
-    from .observe import (
-        MoveNotice,
-        ReconnectInfo,
-        RunStats,
-        on_before_move,
-        on_reconnect,
-        on_run_end,
-    )
-    from .patch import install, installed_policy, is_installed, uninstall
-    from .policy import ResumePolicy, set_testing, testing_backoff
-    from .retry_hooks import on_retry
-    from .steering import request_fresh_start, request_move
-    from .stored_handle import HandleKeyError, ResumeHandle
-    from .token_usage import TokenUsage
+    from .rules.policy import ResumePolicy, set_testing, testing_backoff
+    from .rules.retry_hooks import on_retry
+    from .shell.steering import request_fresh_start, request_move
 else:  # not for type checkers: without a __getattr__, a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports.attach(
         __name__,
         globals(),
         {
-            "Drop": ".errors",
-            "IdleCloseError": ".errors",
-            "InstallConflictError": ".errors",
-            "LiveResumeError": ".errors",
-            "ModelRefusedError": ".errors",
-            "NoLiveRunError": ".errors",
-            "PoisonedSessionError": ".errors",
-            "QuotaExceededError": ".errors",
-            "ReconnectFailedError": ".errors",
-            "SessionStalledError": ".errors",
-            "SessionLimitError": ".errors",
-            "SessionNotResumableError": ".errors",
-            "UnsupportedAdkVersionError": ".errors",
-            "ResumableAutoFlow": ".flows",
-            "ResumableLlmAgent": ".flows",
-            "ResumableSingleFlow": ".flows",
-            "current_handle": ".handle_store",
-            "run_config_resuming": ".handle_store",
-            "MoveNotice": ".observe",
-            "ReconnectInfo": ".observe",
-            "RunStats": ".observe",
-            "on_before_move": ".observe",
-            "on_reconnect": ".observe",
-            "on_run_end": ".observe",
-            "install": ".patch",
-            "installed_policy": ".patch",
-            "is_installed": ".patch",
-            "uninstall": ".patch",
-            "ResumePolicy": ".policy",
-            "set_testing": ".policy",
-            "testing_backoff": ".policy",
-            "on_retry": ".retry_hooks",
-            "request_fresh_start": ".steering",
-            "request_move": ".steering",
-            "HandleKeyError": ".stored_handle",
-            "ResumeHandle": ".stored_handle",
-            "TokenUsage": ".token_usage",
+            "Drop": ".rules.errors",
+            "IdleCloseError": ".rules.errors",
+            "InstallConflictError": ".rules.errors",
+            "LiveResumeError": ".rules.errors",
+            "ModelRefusedError": ".rules.errors",
+            "NoLiveRunError": ".rules.errors",
+            "PoisonedSessionError": ".rules.errors",
+            "QuotaExceededError": ".rules.errors",
+            "ReconnectFailedError": ".rules.errors",
+            "SessionStalledError": ".rules.errors",
+            "SessionLimitError": ".rules.errors",
+            "SessionNotResumableError": ".rules.errors",
+            "UnsupportedAdkVersionError": ".rules.errors",
+            "ResumableAutoFlow": ".launch.flows",
+            "ResumableLlmAgent": ".launch.flows",
+            "ResumableSingleFlow": ".launch.flows",
+            "current_handle": ".resumption.handle_store",
+            "run_config_resuming": ".resumption.handle_store",
+            "MoveNotice": ".observe.callbacks",
+            "ReconnectInfo": ".observe.callbacks",
+            "RunStats": ".observe.callbacks",
+            "on_before_move": ".observe.callbacks",
+            "on_reconnect": ".observe.callbacks",
+            "on_run_end": ".observe.callbacks",
+            "install": ".launch.patch",
+            "installed_policy": ".launch.patch",
+            "is_installed": ".launch.patch",
+            "uninstall": ".launch.patch",
+            "ResumePolicy": ".rules.policy",
+            "set_testing": ".rules.policy",
+            "testing_backoff": ".rules.policy",
+            "on_retry": ".rules.retry_hooks",
+            "request_fresh_start": ".shell.steering",
+            "request_move": ".shell.steering",
+            "HandleKeyError": ".resumption.stored_handle",
+            "ResumeHandle": ".resumption.stored_handle",
+            "TokenUsage": ".conversation.token_usage",
         },
     )
 

@@ -447,7 +447,7 @@ async def run_bare_round(sessions: int, hello: dict[str, Any], gc_tuning: bool) 
 
 def _pacer_counts() -> dict[str, Any]:
     """The pacer's own counts for the round (how many waited, were held at the window, its lead)."""
-    from adk_live_resume.pacing import pacer_for
+    from adk_live_resume.shell.pacing import pacer_for
 
     schedule = pacer_for(asyncio.get_running_loop()).schedule
     return {

@@ -3,7 +3,7 @@
 The patched loop, twice in one run: each connection counting (:mod:`adk_live_resume.
 connection_figures`: every ``usageMetadata``, every user turn, every piece of model output and
 every answer's end, then the report at the connection's end) and not counting (the switch
-:func:`adk_live_resume.connection_figures.off`, which only this benchmark uses). Blocks
+:func:`adk_live_resume.conversation.connection_figures.off`, which only this benchmark uses). Blocks
 alternate (and who goes first alternates too), each a fresh ``Runner.run_live`` against the
 fake server in a process of its own, which sends ``usageMetadata`` with every answer as the
 field shows. Text turns and microphone chunks, as in the steady state; the verdict is the
@@ -40,7 +40,7 @@ QUICK = Size(blocks=2, turns=30, chunks=200)
 
 @contextlib.contextmanager
 def _counting(variant: str) -> Iterator[None]:
-    from adk_live_resume import connection_figures
+    from adk_live_resume.conversation import connection_figures
     from adk_live_resume.testing import patch_installed
 
     with patch_installed():
@@ -69,7 +69,7 @@ def direct_us_per_turn(repeats: int = 20000) -> float:
     """The counting work of one text turn, replayed ``repeats`` times (µs of CPU each)."""
     from google.genai import types
 
-    from adk_live_resume.connection_figures import ConnectionFigures
+    from adk_live_resume.conversation.connection_figures import ConnectionFigures
 
     answer = types.LiveServerMessage.model_validate(
         {

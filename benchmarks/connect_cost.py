@@ -6,7 +6,7 @@ the setup and its ``setupComplete``, then close) connects again and again to the
 which runs in a process of its own (``_scale_server.py``), so the CPU measured
 (``time.process_time``) is the client's only. Blocks alternate: websockets' default (it looks
 a proxy up in the environment on every connect) and ``proxy=None`` (what
-``adk_live_resume.connect_params`` passes while no proxy is configured), so a noisy
+``adk_live_resume.shell.connect_params`` passes while no proxy is configured), so a noisy
 neighbour hits both alike. A third kind, also interleaved, reuses the TLS session of the
 connection before (the fake server's ``ssl`` context issues TLS 1.3 session tickets, as
 Google's front ends do): every connect resumes the session (``session_reused``, counted) on
@@ -74,7 +74,7 @@ async def measure(hello: dict[str, Any], blocks: int, per_block: int) -> dict[st
     from google import genai
     from google.genai import types
 
-    from adk_live_resume import genai_compat
+    from adk_live_resume.compat import genai_compat
 
     client = genai.Client(
         api_key="bench", http_options=types.HttpOptions(base_url=hello["base_url"])

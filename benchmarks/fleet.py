@@ -52,8 +52,8 @@ from common import (
     write_result,
 )
 
-from adk_live_resume.handle_store import STATE_KEY
-from adk_live_resume.stored_handle import HANDLE_KEY_ENV
+from adk_live_resume.resumption.handle_store import STATE_KEY
+from adk_live_resume.resumption.stored_handle import HANDLE_KEY_ENV
 from adk_live_resume.testing.postgres import PostgresUnavailable, ThrowawayPostgres
 from adk_live_resume.testing.workers import (
     ApiWorker,
@@ -140,7 +140,7 @@ CPU_PROFILE = textwrap.dedent(
 #: the client sees its socket closed (detect); its websocket to another worker is accepted
 #: and ADK's handler starts the session load (reopen); ADK loads the session from the
 #: database (load); ADK's runner sets the invocation up (setup); then the run's own
-#: timeline (adk_live_resume.run_timeline); the answer reaches the client (deliver).
+#: timeline (adk_live_resume.observe.run_timeline); the answer reaches the client (deliver).
 PHASES = (
     "detect",
     "reopen",

@@ -95,7 +95,7 @@ def marks_on() -> Iterator[None]:
     import websockets.asyncio.connection as ws_connection
     from google.adk.models.google_llm import Gemini
 
-    import adk_live_resume.connector as connector
+    import adk_live_resume.shell.connector as connector
 
     marks = [
         (ws_connection.Connection, "connection_lost", _calls, "socket lost"),

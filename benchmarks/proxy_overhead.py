@@ -69,7 +69,7 @@ async def _block(address: Any, turns: int) -> tuple[float, float]:
 
 
 async def measure(blocks: int, turns: int) -> dict[str, dict[str, list[float]]]:
-    from adk_live_resume.inject_launch import InjectedProxy
+    from adk_live_resume.launch.inject_launch import InjectedProxy
     from adk_live_resume.testing.proxy import FaultProxy
 
     sides: dict[str, dict[str, list[float]]] = {

@@ -149,7 +149,7 @@ def record_bytes_per_chunk(chunks: int = 1000) -> float:
 
     from google.genai import types
 
-    from adk_live_resume.outbox import Outbox
+    from adk_live_resume.conversation.outbox import Outbox
     from adk_live_resume.testing import silence_pcm
 
     noise = silence_pcm(0.02, noise=40)

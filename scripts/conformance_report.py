@@ -12,7 +12,7 @@ outcome and target, every case (file and test, its other parameters kept) with i
 each target and the model it ran against there (the case's junit property ``model``, which
 ``tests/service/conftest.py`` records), and every failure with its message and model.
 Guarantee: resumption handles and API keys in failure messages are cut to short prefixes
-(:func:`adk_live_resume.log_redaction.redact_credentials`, plus bare UUIDs, the shape the
+(:func:`adk_live_resume.observe.log_redaction.redact_credentials`, plus bare UUIDs, the shape the
 service's handles have), so the report can be posted as it is.
 """
 
@@ -93,7 +93,7 @@ def target_of(name: str) -> str:
 
 def redact(text: str) -> str:
     """``text`` with handles (quoted, or bare UUIDs) and keys cut to short prefixes."""
-    from adk_live_resume.log_redaction import redact_credentials
+    from adk_live_resume.observe.log_redaction import redact_credentials
 
     return _UUID.sub(lambda m: m.group(1) + "-…", redact_credentials(text))
 

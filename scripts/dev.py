@@ -6,17 +6,17 @@ Needs nothing but the standard library of Python 3.11+, so it works on a fresh c
     python3 scripts/dev.py demo            # the main job (see docs/quickstart.md)
     python3 scripts/dev.py demo --drop goaway --audio   # every reproduction flag passes through
     python3 scripts/dev.py test            # every test but the long soaks, in parallel
-    python3 scripts/dev.py test tests/test_outbox.py     # one file (other options go to pytest)
-    python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
-    python3 scripts/dev.py test --python 3.13            # under another interpreter (pyenv's)
-    python3 scripts/dev.py soak            # the seeded soaks: 200 seeds each + the pinned ones
-    python3 scripts/dev.py soak --seeds 2000 --first-seed 200 --load 2   # a long soak, loaded
-    python3 scripts/dev.py lint            # ruff + mypy
-    python3 scripts/dev.py docs            # the documentation site, built strict into site/
-    python3 scripts/dev.py conformance     # tests/service/: the fake; the real service with a key
-    python3 scripts/dev.py conformance --report report.md   # ... and a Markdown report
-    python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
-    python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
+    python3 scripts/dev.py test tests/unit/conversation/test_outbox.py     # one file (other options
+    go to pytest) python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk
+    release python3 scripts/dev.py test --python 3.13            # under another interpreter
+    (pyenv's) python3 scripts/dev.py soak            # the seeded soaks: 200 seeds each + the pinned
+    ones python3 scripts/dev.py soak --seeds 2000 --first-seed 200 --load 2   # a long soak, loaded
+    python3 scripts/dev.py lint            # ruff + mypy python3 scripts/dev.py docs            #
+    the documentation site, built strict into site/ python3 scripts/dev.py conformance     #
+    tests/service/: the fake; the real service with a key python3 scripts/dev.py conformance
+    --report report.md   # ... and a Markdown report python3 scripts/dev.py bench resume_gap
+     # one benchmark (benchmarks/<name>.py) python3 scripts/dev.py bench all --quick         # every
+    benchmark, smoke-test size
 
 The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``, a ``-py3.X`` suffix
 with ``--python``). It is created when missing and re-installed only when ``pyproject.toml`` or
@@ -50,9 +50,13 @@ DEV_EXTRAS = "test,bench,lint,browser,docs"
 #: cores the fast suite took 600 s with 1 worker, 150 s with 4, 125 s with 6 and 120 s with 8
 #: (docs/development.md); past 6 the gain is noise and the load on a shared machine is not.
 TEST_WORKERS = 6
-#: Where the soak's seeds come from (tests/test_chaos.py, tests/test_voice_chaos.py,
-#: tests/test_workers_chaos.py).
-SOAK_FILES = ("tests/test_chaos.py", "tests/test_voice_chaos.py", "tests/test_workers_chaos.py")
+#: Where the soak's seeds come from (tests/soak/test_chaos.py, tests/soak/test_voice_chaos.py,
+#: tests/soak/test_workers_chaos.py).
+SOAK_FILES = (
+    "tests/soak/test_chaos.py",
+    "tests/soak/test_voice_chaos.py",
+    "tests/soak/test_workers_chaos.py",
+)
 
 
 class MissingPython(RuntimeError):
@@ -197,8 +201,8 @@ def parallel_args(rest: list[str], workers: int) -> list[str]:
 
 
 def soak_env(seeds: int | None, first_seed: int | None, load: int | None) -> dict[str, str]:
-    """The environment the soaks read (see tests/test_chaos.py, tests/test_voice_chaos.py and
-    tests/test_workers_chaos.py)."""
+    """The environment the soaks read (see tests/soak/test_chaos.py, tests/soak/test_voice_chaos.py
+    and tests/soak/test_workers_chaos.py)."""
     env = dict(os.environ)
     prefixes = (
         "ADK_LIVE_RESUME_CHAOS",
@@ -288,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     soak = sub.add_parser(
         "soak",
-        help="run the seeded soaks (tests/test_chaos.py, tests/test_voice_chaos.py): 200 seeds "
+        help="run the seeded soaks (tests/soak/test_chaos.py, tests/soak/test_voice_chaos.py): 200 "
+        "seeds "
         "each and the pinned ones (other options go to pytest)",
     )
     soak.add_argument("--seeds", type=int, help="seeds per soak (default 200)")

@@ -116,7 +116,7 @@ def policy_fields_table(policy_cls: type | None = None) -> str:
     An optional field (``X | None``) says in its variable's cell how to set it to ``None``.
     """
     from adk_live_resume import ResumePolicy
-    from adk_live_resume.config import ENV_PREFIX, NONE_WORD
+    from adk_live_resume.launch.config import ENV_PREFIX, NONE_WORD
 
     policy_cls = policy_cls or ResumePolicy
     hints = typing.get_type_hints(policy_cls)

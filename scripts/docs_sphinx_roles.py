@@ -8,7 +8,7 @@ the package, into an *optional* mkdocs-autorefs cross-reference. It guarantees:
 - every role outside code spans and fenced code blocks is rewritten: none reaches the page;
 - the target is looked up as Sphinx would, from the docstring's own place (its object, that
   object's parents and their imports; a leading ``.`` from the enclosing packages), so that
-  ``:func:`install``` in ``patch.py`` names ``adk_live_resume.patch.install``;
+  ``:func:`install``` in ``patch.py`` names ``adk_live_resume.launch.patch.install``;
 - a target the site documents becomes a link; any other (a private module, a builtin such as
   ``TypeError``) becomes plain code, never a broken link and never a build warning;
 - the text shown is Sphinx's: the target as written, its last part only after ``~``, an

@@ -443,7 +443,7 @@ class Comparison:
             f"itself and answered all {n} turns. Between turns, 2.x resumes; the real service "
             "also drops and sends goAway while the model answers, which the default scenario "
             "shows (`python3 scripts/dev.py demo`, without --drop); the rest (unbounded "
-            "retries, the message in flight lost) is in tests/test_stock_adk.py."
+            "retries, the message in flight lost) is in tests/e2e/test_stock_adk.py."
         )
 
     def patched_verdict(self) -> str:
@@ -565,7 +565,7 @@ async def _fault_proxy(settings: Settings) -> Any:
     if settings.proxy_go_away is None:
         yield None
         return
-    from adk_live_resume.inject_launch import upstream_from_environment
+    from adk_live_resume.launch.inject_launch import upstream_from_environment
     from adk_live_resume.testing.client_config import environ_set
     from adk_live_resume.testing.inject_spec import InjectSchedule
     from adk_live_resume.testing.proxy import FaultProxy
@@ -690,7 +690,7 @@ async def run_once(
 ) -> RunResult:
     """Run the conversation once, with stock ADK or with the patch installed."""
     import adk_live_resume
-    from adk_live_resume import adk_compat
+    from adk_live_resume.compat import adk_compat
 
     progress = progress or Progress(None)
     label: Literal["stock", "patched"] = "patched" if patched else "stock"
@@ -1169,7 +1169,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     _quiet_logs(args.verbose)
-    from adk_live_resume import adk_compat
+    from adk_live_resume.compat import adk_compat
 
     header = describe_settings(settings, adk_compat.adk_version())
     header_stream = sys.stderr if args.json else sys.stdout

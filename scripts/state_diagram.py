@@ -2,7 +2,7 @@
 
 The diagram (mermaid, between ``<!-- lifecycle-diagram -->`` and
 ``<!-- /lifecycle-diagram -->`` in ``docs/development.md``) has one arrow for each pair of
-states a rule of :data:`adk_live_resume.connection_state.TABLE` may lead from and to,
+states a rule of :data:`adk_live_resume.rules.connection_state.TABLE` may lead from and to,
 labelled with the events that do; a rule that stays in its state, an ignored pair and a
 misfit draw nothing (the table names them). Standard library only.
 
@@ -10,7 +10,7 @@ misfit draw nothing (the table names them). Standard library only.
     python3 scripts/state_diagram.py --write    # write it into docs/development.md
     python3 scripts/state_diagram.py --check    # exit 1 if the guide's diagram is stale
 
-``tests/test_state_diagram.py`` fails when the guide's diagram is not the table's.
+``tests/repo/test_state_diagram.py`` fails when the guide's diagram is not the table's.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from adk_live_resume.connection_state import FINAL, TABLE, Rule, State  # noqa: E402
-from adk_live_resume.lifecycle_events import EVENTS  # noqa: E402
+from adk_live_resume.rules.connection_state import FINAL, TABLE, Rule, State  # noqa: E402
+from adk_live_resume.rules.lifecycle_events import EVENTS  # noqa: E402
 
 GUIDE = ROOT / "docs" / "development.md"
 BEGIN = "<!-- lifecycle-diagram -->"

@@ -122,7 +122,7 @@ async def end_cleanly(live: Any, server: Any, ending: str) -> None:
 def launcher_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let a test call ``launcher.main`` in this process: the launcher's environment
     variables, ``sys.argv`` and ``sys.path`` are restored after the test."""
-    from adk_live_resume import launcher
+    from adk_live_resume.launch import launcher
 
     for key in ("PYTHONPATH", launcher.BOOTSTRAP_POLICY_ENV, launcher.STRICT_ENV):
         monkeypatch.setenv(key, "")
@@ -135,7 +135,7 @@ def adk_screens_live_content() -> bool:
     ``before_model_callback`` in its send step (2.x): a blocked turn never reaches the model."""
     import importlib
 
-    from adk_live_resume import adk_compat
+    from adk_live_resume.compat import adk_compat
 
     module = importlib.import_module(adk_compat.surface().live_module)
     return callable(getattr(module, "screen_live_user_content", None))
@@ -192,7 +192,7 @@ def handle_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh sealing key in ``ADK_LIVE_RESUME_HANDLE_KEY`` (``store_handle_in_session``)."""
     from cryptography.fernet import Fernet
 
-    from adk_live_resume.stored_handle import HANDLE_KEY_ENV
+    from adk_live_resume.resumption.stored_handle import HANDLE_KEY_ENV
 
     key = Fernet.generate_key().decode()
     monkeypatch.setenv(HANDLE_KEY_ENV, key)

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from adk_live_resume import ResumePolicy, config, launcher
+from adk_live_resume import ResumePolicy
+from adk_live_resume.launch import config, launcher
 
 
 @dataclass(frozen=True, kw_only=True)

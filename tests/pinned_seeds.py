@@ -9,7 +9,7 @@ fails on any difference and says how to accept it, so a person decides, seed by 
 the seed still guards what its name says (or re-pins the behaviour with a new seed).
 
 Accept intended changes with ``ADK_LIVE_RESUME_ACCEPT_PLANS=1 python3 scripts/dev.py test
-tests/test_pinned_plans.py`` (on each full-suite release), then read the diff of the record.
+tests/soak/test_pinned_plans.py`` (on each full-suite release), then read the diff of the record.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def check_recorded_plans(
     recorded: Mapping[str, Any] | None = record.get(soak, {}).get(features)
     how = (
         f"if the change is intended, check each seed still guards what its name says, then "
-        f"accept it: {ACCEPT_ENV}=1 python3 scripts/dev.py test tests/test_pinned_plans.py "
+        f"accept it: {ACCEPT_ENV}=1 python3 scripts/dev.py test tests/soak/test_pinned_plans.py "
         f"(on each full-suite release) and commit {RECORD.name}"
     )
     if recorded is None:

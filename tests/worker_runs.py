@@ -1,6 +1,6 @@
 """Runs of one conversation on several workers in one process: two runners, one session store.
 
-Plain functions the worker tests share (``tests/test_workers.py``, the workers' mid-request
+Plain functions the worker tests share (``tests/e2e/test_workers.py``, the workers' mid-request
 tests and soak): a run started on a runner's copy of the session, moved to another worker
 when the first one's client goes away, and the sealed handle the session holds.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from adk_live_resume.handle_store import STATE_KEY
-from adk_live_resume.stored_handle import HandleSealer, SessionKey
+from adk_live_resume.resumption.handle_store import STATE_KEY
+from adk_live_resume.resumption.stored_handle import HandleSealer, SessionKey
 from adk_live_resume.testing.driver import LiveDriver
 
 

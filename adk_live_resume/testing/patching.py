@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from ..patch import install, installed_policy, uninstall
-from ..policy import ResumePolicy, testing_backoff
+from ..launch.patch import install, installed_policy, uninstall
+from ..rules.policy import ResumePolicy, testing_backoff
 
 __all__ = ["patch_installed", "patch_removed"]
 

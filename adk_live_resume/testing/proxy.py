@@ -64,8 +64,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 
-from ..handles import redact
-from ..log_redaction import CredentialRedactor
+from ..observe.log_redaction import CredentialRedactor
+from ..resumption.handles import redact
 from .certs import TlsMaterial, create_tls_material
 from .faults import STALL_SHAPES, StallShape
 from .inject_spec import GO_AWAY_CLOSE_CODES, InjectSchedule

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..policy import ResumePolicy
+    from ..rules.policy import ResumePolicy
     from .server import FakeLiveServer
 
 __all__ = ["fake_live_server", "fake_live_server_factory", "live_resume_patch"]

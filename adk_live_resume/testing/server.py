@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, cast
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from ..log_redaction import CredentialRedactor
+from ..observe.log_redaction import CredentialRedactor
 from .certs import TlsMaterial, create_tls_material
 from .connection import LiveConnection
 from .faults import Fault, Flap

@@ -1,5 +1,5 @@
 """The ways the service says no that a key can show (``gemini-live-protocol.md``, "Field facts
-of 2026-11-29"), which the loop tells apart (``adk_live_resume.failure_classes``):
+of 2026-11-29"), which the loop tells apart (``adk_live_resume.rules.failure_classes``):
 
 * **the idle close**: a connection that carries no traffic is closed with 1008 and no
   ``goAway``, about 151 s after its last client message, and the session behind it is still
@@ -19,7 +19,7 @@ service for a minute or more (the free tier's per-minute token bucket) and, on a
 money, so no case here does it. The fake follows a third party's measurement with a named
 harness (kazunori279/interpretab, ``tests/quota-close.mjs``; GoogleCloudPlatform/
 generative-ai issue 1576 for "RESOURCE_EXHAUSTED: Maximum concurrent sessions"), and
-``tests/test_failure_classes_e2e.py`` checks the loop against it. If you hit one, the
+``tests/e2e/test_failure_classes_e2e.py`` checks the loop against it. If you hit one, the
 ``--report`` of this suite does not show it: please report the close's reason and when it
 came (docs/conformance.md).
 """

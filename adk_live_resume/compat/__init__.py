@@ -1,0 +1,1 @@
+"""Compat: the foreign libraries' internals, one module per library, and what sits on them."""

@@ -1,0 +1,1 @@
+"""Conversation bookkeeping: what was sent, answered and owed across connections."""

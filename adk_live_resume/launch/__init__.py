@@ -1,0 +1,1 @@
+"""Launch: how the resumable loop gets into a process."""

@@ -1,0 +1,1 @@
+"""Observe: how users and operators see what the live loop does."""

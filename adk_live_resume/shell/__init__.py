@@ -1,0 +1,1 @@
+"""The live shell: the loop, its connections and their I/O."""

@@ -1,0 +1,1 @@
+"""Tests of the test kit: the fake Gemini Live server, the fault proxy, the driver."""

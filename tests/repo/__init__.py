@@ -1,0 +1,1 @@
+"""Tests of the repository itself: house rules, docs, changelog, scripts, examples."""

@@ -1,0 +1,1 @@
+"""The seeded soaks and their pinned seeds."""

@@ -1,0 +1,1 @@
+"""Tests of the compat layer: the foreign libraries' internals we reach under."""

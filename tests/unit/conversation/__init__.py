@@ -1,0 +1,1 @@
+"""Unit and property tests of the conversation bookkeeping."""

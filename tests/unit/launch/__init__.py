@@ -1,0 +1,1 @@
+"""Tests of the launcher, the environment's policy and install()."""

@@ -1,0 +1,1 @@
+"""Tests of what users see: callbacks, log lines, telemetry."""

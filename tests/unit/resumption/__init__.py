@@ -1,0 +1,1 @@
+"""Tests of resumption handles, their coverage and their store."""
