@@ -566,8 +566,8 @@ async def _fault_proxy(settings: Settings) -> Any:
         yield None
         return
     from adk_live_resume.launch.inject_launch import upstream_from_environment
+    from adk_live_resume.launch.inject_spec import InjectSchedule
     from adk_live_resume.testing.client_config import environ_set
-    from adk_live_resume.testing.inject_spec import InjectSchedule
     from adk_live_resume.testing.proxy import FaultProxy
 
     upstream = upstream_from_environment(os.environ)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..testing.inject_spec import InjectSchedule
     from ..testing.proxy import FaultProxy
+    from .inject_spec import InjectSchedule
 
 __all__ = ["InjectedProxy", "Upstream", "start_injected_proxy", "upstream_from_environment"]
 

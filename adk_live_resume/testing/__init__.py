@@ -40,11 +40,11 @@ from .. import lazy_exports
 # Every name is imported on first use (see adk_live_resume.lazy_exports): the pytest plugin
 # lives in this package and loads in every pytest run, most of which never start a server.
 if TYPE_CHECKING:
+    from ..launch.inject_spec import InjectSchedule, InjectSpecError, parse_inject_spec
     from .client_config import FAKE_API_KEY, environment, environment_variables
     from .driver import LiveDriver, LiveRunEnded, answer_text
     from .faults import INTERNAL_ERROR_REASON, QUOTA_REASON, Fault
     from .handles import HandleIssue, HandleSchedule
-    from .inject_spec import InjectSchedule, InjectSpecError, parse_inject_spec
     from .latency import LatencyRelay
     from .model import ScriptedModel
     from .patching import patch_installed, patch_removed
@@ -77,9 +77,9 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "QUOTA_REASON": ".faults",
             "HandleIssue": ".handles",
             "HandleSchedule": ".handles",
-            "InjectSchedule": ".inject_spec",
-            "InjectSpecError": ".inject_spec",
-            "parse_inject_spec": ".inject_spec",
+            "InjectSchedule": "..launch.inject_spec",
+            "InjectSpecError": "..launch.inject_spec",
+            "parse_inject_spec": "..launch.inject_spec",
             "LatencyRelay": ".latency",
             "FaultProxy": ".proxy",
             "ProxiedConnection": ".proxy",

@@ -16,8 +16,8 @@ import pytest
 from google.genai import errors, types
 from websockets.asyncio.client import connect
 
+from adk_live_resume.launch.inject_spec import InjectSchedule
 from adk_live_resume.testing import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON, FakeLiveServer
-from adk_live_resume.testing.inject_spec import InjectSchedule
 from adk_live_resume.testing.proxy import FaultProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]

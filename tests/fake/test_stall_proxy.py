@@ -11,8 +11,8 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
+from adk_live_resume.launch.inject_spec import InjectSpecError, parse_inject_spec
 from adk_live_resume.testing import FakeLiveServer, LiveDriver, silence_pcm, speech_pcm
-from adk_live_resume.testing.inject_spec import InjectSpecError, parse_inject_spec
 from adk_live_resume.testing.proxy import FaultProxy
 from adk_live_resume.testing.stall_filter import StallFilter
 

@@ -29,6 +29,7 @@ import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
 from adk_live_resume.compat import adk_compat
 from adk_live_resume.launch.config import resolve_policy
+from adk_live_resume.launch.inject_spec import parse_inject_spec
 from adk_live_resume.launch.launcher import plan_launch, split_argv
 from adk_live_resume.resumption.stored_handle import HandleSealer, ResumeHandle, SessionKey
 from adk_live_resume.rules import retry_hooks
@@ -37,7 +38,6 @@ from adk_live_resume.rules.next_step import GiveUp, RunView, next_step
 from adk_live_resume.rules.outage import AttemptEnd
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
-from adk_live_resume.testing.inject_spec import parse_inject_spec
 from adk_live_resume.testing.proxy_cli import parse_command
 
 PACKAGE = Path(adk_live_resume.__file__).resolve().parent
