@@ -87,6 +87,15 @@ def websocket_of(session: Any) -> Any:
     return getattr(session, GENAI_WEBSOCKET, None)
 
 
+def abort_transport(session: Any) -> None:
+    """Abort the socket under a google-genai ``AsyncSession`` at once: no close handshake,
+    nothing waited for (nothing happens when its websocket is not reachable)."""
+    websocket = websocket_of(session)
+    transport = getattr(websocket, "transport", None)
+    if transport is not None:
+        transport.abort()
+
+
 def sdk_send_realtime_input(session: Any) -> Any:
     """google-genai's own ``AsyncSession.send_realtime_input`` if that is what a call of
     ``session.send_realtime_input`` runs, else None (wrapped, replaced or overridden).

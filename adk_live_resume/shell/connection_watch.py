@@ -59,7 +59,6 @@ from ..rules.policy import ResumePolicy
 from ..rules.stall_nudge import StallNudge
 from ..rules.stall_rule import Stall
 from ..rules.wire_classifier import Frame
-from .connector import abort_transport
 from .run_rules import RunRules
 from .stall_watch import StallWatch
 from .tool_traffic import ToolTraffic
@@ -751,7 +750,7 @@ class ConnectionWatch:
                 return
             except Exception:  # a broken socket or a silent server: abort below
                 pass
-        abort_transport(self.session)
+        genai_compat.abort_transport(self.session)
 
     async def finish(self, *, graceful: bool) -> None:
         """Stop timers and make sure the socket is going away; never raises.
@@ -771,6 +770,6 @@ class ConnectionWatch:
         if self.session is None or self.retired:
             return  # a retired connection is closed in the background
         if not graceful:
-            abort_transport(self.session)
+            genai_compat.abort_transport(self.session)
         if self._closer is not None and not self._closer.done():
             await asyncio.wait({self._closer}, timeout=self.run.policy.close_timeout + 0.5)

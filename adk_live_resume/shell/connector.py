@@ -155,11 +155,4 @@ class Connector:
 
 
 def abort_connection(connection: Any) -> None:
-    abort_transport(adk_compat.genai_session(connection))
-
-
-def abort_transport(session: Any) -> None:
-    websocket = genai_compat.websocket_of(session)
-    transport = getattr(websocket, "transport", None)
-    if transport is not None:
-        transport.abort()
+    genai_compat.abort_transport(adk_compat.genai_session(connection))

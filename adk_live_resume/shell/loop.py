@@ -78,7 +78,7 @@ from ..rules.wire_classifier import MAX_NAMED_KINDS, Frame, SkippedMessages
 from . import connection_request, early_dial, next_run, steering
 from .background_calls import BackgroundCalls
 from .connection_watch import ConnectionWatch, FrameWatching
-from .connector import Connector, abort_transport
+from .connector import Connector
 from .next_connection import BackgroundCloser
 from .queue_guard import QueueGuard
 from .reconnects import Reconnects
@@ -255,7 +255,9 @@ class LiveRun:
                 watch.ahead_started(self.open_ahead(watch))
             case Retire():
                 session = watch.session
-                self.connector.closer.close_one(session, lambda: abort_transport(session))
+                self.connector.closer.close_one(
+                    session, lambda: genai_compat.abort_transport(session)
+                )
             case OpenAfterDrop():
                 assert error is not None
                 self.open_after_drop(watch, error)

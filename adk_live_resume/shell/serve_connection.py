@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..compat import adk_compat
+from ..compat import adk_compat, genai_compat
 from ..compat.chunk_encoding import ChunkEncoder
 from ..compat.tap import SessionTap
 from ..conversation import context_check, withheld
@@ -42,7 +42,7 @@ from ..observe.run_timeline import RunTimeline
 from ..resumption.restoration import Restoration, plan_fresh_start, plan_restoration
 from ..rules.policy import ResumePolicy
 from .connection_watch import ConnectionWatch
-from .connector import Connector, abort_transport
+from .connector import Connector
 from .queue_guard import QueueGuard
 from .reconnects import Reconnects
 from .run_rules import RunRules
@@ -166,7 +166,7 @@ async def serve(
             outcome.left_unfinished(adk_compat.unfinished_input_transcription(connection))
         if watch.retired:  # the next connection is up: do not wait for this one's close
             session = watch.session
-            run.connector.closer.close(stack, lambda: abort_transport(session))
+            run.connector.closer.close(stack, lambda: genai_compat.abort_transport(session))
         else:
             await stack.aclose()
     if outcome.end is End.DROPPED and outcome.error is not None and outcome.drop is None:
