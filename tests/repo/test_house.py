@@ -1,4 +1,5 @@
-"""House rules of the package: file sizes, no import circle, one idea per module docstring.
+"""House rules of the package: folders by layer, file sizes, no import circle, one idea per
+module docstring.
 
 The import graph is read from the source with :mod:`ast`, never by importing: an edge goes from
 a module of ``adk_live_resume`` to every ``adk_live_resume`` module it imports, at module level
@@ -147,6 +148,82 @@ def test_module_docstring_first_line_is_one_sentence(name: str) -> None:
     assert not re.search(r"[.?!]\s+[A-Z]", first), f"{name}: the first line has one sentence"
 
 
+# -- each folder imports only the folders below it ------------------------------------------
+
+PACKAGE_NAME = "adk_live_resume"
+#: The folders of the package by layer, each with the folders its modules may import (besides
+#: its own), one rule each: the docstring of each folder's ``__init__`` says the same.
+FOLDER_RULES: Mapping[str, frozenset[str]] = {
+    # rules import nothing from the conversation, resumption, compat, observe, the shell or launch
+    "rules": frozenset(),
+    # the conversation's bookkeeping asks only the rules
+    "conversation": frozenset({"rules"}),
+    # compat (the foreign libraries) imports no shell, resumption, observe or launch
+    "compat": frozenset({"rules", "conversation"}),
+    # handles and their store import no shell, compat, observe or launch
+    "resumption": frozenset({"rules", "conversation"}),
+    # observe imports no shell and no launch
+    "observe": frozenset({"rules", "conversation", "compat", "resumption"}),
+    # the shell imports every layer but launch
+    "shell": frozenset({"rules", "conversation", "compat", "resumption", "observe"}),
+    # launch imports every layer, and the package's own version
+    "launch": frozenset(
+        {"rules", "conversation", "compat", "resumption", "observe", "shell", "<top>"}
+    ),
+}
+#: Modules outside the folders: the package's door (its ``__init__``, ``__main__``, the lazy
+#: exports) and the test kit, which may import any folder; no folder imports the test kit.
+OUTSIDE_FOLDERS = ("<top>", "testing")
+#: Imports that cross a folder's rule, ``"importer -> imported"``, with the reason each stays.
+KNOWN_CROSSINGS: Mapping[str, str] = {
+    "adk_live_resume.launch.inject_launch -> adk_live_resume.testing.proxy": (
+        "the launcher's --inject starts the test kit's FaultProxy (one import, in the function"
+        " that starts it; the proxy leans on eight modules of the fake)"
+    ),
+}
+
+
+def folder_of(name: str) -> str:
+    """The folder of module ``name``: ``"rules"`` for ``adk_live_resume.rules.next_step`` (and
+    for the folder's own ``adk_live_resume.rules``), ``"<top>"`` for the package's door."""
+    parts = name.split(".")
+    if len(parts) == 1 or parts[1] in ("__main__", "lazy_exports"):
+        return "<top>"
+    return parts[1]
+
+
+def crossings(graph: Graph, rules: Mapping[str, frozenset[str]]) -> list[str]:
+    """``"importer -> imported"`` for each import a folder's rule does not allow."""
+    found = []
+    for name, targets in graph.items():
+        home = folder_of(name)
+        if home not in rules:
+            continue
+        for target in sorted(targets):
+            there = folder_of(target)
+            if there != home and there not in rules[home]:
+                found.append(f"{name} -> {target}")
+    return sorted(found)
+
+
+def test_every_module_lives_in_a_folder_of_a_layer() -> None:
+    homeless = sorted(n for n in MODULES if folder_of(n) not in (*FOLDER_RULES, *OUTSIDE_FOLDERS))
+    assert homeless == [], f"put each in the folder of its layer (see FOLDER_RULES): {homeless}"
+
+
+def test_each_folder_imports_only_what_its_rule_allows() -> None:
+    found = crossings(import_graph(), FOLDER_RULES)
+    new = [f for f in found if f not in KNOWN_CROSSINGS]
+    assert new == [], f"move the piece down to a folder both may import: {new}"
+    gone = sorted(set(KNOWN_CROSSINGS) - set(found))
+    assert gone == [], f"no longer found: remove them from KNOWN_CROSSINGS: {gone}"
+
+
+def test_every_folder_of_the_package_has_a_rule() -> None:
+    folders = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"testing"}
+    assert folders == set(FOLDER_RULES)
+
+
 # -- the checks check ----------------------------------------------------------------------
 
 
@@ -185,6 +262,20 @@ def later():
         "pkg.policy",
         "pkg.testing.protocol",
     }
+
+
+def test_crossings_finds_an_import_up_and_lets_one_down_pass() -> None:
+    graph = {
+        "adk_live_resume.rules.a": frozenset({"adk_live_resume.shell.b"}),
+        "adk_live_resume.shell.b": frozenset({"adk_live_resume.rules.a", "adk_live_resume"}),
+        "adk_live_resume.testing.c": frozenset({"adk_live_resume.shell.b"}),
+        "adk_live_resume.rules.d": frozenset({"adk_live_resume.testing.c"}),
+    }
+    assert crossings(graph, FOLDER_RULES) == [
+        "adk_live_resume.rules.a -> adk_live_resume.shell.b",
+        "adk_live_resume.rules.d -> adk_live_resume.testing.c",
+        "adk_live_resume.shell.b -> adk_live_resume",
+    ]
 
 
 def test_import_circles_finds_a_circle_and_only_it() -> None:
