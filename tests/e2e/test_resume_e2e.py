@@ -439,7 +439,7 @@ async def test_a_new_run_resumes_from_a_handle_the_caller_stored(make_agent: Age
 async def test_after_a_transfer_the_childs_turns_reach_its_fresh_history(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice chaos seed 330: the parent's queue guard stayed around the child's, saw each
+    """The parent's queue guard stayed around the child's, saw each
     request the child's sender took as taken and never sent (as withheld by screening), and
     every later fresh history of the child lacked the user's turns: after a dead handle the
     child forgot them, and a turn it had not answered yet was never answered."""

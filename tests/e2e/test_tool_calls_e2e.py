@@ -329,7 +329,7 @@ async def test_a_late_result_reaches_a_fresh_session_that_does_not_ask_again(
 async def test_a_call_lost_with_its_connection_runs_once_across_two_fresh_starts(
     make_agent: AgentFactory,
 ) -> None:
-    # Voice soak seed 1013. The socket closes right after the toolCall, before turnComplete:
+    # The socket closes right after the toolCall, before turnComplete:
     # ADK 1.28+ holds calls until turnComplete and never runs this one. The fresh session
     # (no handle yet) issues the call anew and that repeat runs the job. Another drop, another
     # fresh start: the model issues it a third time, and that repeat must wait for the job
@@ -365,7 +365,7 @@ async def test_a_call_lost_with_its_connection_runs_once_across_two_fresh_starts
 async def test_a_late_result_for_a_fresh_session_waits_until_the_user_is_quiet(
     make_agent: AgentFactory,
 ) -> None:
-    # Voice soak seed 1000. As above, but the job ends while the user speaks to the fresh
+    # As above, but the job ends while the user speaks to the fresh
     # session: the turn carrying its result, sent then, would end the utterance there and the
     # model would answer its two halves apart. It waits until the utterance is answered.
     job = SlowTool(2.5)
@@ -422,7 +422,7 @@ async def test_a_held_result_goes_when_the_answer_ends_even_with_the_microphone_
 async def test_a_turn_typed_before_a_late_result_reaches_the_fresh_session(
     make_agent: AgentFactory,
 ) -> None:
-    # Voice soak seed 9. The user types a turn while a background job runs; the job's result
+    # The user types a turn while a background job runs; the job's result
     # comes right after it, and the socket drops before the model answers, with a dead
     # handle. ADK rebuilds the fresh session's history with the late result moved next to its
     # call and what came between left out: the typed turn is in the ADK session but not in

@@ -1,4 +1,4 @@
-"""Regression tests for the voice-session defects of issue 9, end to end.
+"""Regression tests for the voice-session defects the voice soak found, end to end.
 
 Real ``Runner.run_live`` and google-genai against the fake server over TLS, both entry
 points. Each test names the defect it pins; each failed on the loop before the fix.
@@ -480,7 +480,7 @@ async def test_a_dead_handle_on_vertex_starts_a_fresh_session_with_history(
 async def test_vertex_after_a_fresh_start_a_handle_mid_utterance_keeps_its_start(
     make_agent: AgentFactory,
 ) -> None:
-    """Issue 21 (voice soak, Vertex AI): a fresh session's history is a client message the
+    """On Vertex AI (found by the voice soak): a fresh session's history is a client message the
     server numbers but the outbox did not, so ``lastConsumedClientMessageIndex`` dropped one
     message too many: after a resume with a handle issued mid-utterance, the utterance's
     first chunk was gone, and the user was shown its transcription twice."""
@@ -513,7 +513,7 @@ async def test_vertex_after_a_fresh_start_a_handle_mid_utterance_keeps_its_start
 
 
 async def test_an_utterance_replayed_twice_is_shown_once(make_agent: AgentFactory) -> None:
-    """Issue 21 item 9 (voice soak): a connection that died right after its setup had
+    """A connection that died right after its setup had
     recorded the replayed utterance again without its start, so the next connection's
     replay was not known to start the utterance: the user saw its transcription twice."""
     async with FakeLiveServer() as server:
@@ -554,7 +554,7 @@ async def test_an_utterance_replayed_twice_is_shown_once(make_agent: AgentFactor
 async def test_a_late_answer_keeps_the_unanswered_speech_for_the_replay(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak seed 65: until the model answers, every chunk after the utterance carries
+    """Until the model answers, every chunk after the utterance carries
     its number, so the silence after it filled the utterance cap (``max_utterance_seconds``)
     and a drop noticed late replayed only silence: the speech was lost. Here the server ends
     the utterance after 4 s of silence (``silenceDurationMs``), and the socket drops 3 s in."""
@@ -578,7 +578,7 @@ async def test_a_late_answer_keeps_the_unanswered_speech_for_the_replay(
 async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_next(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak seed 570 (google-adk 1.27.2): the replay of a fresh session was taken from
+    """On google-adk 1.27.2: the replay of a fresh session was taken from
     the outbox before its history went; a connection closed right after its setup failed the
     history send, and the replay was lost with it: the user's unanswered utterance never
     reached a later session (no answer, and a goAway on every connection after)."""
@@ -603,7 +603,7 @@ async def test_a_fresh_session_closed_at_its_setup_keeps_the_utterance_for_the_n
 async def test_an_utterance_whose_replay_no_connection_heard_reaches_a_fresh_session_once(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak seed 1794 (google-adk 2.13, Vertex AI: its finished transcription pieces are
+    """On google-adk 2.13 and Vertex AI (its finished transcription pieces are
     stored in ADK's session at once): the answer to an utterance was cut off with its
     connection; the next one, resumed, closed at its setup before it heard the replay, and
     the handle after that was refused. ADK's session held the utterance's transcription
@@ -687,7 +687,7 @@ def _output_began(live: LiveDriver, mark: int) -> int:
 async def test_speech_begun_during_an_answer_is_not_answered_by_it(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak class C (seed 507): the user spoke while the model's answer to an earlier
+    """The user spoke while the model's answer to an earlier
     turn streamed and went quiet before that answer's turn completed. Its completion was
     taken as the answer to the speech too, so the speech's audio left the outbox at the next
     handle and a drop lost it: the model never answered it. A turn answers only utterances
@@ -766,7 +766,7 @@ async def _speech_begun_as_another_turn_arrives(
 async def test_speech_begun_just_before_an_answer_to_something_else_is_not_answered_by_it(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak seed 1013 (under load): the user began to speak as the model began a turn it
+    """Under load: the user began to speak as the model began a turn it
     had started before hearing them (a background result, here a typed turn's answer), and
     went quiet before that turn completed. The utterance began before the output reached the
     client, so that turn was taken as its answer, and its first sounds left the outbox at the
@@ -780,7 +780,7 @@ async def test_speech_begun_just_before_an_answer_to_something_else_is_not_answe
 async def test_a_short_turn_between_two_chunks_of_speech_answers_nothing_of_it(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak seed 1013, the short form: the other turn's output and its ``turnComplete``
+    """The short form of the above: the other turn's output and its ``turnComplete``
     came together between two chunks of the user's speech. With no audio since its output
     began, the turn was taken for the end of a stream that stopped: the utterance over and
     answered, the rest of the word a new one. A handle then covered its first sounds, and a
@@ -822,7 +822,7 @@ async def test_a_barge_in_answered_after_the_interruption_is_not_replayed(
 async def test_an_utterance_whose_answer_was_cut_by_a_drop_is_replayed_once(
     make_agent: AgentFactory,
 ) -> None:
-    """Voice soak seed 543: the answer to an utterance was cut off with its connection. The
+    """The answer to an utterance was cut off with its connection. The
     utterance, replayed on the next one, counted as begun during that dead answer, so its
     answer there did not count as answering it: the connection after that heard it again."""
     async with FakeLiveServer(chunk_delay=0.1) as server:

@@ -82,7 +82,7 @@ async def test_a_non_blocking_call_does_not_hold_the_model_and_when_idle_answers
 async def test_a_result_waiting_for_idle_never_streams_beside_the_next_answer(
     fake_live_server_factory: Any,
 ) -> None:
-    """Voice soak seed 379: a WHEN_IDLE result waited on the answer in progress; a user turn
+    """A WHEN_IDLE result waited on the answer in progress; a user turn
     cut that answer off, and while the cut was under way the result's telling began, then
     the user turn's answer too: the two streamed interleaved. One generation at a time:
     the user turn's answer, then the result."""

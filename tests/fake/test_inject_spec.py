@@ -12,7 +12,7 @@ from adk_live_resume.launch.inject_spec import (
 from adk_live_resume.testing.proxy_cli import CommandError, parse_command
 
 
-def test_the_issue_s_example_reads_as_two_timers() -> None:
+def test_a_goaway_and_a_drop_every_so_often_read_as_two_timers() -> None:
     schedule = parse_inject_spec("goaway-every=60,drop-every=90")
     assert schedule == InjectSchedule(goaway_every=60.0, drop_every=90.0)
     assert schedule.describe() == "goAway every 60s (timeLeft 10s), drop after 90s"

@@ -216,7 +216,7 @@ async def test_queue_guard_knows_the_request_in_hand_until_it_is_sent() -> None:
 
 
 def test_a_late_answer_never_pushes_the_unanswered_speech_out_of_the_cap() -> None:
-    """Voice soak seed 65: until the model answers, every chunk after the utterance carries
+    """Until the model answers, every chunk after the utterance carries
     its number; the silence after it filled the utterance cap, and the speech itself was
     trimmed away when the loss was noticed late. Only the utterance's sound counts against
     the cap; the silence after it is window audio."""
@@ -240,7 +240,7 @@ def test_a_late_answer_never_pushes_the_unanswered_speech_out_of_the_cap() -> No
 
 
 def test_a_replay_recorded_again_keeps_its_start_on_the_first_sound() -> None:
-    """Voice soak seed 149 (google-adk 1.27.2, Vertex AI): silence replayed before the
+    """On google-adk 1.27.2 and Vertex AI (found by the voice soak): silence replayed before the
     utterance's start carries the utterance's number on the next connection; the start went
     to that silence, a handle covered it, and the next replay was not known to start the
     utterance (its transcription was shown twice)."""
@@ -264,9 +264,9 @@ def test_a_replay_recorded_again_keeps_its_start_on_the_first_sound() -> None:
 
 
 def test_a_fresh_session_gets_the_unanswered_typed_turns_its_history_lacks_once() -> None:
-    """Voice soak seed 9: ADK's rebuilt history left out a turn typed before a background
+    """ADK's rebuilt history left out a turn typed before a background
     call's late result; the fresh session gets it after the history. A turn the history
-    holds, answered or cut off (seed 1456), is not sent again."""
+    holds, answered or cut off, is not sent again."""
     from adk_live_resume.conversation.fresh_history import user_texts
 
     def content(role: str, text: str) -> types.Content:

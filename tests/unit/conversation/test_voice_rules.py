@@ -90,7 +90,7 @@ def test_speech_begun_during_an_answer_is_not_answered_by_that_turn() -> None:
 
 
 def test_speech_the_user_went_on_with_over_a_turn_is_not_answered_by_it() -> None:
-    """Voice soak seed 1013: the user began to speak just before a turn's output arrived (the
+    """The user began to speak just before a turn's output arrived (the
     server began it before it heard them) and went on speaking over it; that turn completed
     once they were quiet. It answered something else: only the next turn answers them."""
     activity = UserActivity(hangover_ms=40)
@@ -107,7 +107,7 @@ def test_speech_the_user_went_on_with_over_a_turn_is_not_answered_by_it() -> Non
 
 
 def test_speech_replayed_after_a_cut_answer_is_answered_by_the_next_turn() -> None:
-    """Voice soak seed 543: the answer to an utterance was cut off with its connection; the
+    """The answer to an utterance was cut off with its connection; the
     utterance, replayed on the next one, began "after" that dead turn's output, so its answer
     there was not taken as answering it, and the next connection heard it again."""
     activity = UserActivity(hangover_ms=40)
@@ -167,7 +167,7 @@ def test_a_turn_completed_without_voice_since_its_output_ends_a_silent_stream() 
 
 
 def test_a_turn_between_two_chunks_of_a_word_answers_nothing_of_it() -> None:
-    """Voice soak seed 1013: a short turn the server began before it heard the user (a
+    """A short turn the server began before it heard the user (a
     background result) came and completed between two voiced chunks of a stream still
     flowing. It was taken for the server's silence timeout: the utterance was over and
     answered, and the rest of the word began a new one; a handle then covered its start."""
@@ -357,7 +357,7 @@ def test_after_a_fresh_session_nothing_is_repeatable_and_every_old_id_is_unknown
 
 
 def test_a_repeat_held_when_a_fresh_session_starts_is_void_there() -> None:
-    """Voice soak seed 273 (google-adk 1.27.2): a repeat held for a call whose response ADK
+    """On google-adk 1.27.2: a repeat held for a call whose response ADK
     had queued, then a dead handle: the fresh history holds the call with its response, yet
     the response went again, re-addressed to the repeat, as a user turn of its own."""
     book = ToolCallBook()
@@ -378,7 +378,7 @@ def test_a_repeat_held_when_a_fresh_session_starts_is_void_there() -> None:
 
 
 def test_a_call_a_repeat_ran_in_place_of_is_never_repeated_again() -> None:
-    """Voice soak seed 1013 (google-adk 2.13): ADK lost c1 with its connection (it holds calls
+    """On google-adk 2.13: ADK lost c1 with its connection (it holds calls
     until ``turnComplete``), so the fresh session's repeat c2 ran the tool. After the next
     fresh start, the model's repeat c3 paired with c1 again, found it not running and ran the
     job a second time: it must wait for c2, which runs."""
@@ -417,7 +417,7 @@ def test_a_repeat_of_a_call_that_never_ran_runs_the_tool() -> None:
 
 
 def test_a_repeat_survives_a_connection_that_drops_before_the_model_asked_again() -> None:
-    """Chaos seed 27: resumed twice in a row, the second resume forgot the repeatable call."""
+    """Resumed twice in a row, the second resume forgot the repeatable call."""
     book = ToolCallBook()
     book.on_calls([("c1", "f", {})])
     book.on_result("c1", {"v": 1})
@@ -430,7 +430,7 @@ def test_a_call_still_running_over_two_resumes_waits_for_its_repeat_not_told_as_
     """Resumed twice from the same handle (the first resumed connection dropped right after
     its setup), a call issued after that handle is still missing from the session's state:
     its result goes to the repeat the replayed turn brings, and is not told as content too
-    (the model would tell it twice; voice soak seed 779 under load)."""
+    (the model would tell it twice; found by the voice soak under load)."""
     book = ToolCallBook()
     book.on_handle()
     book.on_calls([("c1", "lookup", {"item": "a"})])  # the tool runs; the socket dies
@@ -665,7 +665,7 @@ def test_an_interrupted_generation_shows_the_server_took_in_the_turn_before_it()
 def test_a_typed_turn_sent_while_the_user_speaks_is_not_part_of_the_utterance() -> None:
     """A typed turn sent in mid-utterance, then talked over (``interrupted``): the handle
     after it holds it, while the utterance's audio stays for replay. It was tagged with the
-    utterance and kept with it, so the next resume sent it again (voice chaos seed 116)."""
+    utterance and kept with it, so the next resume sent it again."""
     outbox = Outbox()
     for _ in range(5):
         outbox.record("send_realtime_input", audio_input(SPEECH))
@@ -707,7 +707,7 @@ def test_an_utterance_replayed_from_its_start_turns_its_transcription_into_a_fra
 
 
 def test_an_utterance_whose_replay_no_connection_heard_is_found_in_the_history() -> None:
-    """Voice soak seed 1794: the replay from the utterance's start went to a connection that
+    """The replay from the utterance's start went to a connection that
     closed before it heard it; replayed after the user went quiet, the utterance took a new
     number. ADK's session holds the first transcription alone ("fht"), which the fresh
     history must find, or the audio goes too and the model hears it twice."""
