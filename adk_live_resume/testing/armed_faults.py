@@ -2,7 +2,8 @@
 
 A drop fault (``close``, ``abort``) fires at most once: :meth:`ArmedFaults.fire` at the
 connection's trigger points, a timer for ``after_seconds``. A ``server_message`` fault is
-sent once at its trigger point (:meth:`ArmedFaults.send_messages`).
+sent once at its trigger point (:meth:`ArmedFaults.send_messages`); an ``issue_handle`` fault
+is taken once, right after the setup (:meth:`ArmedFaults.take_handle_issues`).
 Faults may be added while the connection is open (:meth:`ArmedFaults.arm`). The connection
 does the firing itself (the ``end`` callback) and owns every task started here (the
 ``spawn`` callback).
@@ -67,6 +68,14 @@ class ArmedFaults:
             logger.info("fake live server: connection %d: fault %s", self._connection, fault)
             await send(json.loads(fault.message))
 
+    def take_handle_issues(self) -> int:
+        """Take every armed ``issue_handle`` fault (each fires once); return how many."""
+        taken = [fault for fault in self._faults if fault.issues_handle]
+        for fault in taken:
+            self._faults.remove(fault)
+            logger.info("fake live server: connection %d: fault %s", self._connection, fault)
+        return len(taken)
+
     def start_timers(self) -> None:
         """The setup was answered: start the ``after_seconds`` timers of the drop faults."""
         for fault in self._faults:
@@ -89,6 +98,11 @@ class ArmedFaults:
                 raise ValueError(
                     f"connection {self._connection} has answered its setup already: send the"
                     " message now with FakeLiveServer.send_message_now instead"
+                )
+            if fault.issues_handle and setup_answered:
+                raise ValueError(
+                    f"connection {self._connection} has answered its setup already: issue the"
+                    " handle now with FakeLiveServer.issue_handles_now instead"
                 )
             due = fault.after_client_messages
             if due is not None and due <= messages_seen:

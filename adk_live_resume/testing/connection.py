@@ -328,6 +328,8 @@ class LiveConnection:
         self._clocks.watch_idle()
         self._faults.start_timers()
         await self._faults.send_messages(lambda f: f.after_setup, self._wire.send)
+        if self._faults.take_handle_issues():
+            await parts.handles.issue_now()
         if self._faults.fire(lambda f: f.after_setup):
             return
         parts.clocks.start(resumable=parts.handles.resumable, issue_handle=parts.handles.issue)

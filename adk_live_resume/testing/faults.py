@@ -28,6 +28,19 @@ must survive a kind its SDK does not know: this scripts one. To send one between
 :meth:`FakeLiveServer.send_message_now
 <adk_live_resume.testing.FakeLiveServer.send_message_now>`.
 
+``issue_handle`` issues a handle right after ``setupComplete``, before the connection reads
+any client message: a real one (the fake knows it, a later setup resumes it) that snapshots
+the session there (a resumed session's restored turns; nothing yet for a fresh one, whose
+history comes later). The service says ``resumable: false`` only while the model generates or
+runs function calls (notes, "sessionResumptionUpdate"), and sends resumable handles at other
+points: after a turn, mid-reply (notes, "Field facts of 2026-11-29", "A handle taken mid-reply
+replays the reply"), right after a ``toolResponse`` before the answer (the recorded 3.1 wire
+shapes, notes, "Field facts that contradict or extend the above"). Which points get one is the
+service's choice (the :class:`~adk_live_resume.testing.handles.HandleSchedule` plays it), and
+a session just set up is at such a point. The fault picks that point, so that a test puts a
+handle update in the client's socket ahead of anything the client does on the connection (its
+replay, a move it decides at the start), whatever the timing.
+
 ``close`` sends a real close frame with ``code`` and ``reason`` (``close(1006)``, which no
 frame may carry, acts as ``abort``). ``abort`` drops the TCP connection without a close frame
 (the client sees 1006). Each fault fires at most once.
@@ -100,6 +113,7 @@ FaultKind = Literal[
     "no_setup_complete",
     "hold_pongs",
     "server_message",
+    "issue_handle",
     "refuse_handshake",
     "stall",
     "poison",
@@ -327,6 +341,12 @@ class Fault:
         return fault
 
     @classmethod
+    def issue_handle(cls) -> Fault:
+        """Issue a handle right after ``setupComplete`` (see the module docstring); the
+        connection goes on. Only where the setup asked for handles."""
+        return cls("issue_handle", after_setup=True)
+
+    @classmethod
     def stall(cls, shape: StallShape = "silent", *, session: bool = False) -> Fault:
         """Stop answering user turns with the connection left healthy, in ``shape`` (see the
         module docstring); ``session``: for the live session (a resume stalls again), not
@@ -349,6 +369,11 @@ class Fault:
     def sends_message(self) -> bool:
         """True for a ``server_message`` fault."""
         return self.kind == "server_message"
+
+    @property
+    def issues_handle(self) -> bool:
+        """True for an ``issue_handle`` fault."""
+        return self.kind == "issue_handle"
 
     @property
     def is_drop(self) -> bool:
