@@ -15,12 +15,12 @@ import asyncio
 
 import pytest
 
-from adk_live_resume import adk_compat
+from adk_live_resume.compat import adk_compat
 from adk_live_resume.testing import FakeLiveServer, Fault
 from adk_live_resume.testing.driver import LiveDriver
 
-from .conftest import AgentFactory
-from .helpers import late_results_told
+from ..conftest import AgentFactory
+from ..helpers import late_results_told
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
