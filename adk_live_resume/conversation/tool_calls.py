@@ -62,8 +62,9 @@ Guarantees:
   handle's state holds (the model will not issue it anew), once the resumed session finished
   answering for a repeatable call it did not repeat, and when the tool ends for a call
   still running. A result the resumed session got (covered by the handle, or its exchange
-  went back as context) is never told again; a result sent to the old connection that the
-  replay drops (:meth:`ToolCallBook.dropped_from_replay`) is told.
+  went back as context, or a fresh session's history held it) is never told again; a
+  result sent to the old connection that the replay drops
+  (:meth:`ToolCallBook.dropped_from_replay`) is told.
 
 Pure: no I/O.
 """
@@ -164,7 +165,9 @@ class ToolCallBook:
     #: ran its tool (it never ran, or was cut off), and a held repeat whose session is gone.
     _superseded: set[str] = field(default_factory=set)
 
-    #: Calls whose result went to the session as content (:meth:`goes_as_turn`).
+    #: Calls whose result went to the session as content (:meth:`goes_as_turn`), or that a
+    #: fresh session's history holds with their response (:meth:`on_fresh_session`): the
+    #: session has the result, later sessions resumed from it too; it is never told again.
     _told: set[str] = field(default_factory=set)
     #: Calls the server cancelled (``toolCallCancellation``).
     _cancelled: set[str] = field(default_factory=set)
@@ -330,7 +333,7 @@ class ToolCallBook:
             # (a call issued since the handle is never covered, however many resumes from
             # that handle came since: each resumed session starts from the same state)
             covered = call_id not in self._since_handle and call_id not in self._superseded
-            if covered and call_id not in self._results:
+            if covered and call_id not in self._results and call_id not in self._told:
                 self._as_turn.add(call_id)
         self._unknown.update(self._keys)
         # Accumulated (a connection that drops again before the model repeated the call
@@ -345,6 +348,8 @@ class ToolCallBook:
         for call_id in call_ids:
             if call_id in self._repeatable or call_id in self._superseded:
                 continue  # a repeat takes it, or it is told once the session answered
+            if call_id in self._told:
+                continue  # the session has it (as content, or in its history)
             if call_id in self._results:
                 self._owe(call_id)
 
@@ -394,6 +399,10 @@ class ToolCallBook:
             if i not in self._results and i not in in_history and i not in self._superseded
         ]
         self._unknown.update(self._keys)
+        # The history holds these results (ADK's session had them before its sender sent
+        # their responses): the session has them, and a response that reaches the send
+        # path later is not told again, here or on a session resumed from this one.
+        self._told.update(i for i in in_history if i in self._keys)
         self._repeatable = {i: self._keys[i] for i in missed}
         self._as_turn = set(missed)
         self._since_handle.clear()

@@ -23,8 +23,9 @@ from adk_live_resume.conversation.tool_calls import ENDED_WITHOUT_RESULT
 from adk_live_resume.testing import FakeLiveServer, Fault, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.handles import HandleSchedule
+from adk_live_resume.testing.protocol import pick, pick_list
 
-from ..conftest import AgentFactory, non_blocking, stream_pcm
+from ..conftest import AgentFactory, adk_screens_live_content, non_blocking, stream_pcm
 from ..helpers import (
     SlowTool,
     answer_like,
@@ -466,3 +467,91 @@ async def test_a_turn_typed_before_a_late_result_reaches_the_fresh_session(
             assert "echo: later" not in first.answers, "the drop came before the answer"
             assert fresh.user_turns.count("later") == 1, fresh.user_turns
             assert runs == ["mail"]
+
+
+@needs_background_tools
+@pytest.mark.skipif(
+    not adk_screens_live_content(),
+    reason="the installed google-adk does not screen live content with before_model_callback",
+)
+async def test_a_result_in_a_fresh_history_is_not_told_again_by_a_session_resumed_from_it(
+    make_agent: AgentFactory,
+) -> None:
+    # ADK's sender is busy (its before_model_callback screens a typed turn) when a background
+    # job ends: ADK's session holds the result at once, its response waits in ADK's queue
+    # behind another typed turn. The socket drops and the handle is refused: the fresh
+    # session's history holds the call and its result (ADK moves a late result next to its
+    # call). Its sender screens that other turn, the response still behind it; the socket
+    # drops again, after a handle, and the next session resumes from it. Only then does the
+    # response reach the send path: the session has the result (in its history), so it is
+    # not given again. (It went as content, and a model that had told it from its history
+    # told it twice.)
+    job = SlowTool(gated=True)
+    began = {"first": asyncio.Event(), "second": asyncio.Event()}
+    passed = {"first": asyncio.Event(), "second": asyncio.Event()}
+
+    async def screen(callback_context: Any, llm_request: Any) -> None:
+        texts = [p.text or "" for c in llm_request.contents or [] for p in c.parts or []]
+        for text in set(texts) & set(began):
+            began[text].set()
+            await passed[text].wait()
+
+    async with asyncio.timeout(40):
+        async with FakeLiveServer() as server:
+            server.script(Fault.refuse_resume(), connection=2)
+            agent = make_agent(server, tools=[slow_job_tool(job)], before_model_callback=screen)
+            async with await LiveDriver.start(agent) as live:
+                mark = live.send_text('call slow_job {"job_name": "mail"}')
+                assert await answer_like(live, mark, "slow_job started")
+                first = server.connections[0]
+                await server.wait_for(lambda: bool(first.handles_issued), what="a handle")
+                live.send_text("first")
+                await asyncio.wait_for(began["first"].wait(), 10)
+                live.send_text("second")  # (queued behind "first")
+                job.gate.set()  # its response is queued behind "second"
+                await _session_holds_a_result(live, "slow_job")
+                await server.close_open(1011)
+                passed["first"].set()  # (the next connection waits for ADK's work on it)
+                await server.wait_for_connections(3)
+                fresh = server.connections[2]
+                await asyncio.wait_for(began["second"].wait(), 10)
+                assert await answer_like(live, mark, "echo: first") == "echo: first"
+                await server.wait_for(lambda: bool(fresh.handles_issued), what="a handle")
+                await server.close_open(1011)
+                passed["second"].set()
+                await server.wait_for_connections(4)
+                assert await answer_like(live, mark, "echo: second") == "echo: second"
+                await asyncio.sleep(0.5)  # the response reached the send path by now
+                told = [a for a in answers(live, mark) if a.startswith("slow_job returned")]
+                assert len(told) <= 1, "told once at most"
+                await live.close()
+            resumed = server.connections[3]
+            assert fresh.resume_handle is None and resumed.resumed
+            assert _history_results(fresh) == ["slow_job"], "the fresh history holds it"
+            assert late_results_told(resumed) == [], "not given again as content"
+            assert job.runs == ["mail"], "the tool ran once"
+            for record in server.connections:
+                assert not record.unknown_tool_response_ids and not record.errors
+
+
+async def _session_holds_a_result(live: LiveDriver, tool: str) -> None:
+    """Wait until the ADK session holds a function response of ``tool``."""
+    service, session = live.runner.session_service, live.session
+    async with asyncio.timeout(10):
+        while True:
+            stored = await service.get_session(
+                app_name=session.app_name, user_id=session.user_id, session_id=session.id
+            )
+            parts = [p for e in stored.events if e.content for p in e.content.parts or []]
+            if any(p.function_response and p.function_response.name == tool for p in parts):
+                return
+            await asyncio.sleep(0.02)
+
+
+def _history_results(record: Any) -> list[str]:
+    """The names of the function responses in the history a connection began with."""
+    turns = [
+        t for m in record.client_messages for t in pick_list(pick(m, "clientContent"), "turns")
+    ]
+    parts = [p for t in turns for p in pick_list(t, "parts")]
+    return [str(pick(r, "name")) for p in parts if (r := pick(p, "functionResponse")) is not None]
