@@ -165,10 +165,12 @@ class ToolCallBook:
     #: ran its tool (it never ran, or was cut off), and a held repeat whose session is gone.
     _superseded: set[str] = field(default_factory=set)
 
-    #: Calls whose result went to the session as content (:meth:`goes_as_turn`), or that a
-    #: fresh session's history holds with their response (:meth:`on_fresh_session`): the
-    #: session has the result, later sessions resumed from it too; it is never told again.
+    #: Calls whose result went to the session as content (:meth:`goes_as_turn`).
     _told: set[str] = field(default_factory=set)
+    #: Calls the latest fresh session's history holds with their response
+    #: (:meth:`on_fresh_session`): that session has the result, and so does every session
+    #: resumed from one of its handles; it is never told again (until the next fresh start).
+    _in_history: set[str] = field(default_factory=set)
     #: Calls the server cancelled (``toolCallCancellation``).
     _cancelled: set[str] = field(default_factory=set)
     #: Ids cancelled before their call was issued here, oldest first (at most
@@ -333,7 +335,7 @@ class ToolCallBook:
             # (a call issued since the handle is never covered, however many resumes from
             # that handle came since: each resumed session starts from the same state)
             covered = call_id not in self._since_handle and call_id not in self._superseded
-            if covered and call_id not in self._results and call_id not in self._told:
+            if covered and call_id not in self._results and call_id not in self._in_history:
                 self._as_turn.add(call_id)
         self._unknown.update(self._keys)
         # Accumulated (a connection that drops again before the model repeated the call
@@ -348,8 +350,8 @@ class ToolCallBook:
         for call_id in call_ids:
             if call_id in self._repeatable or call_id in self._superseded:
                 continue  # a repeat takes it, or it is told once the session answered
-            if call_id in self._told:
-                continue  # the session has it (as content, or in its history)
+            if call_id in self._in_history:
+                continue  # the session has it in its history
             if call_id in self._results:
                 self._owe(call_id)
 
@@ -402,7 +404,7 @@ class ToolCallBook:
         # The history holds these results (ADK's session had them before its sender sent
         # their responses): the session has them, and a response that reaches the send
         # path later is not told again, here or on a session resumed from this one.
-        self._told.update(i for i in in_history if i in self._keys)
+        self._in_history = {i for i in in_history if i in self._keys}
         self._repeatable = {i: self._keys[i] for i in missed}
         self._as_turn = set(missed)
         self._since_handle.clear()

@@ -34,3 +34,18 @@ def test_a_result_in_a_fresh_history_is_not_told_when_the_replay_drops_it() -> N
     book.dropped_from_replay(["c1"])
     book.on_answered()
     assert book.take_late() == []
+
+
+def test_a_result_told_as_content_is_told_again_to_a_session_resumed_from_before_it() -> None:
+    # (the state machine found it: "told" as content on one connection is not "held" by a
+    # session resumed from a handle older than the telling; only a fresh history holds it)
+    book = ToolCallBook()
+    book.on_calls([("c1", "balance", {})], running=lambda *_: False)
+    book.on_handle()  # (its state holds the call, no result yet)
+    book.on_resumed()
+    book.on_result("c1", {"balance": 3})
+    assert book.goes_as_turn("c1"), "the resumed session gets it as content"
+    book.on_resumed()  # (from the same handle: that session never got the content)
+    book.dropped_from_replay(["c1"])
+    book.on_answered()
+    assert [late.call_id for late in book.take_late()] == ["c1"]
