@@ -6,17 +6,19 @@ Needs nothing but the standard library of Python 3.11+, so it works on a fresh c
     python3 scripts/dev.py demo            # the main job (see docs/quickstart.md)
     python3 scripts/dev.py demo --drop goaway --audio   # every reproduction flag passes through
     python3 scripts/dev.py test            # every test but the long soaks, in parallel
-    python3 scripts/dev.py test tests/unit/conversation/test_outbox.py     # one file (other options
-    go to pytest) python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk
-    release python3 scripts/dev.py test --python 3.13            # under another interpreter
-    (pyenv's) python3 scripts/dev.py soak            # the seeded soaks: 200 seeds each + the pinned
-    ones python3 scripts/dev.py soak --seeds 2000 --first-seed 200 --load 2   # a long soak, loaded
-    python3 scripts/dev.py lint            # ruff + mypy python3 scripts/dev.py docs            #
-    the documentation site, built strict into site/ python3 scripts/dev.py conformance     #
-    tests/service/: the fake; the real service with a key python3 scripts/dev.py conformance
-    --report report.md   # ... and a Markdown report python3 scripts/dev.py bench resume_gap
-     # one benchmark (benchmarks/<name>.py) python3 scripts/dev.py bench all --quick         # every
-    benchmark, smoke-test size
+    python3 scripts/dev.py test tests/unit/conversation/test_outbox.py   # one file
+    python3 scripts/dev.py test --adk 1.27.2 -k resume   # against another google-adk release
+    python3 scripts/dev.py test --python 3.13            # under another interpreter (pyenv's)
+    python3 scripts/dev.py soak            # the seeded soaks: 200 seeds each + the pinned ones
+    python3 scripts/dev.py soak --seeds 2000 --first-seed 200 --load 2   # a long soak, loaded
+    python3 scripts/dev.py lint            # ruff + mypy
+    python3 scripts/dev.py docs            # the documentation site, built strict into site/
+    python3 scripts/dev.py conformance     # tests/service/: the fake; the real service with a key
+    python3 scripts/dev.py conformance --report report.md   # ... and a Markdown report
+    python3 scripts/dev.py bench resume_gap          # one benchmark (benchmarks/<name>.py)
+    python3 scripts/dev.py bench all --quick         # every benchmark, smoke-test size
+
+Options after the test files go to pytest.
 
 The environment lives in ``.venv`` (``.venv-adk-<version>`` with ``--adk``, a ``-py3.X`` suffix
 with ``--python``). It is created when missing and re-installed only when ``pyproject.toml`` or
