@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -296,14 +297,22 @@ def _table(results: list[Result], wall: float) -> str:
     return "\n".join(lines)
 
 
+def _submit_installs(
+    pool: concurrent.futures.ThreadPoolExecutor,
+    results: Iterable[tuple[str, Result]],
+    log_dir: Path,
+) -> dict[concurrent.futures.Future[tuple[float, str]], str]:
+    """Build each ``(label, result)``'s environment in ``pool``, in order; the futures map to
+    the labels."""
+    return {
+        pool.submit(_install, r.adk or v, "test", log_dir, r.pins, r.suffix, r.python_version): v
+        for v, r in results
+    }
+
+
 def _install_all(results: dict[str, Result], jobs: int, log_dir: Path) -> None:
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        installs = {
-            pool.submit(
-                _install, r.adk or v, "test", log_dir, r.pins, r.suffix, r.python_version
-            ): v
-            for v, r in results.items()
-        }
+        installs = _submit_installs(pool, results.items(), log_dir)
         for future in concurrent.futures.as_completed(installs):
             _built(results[installs[future]], future.result())
 
@@ -362,12 +371,7 @@ def _build_and_test(
         concurrent.futures.ThreadPoolExecutor(install_jobs) as installs,
         concurrent.futures.ThreadPoolExecutor(jobs) as tests,
     ):
-        built = {
-            installs.submit(
-                _install, r.adk or v, "test", log_dir, r.pins, r.suffix, r.python_version
-            ): v
-            for v, r in ordered
-        }
+        built = _submit_installs(installs, ordered, log_dir)
         tested: list[concurrent.futures.Future[Result]] = []
         for future in concurrent.futures.as_completed(built):
             result = results[built[future]]
