@@ -15,6 +15,7 @@ import adk_live_resume
 from adk_live_resume import ResumePolicy, UnsupportedAdkVersionError
 from adk_live_resume.compat import adk_compat, genai_compat
 from adk_live_resume.launch import config
+from adk_live_resume.launch import patch as patch_module
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
@@ -98,6 +99,13 @@ def test_version_guard_refuses_only_releases_below_the_minimum() -> None:
     assert adk_compat.check_supported_version("3.0.0rc1") == "newer"
 
 
+@pytest.fixture
+def warnings_not_yet_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget which once-per-process warnings were given: another test may have given them."""
+    monkeypatch.setattr(patch_module, "_warned_untested", set())
+
+
+@pytest.mark.usefixtures("warnings_not_yet_given")
 def test_a_newer_untested_release_installs_with_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -113,6 +121,7 @@ def test_a_newer_untested_release_installs_with_one_warning(
     assert adk_live_resume.is_installed()
 
 
+@pytest.mark.usefixtures("warnings_not_yet_given")
 def test_a_google_genai_newer_than_tested_installs_with_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
