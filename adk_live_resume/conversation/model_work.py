@@ -26,18 +26,31 @@ a move (:attr:`ModelWork.holds_move`) for one answer's time at most, until
 :meth:`ModelWork.unknown_expired` (the watch calls it after ``stall_timeout``, the time a
 turn may wait for an answer), never until the move's deadline.
 
-Three readings, for three kinds of reader:
+**One door.** The connection's watch hands each server message to :meth:`ModelWork.read`
+once, with its status; every rule that needs the model's turn reads it here: the safe point of
+a move, the stall rule's excuse, whether a handle issued now is taken, what a finished turn
+answered. The step methods (:meth:`~ModelWork.output`, :meth:`~ModelWork.turn_complete`, ...)
+are what :meth:`~ModelWork.read` does with one message, kept public for the tests of the rules.
+
+Three readings of the work, for three kinds of reader:
 
 * :attr:`ModelWork.in_progress`: the model's turn is not finished (the last status did not
   finish it): the safe point and the answer rules wait;
 * :attr:`ModelWork.working`: the model owes output of its own accord, "the model is
   working": its output streams (text, audio, a transcription; not a tool call, after which
-  it waits for the client), or its last status is ``IN_PROGRESS``. What a stall detector
+  it waits for the client), or its last status is ``IN_PROGRESS`` (with a ``turnComplete``,
+  or on a message of the turn in progress). What a stall detector
   reads; a turn the model has not begun to answer is :mod:`adk_live_resume.conversation.answers`' to
   tell;
 * :attr:`ModelWork.holds_move`: the turn is not finished, or an unknown status
   (:attr:`ModelWork.unknown`, its name) arrived less than one answer's time ago: the safe
   point of a move waits.
+
+And three readings of the turn: :attr:`ModelWork.turn_open` (output seen, no ``turnComplete``
+or ``interrupted`` since: the connection ended mid-turn), :attr:`ModelWork.reply_streams`
+(output seen, no ``generationComplete``, ``turnComplete``, ``interrupted`` or tool call since:
+a handle issued now is not taken) and :attr:`ModelWork.output_in_turn` (output since the last
+finishing ``turnComplete``: what :class:`TurnEnd` reports of the turn it finishes).
 
 google-genai 2.x parses the status (``LiveServerContent.interaction_status``); 1.x drops the
 field while parsing, so it is read from the raw frame as it arrives
@@ -55,6 +68,9 @@ Guarantees:
 * :attr:`ModelWork.working` is true from model output until the next finishing
   ``turnComplete``, an ``interrupted`` or a tool call, and while the last status is
   ``IN_PROGRESS``; never otherwise.
+* :meth:`ModelWork.read` returns a :class:`TurnEnd` exactly for a message with
+  ``turnComplete``, and gives the same readings as the step methods called in the message's
+  order (its output parts, an ``interrupted``, then its ``turnComplete``).
 * One :class:`ModelWork` serves one connection: a new connection starts with no status (a
   resumed session does not continue a generation in flight; its request is asked again).
 * :meth:`FrameStatuses.read` returns the status of the frame read now (counted from
@@ -77,6 +93,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -84,6 +101,7 @@ __all__ = [
     "WORK_KEY",
     "FrameStatuses",
     "ModelWork",
+    "TurnEnd",
     "WorkingLabels",
     "is_working",
     "label_working",
@@ -107,17 +125,69 @@ def status_name(status: object) -> str | None:
     return text or None
 
 
+@dataclass(frozen=True)
+class TurnEnd:
+    """What a ``turnComplete`` ended (:meth:`ModelWork.read`)."""
+
+    #: The model's turn is finished (``False``: an utterance ended while its work goes on).
+    finished: bool
+    #: Model output came in the turn it finished (always ``False`` when not finished).
+    had_output: bool = False
+
+
 @dataclass
 class ModelWork:
-    """Whether the model works on the request of one connection (see the module)."""
+    """Whether the model works on the request of one connection, and where its turn is
+    (see the module)."""
 
     #: The last ``interactionStatus`` read with a ``turnComplete`` that left the turn open
     #: (``IN_PROGRESS``; ``None``: none, or one that finished the turn).
     status: str | None = None
     #: An unknown status that finished the turn and holds a move for now (``None``: none).
     unknown: str | None = None
+    #: Output seen and no ``turnComplete`` or ``interrupted`` since (the model is mid-turn).
+    turn_open: bool = False
+    #: Output seen since the last finishing ``turnComplete``.
+    output_in_turn: bool = False
+    #: Output seen and no ``generationComplete``, ``turnComplete``, ``interrupted`` or tool
+    #: call since: the model's reply streams.
+    reply_streams: bool = False
     #: Model output seen and no finishing ``turnComplete``, ``interrupted`` or tool call since.
     _output: bool = False
+    #: The last status read on a message without ``turnComplete`` was ``IN_PROGRESS``, and
+    #: no ``turnComplete`` came since.
+    _announced: bool = False
+
+    def read(self, message: Any, status: object = None) -> TurnEnd | None:
+        """Read one server message (google-genai's ``LiveServerMessage``) with ``status``, its
+        ``interactionStatus`` (as parsed, or from its raw frame); return what its
+        ``turnComplete`` ended (``None``: it carried none)."""
+        tool_call = getattr(message, "tool_call", None)
+        if tool_call is not None:
+            self.reply_streams = False
+            if getattr(tool_call, "function_calls", None):
+                self.tool_call()
+        content = getattr(message, "server_content", None)
+        if content is None:
+            return None
+        model_turn = content.model_turn
+        transcription = content.output_transcription
+        if (model_turn is not None and model_turn.parts) or (
+            transcription is not None and transcription.text
+        ):
+            self.output()
+        if content.interrupted:
+            self.interrupted()
+        if content.generation_complete:
+            self.reply_streams = False
+        if not content.turn_complete:
+            if status_name(status) is not None:
+                self._announced = status_name(status) in GOING_ON_STATUSES
+            return None
+        had_output = self.output_in_turn
+        if self.turn_complete(status):
+            return TurnEnd(True, had_output)
+        return TurnEnd(False)
 
     @property
     def in_progress(self) -> bool:
@@ -133,7 +203,7 @@ class ModelWork:
     def working(self) -> bool:
         """The model is working: its output streams, or it said the task goes on
         (``IN_PROGRESS``)."""
-        return self._output or self.status == "IN_PROGRESS"
+        return self._output or self.status == "IN_PROGRESS" or self._announced
 
     def unknown_expired(self) -> bool:
         """One answer's time passed since an unknown status arrived: it no longer holds a
@@ -143,11 +213,11 @@ class ModelWork:
 
     def output(self) -> None:
         """Model output arrived (text, audio, a thought, a transcription piece)."""
-        self._output = True
+        self._output = self.turn_open = self.output_in_turn = self.reply_streams = True
 
     def tool_call(self) -> None:
         """The model asked for tools: it waits for their responses."""
-        self._output = False
+        self._output = self.reply_streams = False
 
     def turn_complete(self, status: object = None) -> bool:
         """A ``turnComplete`` arrived with ``status`` (its ``interactionStatus``, as sent or
@@ -156,14 +226,15 @@ class ModelWork:
         known = name is None or name in FINISHED_STATUSES or name in GOING_ON_STATUSES
         self.unknown = None if known else name
         self.status = name if name in GOING_ON_STATUSES else None
+        self.turn_open = self.reply_streams = self._announced = False
         if self.status is None:
-            self._output = False
+            self._output = self.output_in_turn = False
         return self.status is None
 
     def interrupted(self) -> None:
         """The server cut the generation off: its output ended (the status stays until the
         server says otherwise)."""
-        self._output = False
+        self._output = self.turn_open = self.reply_streams = False
 
 
 @dataclass

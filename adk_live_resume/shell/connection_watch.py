@@ -36,7 +36,7 @@ from ..conversation import connection_figures
 from ..conversation.activity import near_silent_audio
 from ..conversation.context_check import ContextCheck
 from ..conversation.late_results import LateResultsWay
-from ..conversation.model_work import FrameStatuses, ModelWork, WorkingLabels
+from ..conversation.model_work import FrameStatuses, ModelWork, TurnEnd, WorkingLabels
 from ..conversation.send_plan import send_way
 from ..conversation.unknown_status import UnknownStatusHold
 from ..observe.connection_end import ConnectionReport
@@ -156,18 +156,11 @@ class ConnectionWatch:
         #: A fresh session's initial history is being sent: part of the session's state from
         #: its setup on (any handle it issues holds it), so it is never recorded for replay.
         self._history_going = False
-        #: The model was in the middle of a turn (output seen, no turnComplete yet).
-        self.model_turn_open = False
-        #: Model output seen on this connection since its last turnComplete.
-        self.output_in_turn = False
-        #: The model's reply streams: output seen, and no ``generationComplete``,
-        #: ``turnComplete``, ``interrupted`` or tool call since. A handle issued meanwhile is
-        #: not taken (:meth:`on_resumption_update`).
-        self.reply_streams = False
-        #: Whether the model is working (:mod:`..conversation.model_work`): its output streams, or
-        #: its last ``interactionStatus`` said the task goes on (``work.working``, what a stall
-        #: detector reads); a ``turnComplete`` finishes the model's turn only where the status says
-        #: so (``work.in_progress``).
+        #: The model's turn and work (:mod:`..conversation.model_work`), read from each server
+        #: message once (:meth:`on_server_message`): whether the model is working (its output
+        #: streams, or its ``interactionStatus`` said the task goes on: what the stall watch
+        #: reads), whether a ``turnComplete`` finished its turn, whether its reply streams (a
+        #: handle issued meanwhile is not taken: :meth:`on_resumption_update`).
         self.work = ModelWork()
         #: ``interactionStatus`` from the raw frames, where google-genai drops it.
         self._frame_statuses = FrameStatuses()
@@ -233,7 +226,7 @@ class ConnectionWatch:
             moved_why=lifecycle.why_moved,
             move_origin=lifecycle.move_origin,
             move_by=lifecycle.deadline,
-            turn_open=self.model_turn_open,
+            turn_open=self.work.turn_open,
             lost_at=lifecycle.lost_at,
             answered=self.answered,
             stall_answers=self.stall_watch.answers,
@@ -360,16 +353,17 @@ class ConnectionWatch:
     def on_server_message(self, message: types.LiveServerMessage) -> None:
         raw_status = self._frame_statuses.read()
         self.labels.message_read()
-        if message.tool_call is not None:
-            self.reply_streams = False
+        content = message.server_content
+        status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
+        end = self.work.read(message, status)
         if message.usage_metadata is not None:
             self._usage(message.usage_metadata)
-        self._note_content(message.server_content, raw_status)
+        self._note_content(content, end)
         cancellation = message.tool_call_cancellation
         if cancellation is not None and cancellation.ids:
             self.on_tool_calls_cancelled(tuple(str(i) for i in cancellation.ids))
         # (a retirement lets this message, and its handle, still reach the loop and ADK)
-        self._carry_out(self.lifecycle.message_read(turn_open=self.model_turn_open))
+        self._carry_out(self.lifecycle.message_read(turn_open=self.work.turn_open))
         self.stall_watch.server_message(message)
 
     def on_frame(self, frame: Frame) -> None:
@@ -397,9 +391,9 @@ class ConnectionWatch:
         if frame.cancelled_ids:
             self.on_tool_calls_cancelled(frame.cancelled_ids)
 
-    def _note_content(
-        self, content: types.LiveServerContent | None, raw_status: str | None = None
-    ) -> None:
+    def _note_content(self, content: types.LiveServerContent | None, end: TurnEnd | None) -> None:
+        """Tell the outbox and the figures what ``content`` carries (``end``: what its
+        ``turnComplete`` ended, as :attr:`work` read it)."""
         if content is None:
             return
         outbox = self.run.rules.outbox
@@ -411,43 +405,35 @@ class ConnectionWatch:
             else:
                 outbox.model_audio(voiced=not near_silent_audio(part))
                 told = 0
-            self.model_turn_open = self.output_in_turn = self.reply_streams = True
-            self.work.output()
             figures.output(self._model_answered(), told)
         if content.output_transcription and content.output_transcription.text:
             outbox.model_text(content.output_transcription.text)
-            self.model_turn_open = self.output_in_turn = self.reply_streams = True
-            self.work.output()
             figures.output(self._model_answered(), len(content.output_transcription.text))
         if content.input_transcription and content.input_transcription.text:
             text = content.input_transcription.text
             self._input_shown = (text, outbox.input_text(text))
         if content.interrupted:
             outbox.interrupted()
-            self.work.interrupted()
         if content.turn_complete or content.interrupted:
-            self.model_turn_open = False
             figures.answer_ended(self._now(), interrupted=not content.turn_complete)
-        if content.turn_complete or content.interrupted or content.generation_complete:
-            self.reply_streams = False
-        status = getattr(content, "interaction_status", None) if self._sdk_status else raw_status
-        if content.turn_complete and self.work.turn_complete(status):
-            self._turn_finished()
-        elif content.turn_complete:
+        if end is None:
+            return
+        if end.finished:
+            self._turn_finished(answered=end.had_output)
+        else:
             # (an utterance the model ends while its work goes on answers nothing yet)
             outbox.work_goes_on()
             self.labels.work_goes_on(self.work.status)
-        if content.turn_complete:
-            self._unknown.turn_complete()
-            self._turn_ended()
+        self._unknown.turn_complete()
+        self._turn_ended()
 
-    def _turn_finished(self) -> None:
-        """The model's turn is finished: what it answered is answered."""
+    def _turn_finished(self, *, answered: bool) -> None:
+        """The model's turn is finished (``answered``: with output in it): what it answered is
+        answered."""
         self.run.rules.outbox.turn_complete()
-        if self.output_in_turn:
+        if answered:
             self.run.rules.tool_calls.on_answered()
             self.hold_late_results()
-        self.output_in_turn = False
 
     def _speech_state(self, state: str) -> None:
         """The server's ``speechState``, as its frame arrives (no google-genai parses it):
@@ -504,7 +490,7 @@ class ConnectionWatch:
     ) -> None:
         # (Also while the next connection is being opened: a newer handle makes the loop
         # discard that connection, opened with an older one, and open one with the newest.)
-        if new_handle and self.reply_streams:
+        if new_handle and self.work.reply_streams:
             # A session resumed from a handle issued while a reply streams may replay that
             # reply before its next answer (Omi probes, pydantic-ai PR 7379; notes, "Field
             # facts of 2026-11-29"), or not continue it at all: either way the newest
@@ -557,7 +543,6 @@ class ConnectionWatch:
             self._carry_out(self.lifecycle.safe_point())
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
-        self.work.tool_call()
         self.figures.output(self._model_answered())
         return await self.results.calls(calls, self.tap.replay if self.tap is not None else None)
 

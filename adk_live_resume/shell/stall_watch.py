@@ -9,8 +9,8 @@ once; the connection's watch then ends the connection as stalled
 
 "The model works" is an input: the connection's reading of it (``model_working``, the
 watch's :attr:`ModelWork.working <adk_live_resume.conversation.model_work.ModelWork.working>`:
-output streams, or the last ``interactionStatus`` with a ``turnComplete`` was ``IN_PROGRESS``), and
-an ``interactionStatus`` google-genai parses on any message (:meth:`StallWatch.model_working`).
+output streams, or the last ``interactionStatus`` said the work goes on), read from each
+message once by the watch; this watch reads no status of its own.
 
 Guarantees: never calls ``on_stall`` more than once, nor after :meth:`StallWatch.stop`;
 leaves no timer behind once stopped; a function response starts the wait for an answer only
@@ -34,8 +34,6 @@ from ..rules.stall_rule import RESPONSE_REJECTED, Excuses, Stall, StallRule, deg
 
 logger = logging.getLogger("adk_live_resume.loop")
 
-#: ``interactionStatus`` values that say the model works on the request.
-WORKING = frozenset({"IN_PROGRESS"})
 #: What :meth:`StallWatch._check` gives the rule while no turn waits (it reads none then).
 _NO_EXCUSES = Excuses()
 
@@ -77,7 +75,6 @@ class StallWatch:
         self._non_blocking = non_blocking
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
-        self._working = False
         #: Calls issued and not answered yet (a tool runs), by id: whether the model waits
         #: for each (False: NON_BLOCKING).
         self._open_calls: dict[str, bool] = {}
@@ -105,10 +102,6 @@ class StallWatch:
         """The connection's setup completed: the rule applies from now on."""
         self.rule.setup_completed(self._now())
         self._schedule()
-
-    def model_working(self, working: bool) -> None:
-        """Whether the model says it works on the request (``interactionStatus``)."""
-        self._working = working
 
     def nudged(self) -> None:
         """The silence this watch reported was answered with a nudge on the connection: the
@@ -142,9 +135,6 @@ class StallWatch:
             for call_id in message.tool_call_cancellation.ids or []:
                 self._open_calls.pop(str(call_id), None)
         if content is not None:
-            status = getattr(content, "interaction_status", None)
-            if status is not None:
-                self.model_working(_value(status) in WORKING)
             answering = self._note_content(content) or answering
             if content.input_transcription and content.input_transcription.text:
                 self.rule.user_turn("an utterance the server transcribed", self._now())
@@ -201,7 +191,6 @@ class StallWatch:
                 self.answers += 0 if why else 1
                 self._owed = False
             self._content = self._voiced = self._quiet = False
-            self._working = False
             self._words.clear()
         return answering
 
@@ -266,7 +255,7 @@ class StallWatch:
     def _excuses(self) -> Excuses:
         return Excuses(
             tool_running=bool(self._open_calls),
-            model_working=self._working or self._model_working(),
+            model_working=self._model_working(),
             user_speaking=self._user_speaking(),
             reader_behind=self._reader_behind(),
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from types import SimpleNamespace
 
+from google.genai import types
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from adk_live_resume.conversation.model_work import (
     WORK_KEY,
     FrameStatuses,
     ModelWork,
+    TurnEnd,
     WorkingLabels,
     is_working,
     label_working,
@@ -217,3 +219,132 @@ def test_working_labels_go_on_what_is_built_from_a_working_utterances_turn_compl
     answer = _said("echo: two")
     labels.label(answer)
     assert not is_working(answer)
+
+
+# -- one message at a time: ModelWork.read ---------------------------------------------------
+
+
+def _message(
+    *,
+    text: str | None = None,
+    transcription: str | None = None,
+    tool_call: bool = False,
+    interrupted: bool = False,
+    generation_complete: bool = False,
+    turn_complete: bool = False,
+) -> types.LiveServerMessage:
+    """A server message as google-genai gives it."""
+    if tool_call:
+        call = types.FunctionCall(id="c1", name="lookup", args={})
+        return types.LiveServerMessage(tool_call=types.LiveServerToolCall(function_calls=[call]))
+    content = types.LiveServerContent(
+        model_turn=types.Content(role="model", parts=[types.Part(text=text)]) if text else None,
+        output_transcription=types.Transcription(text=transcription) if transcription else None,
+        interrupted=interrupted or None,
+        generation_complete=generation_complete or None,
+        turn_complete=turn_complete or None,
+    )
+    return types.LiveServerMessage(server_content=content)
+
+
+def test_a_turn_read_message_by_message() -> None:
+    work = ModelWork()
+    assert work.read(_message(text="one")) is None
+    assert work.turn_open and work.reply_streams and work.output_in_turn and work.working
+    assert work.read(_message(generation_complete=True)) is None
+    assert not work.reply_streams and work.turn_open, "the reply ended, not the turn"
+    end = work.read(_message(turn_complete=True), "IN_PROGRESS")
+    assert end == TurnEnd(finished=False)
+    assert not work.turn_open and work.output_in_turn and work.working and work.in_progress
+    work.read(_message(transcription="the answer"))
+    assert work.read(_message(turn_complete=True), "IDLE") == TurnEnd(True, had_output=True)
+    assert not (work.turn_open or work.output_in_turn or work.working or work.in_progress)
+    assert work.read(_message(turn_complete=True)) == TurnEnd(True, had_output=False)
+
+
+def test_a_status_on_a_message_of_the_turn_says_the_model_works_until_the_turn_ends() -> None:
+    work = ModelWork()
+    work.read(_message(interrupted=True), "IN_PROGRESS")
+    assert work.working and not work.in_progress, "working, though no turnComplete said so"
+    work.read(_message(interrupted=True))
+    assert work.working, "a message without a status changes nothing"
+    work.read(_message(interrupted=True), "IDLE")
+    assert not work.working
+    work.read(_message(interrupted=True), "IN_PROGRESS")
+    work.read(_message(turn_complete=True), "IDLE")
+    assert not work.working, "the turn's end says what holds"
+
+
+def test_a_tool_call_ends_the_reply_and_the_output_not_the_turn() -> None:
+    work = ModelWork()
+    work.read(_message(text="let me look"))
+    assert work.read(_message(tool_call=True)) is None
+    assert not work.reply_streams and not work.working and work.turn_open
+    work.read(_message(interrupted=True))
+    assert not work.turn_open
+
+
+_MESSAGES = st.lists(
+    st.tuples(
+        st.sampled_from(["text", "transcription", "tool_call", "nothing"]),
+        st.booleans(),  # interrupted
+        st.booleans(),  # generationComplete
+        st.booleans(),  # turnComplete
+        st.sampled_from([None, "IDLE", "IN_PROGRESS", "X"]),
+    ),
+    max_size=25,
+)
+
+
+@given(_MESSAGES)
+def test_reading_a_message_is_its_steps_in_order(
+    messages: list[tuple[str, bool, bool, bool, str | None]],
+) -> None:
+    work, steps = ModelWork(), ModelWork()
+    turn_open = output_in_turn = streams = said_working = False
+    for kind, interrupted, generation_complete, turn_complete, status in messages:
+        if kind == "tool_call":
+            message = _message(tool_call=True)
+            interrupted = generation_complete = turn_complete = False
+        else:
+            message = _message(
+                text="hi" if kind == "text" else None,
+                transcription="hi" if kind == "transcription" else None,
+                interrupted=interrupted,
+                generation_complete=generation_complete,
+                turn_complete=turn_complete,
+            )
+        end = work.read(message, status)
+        # the same message as the connection's flags and the step methods read it, in order
+        if kind == "tool_call":
+            steps.tool_call()
+            streams = False
+        elif kind != "nothing":
+            steps.output()
+            turn_open = output_in_turn = streams = True
+        if interrupted:
+            steps.interrupted()
+        if interrupted or turn_complete:
+            turn_open = False
+        if interrupted or turn_complete or generation_complete:
+            streams = False
+        if turn_complete:
+            finished = steps.turn_complete(status)
+            assert end == TurnEnd(finished, finished and output_in_turn)
+            output_in_turn = output_in_turn and not finished
+            said_working = False
+        else:
+            assert end is None
+            if status is not None and kind != "tool_call":
+                said_working = status == "IN_PROGRESS"
+        assert (work.turn_open, work.output_in_turn, work.reply_streams) == (
+            turn_open,
+            output_in_turn,
+            streams,
+        )
+        assert work.working == (steps.working or said_working)
+        assert (work.in_progress, work.holds_move, work.unknown) == (
+            steps.in_progress,
+            steps.holds_move,
+            steps.unknown,
+        )
