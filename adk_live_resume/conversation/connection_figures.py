@@ -1,9 +1,12 @@
-"""What one connection counted of its conversation: tokens, and how fast and long each answer.
+"""What one connection counted of its conversation: tokens, answers, function calls.
+
+Tokens, how fast and long each answer was, and the function calls the model asked for.
 
 :class:`ConnectionFigures` is fed by the connection's watch (:mod:`..shell.connection_watch`) with
 what it already sees: each ``usageMetadata`` (:mod:`.token_usage`), each user turn sent (a
 typed turn, or voiced microphone audio: a spoken turn ends with its last voiced chunk), each
-piece of model output and each end of an answer (``turnComplete``, ``interrupted``). Its
+piece of model output, each end of an answer (``turnComplete``, ``interrupted``) and each
+tool call (its function calls counted as the model asked for them). Its
 :meth:`~ConnectionFigures.figures` is the frozen :class:`Figures` the connection's outcome
 carries to the run's report (:mod:`..observe.callbacks`): a figure added here reaches
 :class:`~adk_live_resume.observe.callbacks.RunStats` and OpenTelemetry without the loop knowing it.
@@ -56,6 +59,9 @@ class Figures:
     first_prompt_tokens: int | None = None
     last_prompt_tokens: int | None = None
     answers: tuple[Answer, ...] = ()
+    #: The function calls the model asked for on it (a call asked again on a later
+    #: connection counts there again).
+    tool_calls: int = 0
 
 
 class ConnectionFigures:
@@ -73,6 +79,7 @@ class ConnectionFigures:
         self._characters = 0
         #: Turns ended (``turnComplete``) since the last ``usageMetadata`` (or the start).
         self.turns_since_usage = 0
+        self._tool_calls = 0
 
     def usage(self, metadata: Any) -> TokenUsage:
         """A ``usageMetadata`` arrived: added to the connection's sum; returns its counts."""
@@ -116,8 +123,18 @@ class ConnectionFigures:
             Answer(latency, (now - began) * 1000.0, self._characters, now, interrupted)
         )
 
+    def tool_call(self, calls: int) -> None:
+        """The model asked for ``calls`` function calls in one tool call."""
+        self._tool_calls += calls
+
     def figures(self) -> Figures:
-        return Figures(self._usage, self._first_prompt, self._last_prompt, tuple(self._answers))
+        return Figures(
+            self._usage,
+            self._first_prompt,
+            self._last_prompt,
+            tuple(self._answers),
+            tool_calls=self._tool_calls,
+        )
 
 
 class _Off(ConnectionFigures):
@@ -133,6 +150,9 @@ class _Off(ConnectionFigures):
         pass
 
     def answer_ended(self, now: float, *, interrupted: bool = False) -> None:
+        pass
+
+    def tool_call(self, calls: int) -> None:
         pass
 
 

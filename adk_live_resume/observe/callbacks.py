@@ -183,6 +183,10 @@ class RunStats:
     answers: int = 0
     first_output_p50_ms: float | None = None
     first_output_p95_ms: float | None = None
+    #: Function calls the model asked for, summed over the connections (a call asked again
+    #: after a reconnect counts again; :attr:`tool_calls_reused` says how many of those
+    #: were answered from an earlier result).
+    tool_calls: int = 0
     #: ``None`` for a normal end, else the exception that ended the run, e.g.
     #: ``"ReconnectFailedError: gave up reconnecting..."`` (``"cancelled"`` when the consumer
     #: stopped iterating).
@@ -468,6 +472,7 @@ def run_ended(counters: RunCounters, error: BaseException | None) -> None:
         answers=len(firsts),
         first_output_p50_ms=percentile(firsts, 50),
         first_output_p95_ms=percentile(firsts, 95),
+        tool_calls=sum(report.figures.tool_calls for report in reports),
         error=described,
     )
     if isinstance(error, (ReconnectFailedError, SessionNotResumableError)):
@@ -506,6 +511,14 @@ def connection_ended(report: ConnectionReport, *, model: str) -> None:
                     unit="{token}",
                     description=f"Tokens the service counted ({kind}), per turn as sent",
                 )
+    if figures.tool_calls:
+        telemetry.count(
+            "adk_live_resume.tool_calls",
+            figures.tool_calls,
+            {"adk_live_resume.model": model},
+            unit="{call}",
+            description="Function calls the model asked for",
+        )
     if not figures.answers:
         return
     # (answers are timed on the event loop's clock; span events want the wall clock)

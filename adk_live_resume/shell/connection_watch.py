@@ -544,6 +544,7 @@ class ConnectionWatch:
 
     async def on_tool_calls(self, calls: list[types.FunctionCall]) -> list[types.FunctionCall]:
         self.figures.output(self._model_answered())
+        self.figures.tool_call(len(calls))
         return await self.results.calls(calls, self.tap.replay if self.tap is not None else None)
 
     def on_tool_calls_cancelled(self, ids: tuple[str, ...]) -> None:

@@ -16,6 +16,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import adk_live_resume
+from adk_live_resume import RunStats
 from adk_live_resume.testing import FakeLiveServer, LiveDriver
 
 from ... import otel_sdk
@@ -92,6 +94,41 @@ async def test_tokens_and_answers_are_exported_by_model_and_modality(
     (reconnect,) = [e for e in events if e.name == "adk_live_resume.reconnect"]
     assert reconnect.attributes["adk_live_resume.context_restored"] is True
     assert reconnect.attributes["adk_live_resume.prompt_tokens"] == 6
+
+
+async def test_tool_calls_are_counted_per_connection_and_per_run(
+    make_agent: AgentFactory, otel: tuple[InMemoryMetricReader, InMemorySpanExporter]
+) -> None:
+    reader, _ = otel
+    model = f"gemini-live-fake-tools-{make_agent.entry}"  # (counters add up over the process)
+    ended: list[RunStats] = []
+    remove = adk_live_resume.on_run_end(ended.append)
+
+    def lookup(what: str) -> dict[str, Any]:
+        """Look something up."""
+        return {"what": what}
+
+    try:
+        async with asyncio.timeout(40), FakeLiveServer(chunk_delay=0.0) as server:
+            agent = make_agent(server, model=model, tools=[lookup])
+            async with await LiveDriver.start(agent) as live:
+                for what in ("a", "b"):
+                    said = await live.say(f'call lookup {{"what": "{what}"}}', timeout=15)
+                    assert said == f'lookup returned {{"what":"{what}"}}'
+                await server.restart()  # a drop
+                said = await live.say('call lookup {"what": "c"}', timeout=15)
+                assert said == 'lookup returned {"what":"c"}'
+                assert await live.close() is None
+    finally:
+        remove()
+    (stats,) = ended
+    assert stats.connections == 2 and stats.tool_calls == 3
+    points = [
+        p
+        for p in otel_sdk.points(reader, "adk_live_resume.tool_calls")
+        if p.attributes.get("adk_live_resume.model") == model
+    ]
+    assert sum(p.value for p in points) == 3
 
 
 def _page_export() -> dict[str, Any]:
