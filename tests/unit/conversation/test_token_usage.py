@@ -136,6 +136,14 @@ def test_usage_keeps_the_first_and_the_latest_prompt_and_counts_turns_without_it
     assert counted.usage is not None and counted.usage.prompt_tokens == 1238
 
 
+def test_the_function_calls_of_each_tool_call_add_up() -> None:
+    figures = ConnectionFigures()
+    assert figures.figures().tool_calls == 0
+    figures.tool_call(1)
+    figures.tool_call(2)  # (parallel calls in one tool call)
+    assert figures.figures().tool_calls == 3
+
+
 def test_counting_can_be_switched_off_to_measure_its_cost() -> None:
     with connection_figures.off():
         figures = connection_figures.new()
@@ -143,6 +151,7 @@ def test_counting_can_be_switched_off_to_measure_its_cost() -> None:
         figures.output(1.1, 4)
         figures.answer_ended(1.2)
         figures.usage(metadata(10))
+        figures.tool_call(2)
         assert figures.figures() == connection_figures.Figures()
     assert type(connection_figures.new()) is ConnectionFigures
 
