@@ -42,6 +42,15 @@ def _value(item: object) -> str:
     return str(getattr(item, "value", item) or "")
 
 
+def _asked_again(asked: str, before: str) -> bool:
+    """Whether the user turn ``asked`` may be the turn ``before`` said again: the same
+    words, or one ends with the other. A spoken turn is what the server transcribed since the
+    last answer ended, so a second utterance transcribed before the first one's answer ended
+    reads as both ("lights on" + "lights on"), answered as the first was."""
+    now, then = " ".join(asked.lower().split()), " ".join(before.lower().split())
+    return now.endswith(then) or then.endswith(now)
+
+
 def non_blocking_names(request: Any) -> frozenset[str]:
     """The functions the request declares NON_BLOCKING (their results may go unanswered)."""
     names: set[str] = set()
@@ -196,14 +205,14 @@ class StallWatch:
 
     def _repeats_the_turn_before(self) -> bool:
         """The finished turn's words are those of the turn before, and the user turns each
-        answered are known and differ (the same words typed again answered alike are no
-        stall); remembers this turn for the next."""
+        answered are known and differ (the same words typed or said again answered alike are
+        no stall, :func:`_asked_again`); remembers this turn for the next."""
         words = "".join(self._words).strip()
         last, self._last = self._last, (words, self._asked)
         self._asked = None
         if not words or last is None or self._last[1] is None or last[1] is None:
             return False
-        return words == last[0] and self._last[1] != last[1]
+        return words == last[0] and not _asked_again(self._last[1], last[1])
 
     def history_sent(self, method: str, kwargs: Mapping[str, Any]) -> None:
         """A fresh session's history went: one that ends with a complete user turn (ADK sets

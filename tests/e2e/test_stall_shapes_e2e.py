@@ -17,7 +17,7 @@ import pytest
 
 from adk_live_resume import ResumePolicy
 from adk_live_resume.rules.stall_rule import NUDGE
-from adk_live_resume.testing import FakeLiveServer, Fault, LatencyRelay
+from adk_live_resume.testing import FakeLiveServer, Fault, LatencyRelay, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.faults import CANNED_ANSWER
 
@@ -152,3 +152,35 @@ async def test_the_same_words_typed_again_answered_alike_are_no_stall(
             assert await live.say("again") == "echo: again"
             await live.close()
     assert len(server.connections) == 1
+
+
+async def test_the_same_words_said_over_their_own_answer_and_answered_alike_are_no_stall(
+    make_agent: AgentFactory,
+) -> None:
+    # The user says "lights on" again while its answer streams: the server cuts the answer
+    # and transcribes the words again before the next answer ends, so the turn reads
+    # "lights on lights on"; the model answers it as it answered the first. The same words
+    # answered alike are no degenerate turn (only other words answered alike are).
+    policy = ResumePolicy(stall_timeout=0, degenerate_turns=1)
+    utterance = speech_pcm("lights on", seconds=0.6) + silence_pcm(0.7)
+    with Reports() as reports:
+        async with asyncio.timeout(45), FakeLiveServer(chunk_delay=0.3) as server:
+            agent = make_agent(server, policy=policy)
+            async with await LiveDriver.start(agent) as live:
+                mark = len(live.events)
+                live.send_audio(utterance)
+                assert await live.answer_after(mark, timeout=15) == "echo: lights on"
+                first = server.connections[0]
+                live.send_audio(utterance)
+                await server.wait_for(
+                    lambda: any("modelTurn" in str(m) for m in first.server_messages[-2:]),
+                    10,
+                    what="the second answer streaming",
+                )
+                mark = len(live.events)
+                live.send_audio(utterance)
+                await server.wait_for(lambda: first.interrupted > 0, 10, what="the cut")
+                assert await live.answer_after(mark, timeout=15) == "echo: lights on"
+                await asyncio.sleep(0.5)  # (a stall would be seen at the turn's end)
+                await live.close()
+    assert len(server.connections) == 1 and reports.steps() == []

@@ -192,3 +192,33 @@ def test_non_blocking_names_from_the_request() -> None:
     request.config = config  # type: ignore[attr-defined]
     assert non_blocking_names(request) == frozenset({"mail"})
     assert non_blocking_names(object()) == frozenset()
+
+
+def transcribed(text: str) -> types.LiveServerMessage:
+    return content(input_transcription=types.Transcription(text=text))
+
+
+def said(text: str) -> types.LiveServerMessage:
+    return content(model_turn=types.Content(role="model", parts=[types.Part(text=text)]))
+
+
+async def test_the_same_words_said_again_and_answered_alike_are_no_degenerate_turn() -> None:
+    stall_watch, seen, _ = watch(timeout=0.0, turns=1)
+    stall_watch.server_message(transcribed("lights on"))
+    stall_watch.server_message(said("done"))
+    stall_watch.server_message(content(turn_complete=True))
+    # the second utterance is transcribed before its answer's turn ended: "lights onlights on"
+    stall_watch.server_message(transcribed("lights on"))
+    stall_watch.server_message(transcribed(" lights on"))
+    stall_watch.server_message(said("done"))
+    stall_watch.server_message(content(turn_complete=True))
+    assert seen == [] and stall_watch.answers == 2
+
+
+async def test_other_words_answered_alike_are_a_degenerate_turn() -> None:
+    stall_watch, seen, _ = watch(timeout=0.0, turns=1)
+    for asked in ("lights on", "what time is it"):
+        stall_watch.server_message(transcribed(asked))
+        stall_watch.server_message(said("done"))
+        stall_watch.server_message(content(turn_complete=True))
+    assert [s.kind for s in seen] == ["degenerate"] and "same answer" in seen[0].seen
