@@ -84,6 +84,6 @@ class FakeServerProcess:
 
     def gemini(self) -> Gemini:
         """An ADK ``Gemini`` model bound to the child's server."""
-        from adk_live_resume.testing.client_config import fake_gemini
+        from adk_live_resume.fault_proxy.client_config import fake_gemini
 
         return fake_gemini(self)

@@ -90,7 +90,7 @@ class LoopLag:
 
 def counting_model(address: Address, attempts: list[float]) -> Any:
     """An ADK model bound to the fake server that notes the time of every connect call."""
-    from adk_live_resume.testing.client_config import fake_gemini
+    from adk_live_resume.fault_proxy.client_config import fake_gemini
 
     base: Any = type(fake_gemini(address))
 

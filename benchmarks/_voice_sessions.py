@@ -377,7 +377,7 @@ async def _adk_voices(
     from google.adk.runners import InMemoryRunner
     from google.genai import types
 
-    from adk_live_resume.testing.client_config import fake_gemini
+    from adk_live_resume.fault_proxy.client_config import fake_gemini
 
     model = fake_gemini(Address(hello["base_url"], hello["cert_path"]))
     agent = LlmAgent(name="voice", model=model, instruction="Answer briefly.")

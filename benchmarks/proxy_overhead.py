@@ -40,7 +40,7 @@ async def _block(address: Any, turns: int) -> tuple[float, float]:
     """(seconds per turn, messages per turn) of one connection of ``turns`` turns."""
     from google.genai import types
 
-    from adk_live_resume.testing.client_config import genai_client
+    from adk_live_resume.fault_proxy.client_config import genai_client
 
     config = types.LiveConnectConfig(
         response_modalities=[types.Modality.TEXT],
@@ -69,8 +69,8 @@ async def _block(address: Any, turns: int) -> tuple[float, float]:
 
 
 async def measure(blocks: int, turns: int) -> dict[str, dict[str, list[float]]]:
+    from adk_live_resume.fault_proxy.proxy import FaultProxy
     from adk_live_resume.launch.inject_launch import InjectedProxy
-    from adk_live_resume.testing.proxy import FaultProxy
 
     sides: dict[str, dict[str, list[float]]] = {
         v: {"turn_ms": [], "messages": []} for v in VARIANTS

@@ -565,10 +565,10 @@ async def _fault_proxy(settings: Settings) -> Any:
     if settings.proxy_go_away is None:
         yield None
         return
+    from adk_live_resume.fault_proxy.client_config import environ_set
+    from adk_live_resume.fault_proxy.inject_spec import InjectSchedule
+    from adk_live_resume.fault_proxy.proxy import FaultProxy
     from adk_live_resume.launch.inject_launch import upstream_from_environment
-    from adk_live_resume.launch.inject_spec import InjectSchedule
-    from adk_live_resume.testing.client_config import environ_set
-    from adk_live_resume.testing.proxy import FaultProxy
 
     upstream = upstream_from_environment(os.environ)
     schedule = InjectSchedule(

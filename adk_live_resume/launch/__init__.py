@@ -3,7 +3,7 @@
 ``patch`` installs it into every ADK flow (``install()``), ``flows`` offers it per agent
 (``ResumableLlmAgent``), ``config`` reads the ``ADK_LIVE_RESUME_*`` environment, and the
 zero-code ``launcher`` runs an app with it (``_bootstrap`` for its child processes,
-``inject_launch`` and ``inject_spec`` for ``--inject``). Launch may import every folder; nothing
-in the package imports launch but the package's own ``__init__`` and ``__main__``, and the
-test kit.
+``inject_launch`` for ``--inject``, which starts the fault proxy in front of the app). Launch
+may import every folder; nothing in the package imports launch but the package's own
+``__init__`` and ``__main__``, and the test kit.
 """

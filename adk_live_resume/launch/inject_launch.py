@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..testing.proxy import FaultProxy
-    from .inject_spec import InjectSchedule
+    from ..fault_proxy.inject_spec import InjectSchedule
+    from ..fault_proxy.proxy import FaultProxy
 
 __all__ = ["InjectedProxy", "Upstream", "start_injected_proxy", "upstream_from_environment"]
 
@@ -102,7 +102,7 @@ def start_injected_proxy(
     schedule: InjectSchedule, environ: MutableMapping[str, str]
 ) -> InjectedProxy:
     """Start the proxy for ``environ``'s endpoint and point ``environ`` at it."""
-    from ..testing.proxy import FaultProxy
+    from ..fault_proxy.proxy import FaultProxy
 
     upstream = upstream_from_environment(environ)
     running = InjectedProxy(

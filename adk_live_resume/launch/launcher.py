@@ -71,7 +71,7 @@ from .config import (
 )
 
 if TYPE_CHECKING:
-    from .inject_spec import InjectSchedule
+    from ..fault_proxy.inject_spec import InjectSchedule
 
 __all__ = [
     "BOOTSTRAP_DIR",
@@ -320,7 +320,7 @@ def _inject_schedule(spec: str | None) -> InjectSchedule | None:
     """``--inject``'s SPEC read, or a :class:`LauncherError` that says the accepted form."""
     if spec is None:
         return None
-    from .inject_spec import InjectSpecError, parse_inject_spec
+    from ..fault_proxy.inject_spec import InjectSpecError, parse_inject_spec
 
     try:
         return parse_inject_spec(spec)
@@ -408,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="rehearse faults: run a fault proxy in front of the Live endpoint the app uses "
         "and point the app at it, e.g. --inject goaway-every=60,drop-every=90 (seconds; "
-        "keys in adk_live_resume.launch.inject_spec) (default: none)",
+        "keys in adk_live_resume.fault_proxy.inject_spec) (default: none)",
     )
     parser.add_argument(
         "--no-strict",

@@ -6,6 +6,6 @@ conversation: opening each connection (``connection_request``, ``connector``, ``
 ``connection_watch``, ``stall_watch``, ``tool_traffic``, ``background_calls``), the request
 queue (``queue_guard``), what the run holds and counts across connections (``run_rules``,
 ``reconnects``, ``run_tally``), a transfer's next run (``next_run``) and the moves an app asks
-for (``steering``). The shell may import every folder but launch (and never the test kit); it
-asks the rules for every decision and carries it out.
+for (``steering``). The shell may import every folder but the fault proxy and launch (and
+never the test kit); it asks the rules for every decision and carries it out.
 """

@@ -21,7 +21,7 @@ native audio, 3.1, 3.8) in :mod:`adk_live_resume.testing.families`, late pongs i
 :mod:`adk_live_resume.testing.keepalive`, network latency in front of the server
 (:class:`LatencyRelay`) in :mod:`adk_live_resume.testing.latency`, a fault-injecting proxy in
 front of any Live endpoint, the real service included (:class:`FaultProxy`), in
-:mod:`adk_live_resume.testing.proxy`, the REST ``generateContent`` /
+:mod:`adk_live_resume.fault_proxy.proxy`, the REST ``generateContent`` /
 ``streamGenerateContent`` on the same port in :mod:`adk_live_resume.testing.rest`.
 ``python -m adk_live_resume.testing serve`` keeps a fake running for ``adk web`` by hand. The
 pytest plugin
@@ -40,15 +40,15 @@ from .. import lazy_exports
 # Every name is imported on first use (see adk_live_resume.lazy_exports): the pytest plugin
 # lives in this package and loads in every pytest run, most of which never start a server.
 if TYPE_CHECKING:
-    from ..launch.inject_spec import InjectSchedule, InjectSpecError, parse_inject_spec
-    from .client_config import FAKE_API_KEY, environment, environment_variables
+    from ..fault_proxy.client_config import FAKE_API_KEY, environment, environment_variables
+    from ..fault_proxy.inject_spec import InjectSchedule, InjectSpecError, parse_inject_spec
+    from ..fault_proxy.proxy import FaultProxy, ProxiedConnection
     from .driver import LiveDriver, LiveRunEnded, answer_text
     from .faults import INTERNAL_ERROR_REASON, QUOTA_REASON, Fault
     from .handles import HandleIssue, HandleSchedule
     from .latency import LatencyRelay
     from .model import ScriptedModel
     from .patching import patch_installed, patch_removed
-    from .proxy import FaultProxy, ProxiedConnection
     from .recording_check import compare_with_fake
     from .records import ConnectionRecord, HeardTurn, ResentMessage, ToolCallRecord
     from .server import FakeLiveServer
@@ -66,9 +66,9 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
         __name__,
         globals(),
         {
-            "FAKE_API_KEY": ".client_config",
-            "environment": ".client_config",
-            "environment_variables": ".client_config",
+            "FAKE_API_KEY": "..fault_proxy.client_config",
+            "environment": "..fault_proxy.client_config",
+            "environment_variables": "..fault_proxy.client_config",
             "LiveDriver": ".driver",
             "LiveRunEnded": ".driver",
             "answer_text": ".driver",
@@ -77,12 +77,12 @@ else:  # not for type checkers: without a __getattr__, a misspelt name stays an 
             "QUOTA_REASON": ".faults",
             "HandleIssue": ".handles",
             "HandleSchedule": ".handles",
-            "InjectSchedule": "..launch.inject_spec",
-            "InjectSpecError": "..launch.inject_spec",
-            "parse_inject_spec": "..launch.inject_spec",
+            "InjectSchedule": "..fault_proxy.inject_spec",
+            "InjectSpecError": "..fault_proxy.inject_spec",
+            "parse_inject_spec": "..fault_proxy.inject_spec",
             "LatencyRelay": ".latency",
-            "FaultProxy": ".proxy",
-            "ProxiedConnection": ".proxy",
+            "FaultProxy": "..fault_proxy.proxy",
+            "ProxiedConnection": "..fault_proxy.proxy",
             "ScriptedModel": ".model",
             "patch_installed": ".patching",
             "patch_removed": ".patching",

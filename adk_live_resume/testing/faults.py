@@ -93,6 +93,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..fault_proxy.stall_filter import STALL_SHAPES, StallShape
+
 __all__ = [
     "CANNED_ANSWER",
     "FAKE_STALL_SHAPES",
@@ -134,9 +136,6 @@ INTERNAL_ERROR_REASON = "Internal error encountered."
 old socket is open); a model refusing every setup closes with it too (a report of 2026-08-24;
 notes, "Field facts of 2026-11-29")."""
 
-#: The shapes of a ``stall`` fault (see the module docstring).
-StallShape = Literal["silent", "empty", "rejected", "quiet_audio", "after_barge_in", "canned"]
-STALL_SHAPES: tuple[StallShape, ...] = ("silent", "empty", "rejected", "quiet_audio")
 #: The shapes only the fake server plays (the fault proxy does not): a model that never
 #: answers after a barge-in, and the same canned answer to every turn.
 FAKE_STALL_SHAPES: tuple[StallShape, ...] = (*STALL_SHAPES, "after_barge_in", "canned")

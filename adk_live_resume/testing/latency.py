@@ -199,13 +199,13 @@ class LatencyRelay:
 
     def genai_client(self, api_version: str | None = None, *, vertex: bool = False) -> Client:
         """A ``google.genai.Client`` that reaches the server through this relay."""
-        from .client_config import genai_client
+        from ..fault_proxy.client_config import genai_client
 
         return genai_client(self, api_version=api_version, vertex=vertex)
 
     def gemini(self, model: str = "gemini-live-fake", *, vertex: bool = False) -> Gemini:
         """A ``google.adk.models.Gemini`` that reaches the server through this relay."""
-        from .client_config import fake_gemini
+        from ..fault_proxy.client_config import fake_gemini
 
         return fake_gemini(self, model=model, vertex=vertex)
 

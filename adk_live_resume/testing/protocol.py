@@ -1,9 +1,7 @@
 """Wire helpers: read client JSON in either key casing, build server JSON in camelCase.
 
-The google-genai SDK sends a mix of ``camelCase`` and ``snake_case`` keys that differs between
-releases (``turnComplete`` vs ``turn_complete``, ``mimeType`` vs ``mime_type``), so every read
-goes through :func:`pick`, which accepts both spellings of a protocol key. User data inside
-messages (function call arguments, function responses) is never renamed.
+Reading goes through :mod:`adk_live_resume.fault_proxy.wire_json` (either key casing, either
+base64 alphabet), which the fault proxy shares; its names are importable from here too.
 
 The SDK turns an unknown top-level server key into a ``TypeError``, so server messages are built
 only by the functions here, each with one of the documented top-level keys.
@@ -12,11 +10,20 @@ only by the functions here, each with one of the documented top-level keys.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
-import re
-from collections.abc import Mapping
 from typing import Any
+
+from ..fault_proxy.wire_json import (
+    JsonDict,
+    b64decode_any,
+    camel,
+    format_time_left,
+    has,
+    pick,
+    pick_dict,
+    pick_list,
+    snake,
+)
 
 __all__ = [
     "JsonDict",
@@ -25,67 +32,12 @@ __all__ = [
     "camel",
     "dumps",
     "format_time_left",
+    "has",
     "pick",
     "pick_dict",
     "pick_list",
     "snake",
 ]
-
-JsonDict = dict[str, Any]
-
-_CAMEL_BOUNDARY = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def snake(name: str) -> str:
-    """``turnComplete`` -> ``turn_complete`` (already snake names are unchanged)."""
-    return _CAMEL_BOUNDARY.sub("_", name).lower()
-
-
-def camel(name: str) -> str:
-    """``turn_complete`` -> ``turnComplete`` (already camel names are unchanged)."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def pick(obj: Any, name: str, default: Any = None) -> Any:
-    """Return ``obj[name]`` looked up under its snake_case or camelCase spelling.
-
-    ``name`` may be given in either casing. Returns ``default`` when ``obj`` is not a mapping
-    or holds neither spelling.
-    """
-    if not isinstance(obj, Mapping):
-        return default
-    for key in (name, snake(name), camel(name)):
-        if key in obj:
-            return obj[key]
-    return default
-
-
-def pick_dict(obj: Any, name: str) -> JsonDict | None:
-    """Like :func:`pick` but return the value only if it is a dict."""
-    value = pick(obj, name)
-    return value if isinstance(value, dict) else None
-
-
-def pick_list(obj: Any, name: str) -> list[Any]:
-    """Like :func:`pick` but always return a list (empty when absent or not a list)."""
-    value = pick(obj, name)
-    return value if isinstance(value, list) else []
-
-
-def has(obj: Any, name: str) -> bool:
-    """True when ``obj`` holds ``name`` under either spelling (even with a falsy value)."""
-    return isinstance(obj, Mapping) and any(key in obj for key in (name, snake(name), camel(name)))
-
-
-def b64decode_any(data: str) -> bytes:
-    """Decode base64 in the standard or the URL-safe alphabet, padded or not."""
-    text = data.strip().replace("-", "+").replace("_", "/")
-    text += "=" * (-len(text) % 4)
-    try:
-        return base64.b64decode(text, validate=False)
-    except (binascii.Error, ValueError):
-        return b""
 
 
 def b64encode(data: bytes) -> str:
@@ -96,14 +48,6 @@ def b64encode(data: bytes) -> str:
 def dumps(message: JsonDict) -> str:
     """Serialize a server message compactly."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-
-
-def format_time_left(seconds: float) -> str:
-    """Format a duration the way the service does: ``"57s"``, or ``"0.600s"`` when fractional."""
-    seconds = max(0.0, seconds)
-    if abs(seconds - round(seconds)) < 1e-9:
-        return f"{round(seconds)}s"
-    return f"{seconds:.3f}s"
 
 
 def compact_json(value: Any) -> str:

@@ -12,7 +12,7 @@ on stdin and injects it (``help`` lists them) until stdin ends or Ctrl-C::
     status            the connections so far
 
 Commands act on every open connection. ``--inject SPEC`` adds a schedule
-(:mod:`..launch.inject_spec`); ``--record FILE`` writes every frame both ways to FILE
+(:mod:`..fault_proxy.inject_spec`); ``--record FILE`` writes every frame both ways to FILE
 (:mod:`.recording`: handles, keys and audio redacted).
 """
 
@@ -25,8 +25,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..launch.inject_spec import SPEC_FORM, InjectSpecError, parse_inject_spec
-from .proxy import FaultProxy
+from ..fault_proxy.inject_spec import SPEC_FORM, InjectSpecError, parse_inject_spec
+from ..fault_proxy.proxy import FaultProxy
 
 __all__ = ["CommandError", "add_proxy_command", "parse_command"]
 

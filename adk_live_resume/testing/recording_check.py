@@ -1,7 +1,7 @@
 """Compare a recorded session with what the fake server says to the same client messages.
 
 :func:`compare_with_fake` replays the client's side of a recording
-(:mod:`~adk_live_resume.testing.recording`) against a :class:`FakeLiveServer`, connection by
+(:mod:`~adk_live_resume.fault_proxy.recording`) against a :class:`FakeLiveServer`, connection by
 connection, and reports where the fake's messages differ from the recorded ones: their kinds
 and their order after each client message. A difference is a fact about the service the fake
 does not follow yet (or a recording of a model the fake plays differently): it becomes a
@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from ..fault_proxy.recording import RecordedLine, read_recording
 from .protocol import b64encode, pick, pick_dict, pick_list
-from .recording import RecordedLine, read_recording
 
 if TYPE_CHECKING:
     from .server import FakeLiveServer

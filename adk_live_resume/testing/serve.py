@@ -20,7 +20,7 @@ import signal
 import sys
 from typing import TextIO
 
-from .client_config import environment_variables
+from ..fault_proxy.client_config import environment_variables
 from .server import FakeLiveServer
 
 __all__ = ["add_arguments", "export_lines", "serve"]

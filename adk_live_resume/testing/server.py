@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any, cast
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
+from ..fault_proxy.certs import TlsMaterial, create_tls_material
 from ..observe.log_redaction import CredentialRedactor
-from .certs import TlsMaterial, create_tls_material
 from .connection import LiveConnection
 from .faults import Fault, Flap
 from .handles import HandleIssue, HandleSchedule, HandleStore
@@ -388,7 +388,7 @@ class FakeLiveServer:
         variables that would redirect the client (Vertex project/location, ``GEMINI_API_KEY``).
         Every variable is restored exactly on exit. Yields the variables set.
         """
-        from .client_config import environment
+        from ..fault_proxy.client_config import environment
 
         return environment(self)
 
@@ -397,7 +397,7 @@ class FakeLiveServer:
 
         ``vertex=True``: the Vertex AI dialect (express mode), which allows ``transparent``.
         """
-        from .client_config import genai_client
+        from ..fault_proxy.client_config import genai_client
 
         return genai_client(self, api_version=api_version, vertex=vertex)
 
@@ -415,7 +415,7 @@ class FakeLiveServer:
         ``ping_interval`` / ``ping_timeout``: the live websocket's keepalive in real seconds
         (None: websockets' defaults, 20 s each).
         """
-        from .client_config import fake_gemini
+        from ..fault_proxy.client_config import fake_gemini
 
         return fake_gemini(
             self,

@@ -6,6 +6,7 @@ import collections
 import itertools
 from dataclasses import dataclass, field
 
+from ..fault_proxy.inject_spec import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
 from .faults import INTERNAL_ERROR_REASON, Fault, Flap
 from .handles import HandleSchedule, HandleStore
 from .records import ToolCallRecord
@@ -23,17 +24,6 @@ __all__ = [
     "SharedState",
 ]
 
-DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
-"""The reason of a 1011 close at a deadline (the real service's words): the session age cap,
-and a connection's deadline with ``deadline_close_code=1011``."""
-GO_AWAY_DEADLINE_REASON = (
-    "Connection aborted because the client failed to close the connection after receiving a"
-    " GoAway signal once the session durat"
-)
-"""The reason of the 1008 close at a missed goAway deadline, verbatim (cut by the 123-byte
-limit of a close frame's reason) from a recorded run: martin-paladino/glosa
-``samples/fixtures/lt_en.jsonl`` (``gemini-live-protocol.md``, "Field facts that contradict or
-extend the above")."""
 INVALID_ARGUMENT_REASON = "Request contains an invalid argument."
 IDLE_CLOSE_AFTER = 151.0
 """Real seconds without a client message after which the service closes a connection with

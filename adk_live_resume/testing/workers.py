@@ -28,8 +28,8 @@ from typing import Any
 
 import adk_live_resume
 
+from ..fault_proxy.client_config import _ServerAddress, environment_variables
 from .children import reap, spawn
-from .client_config import _ServerAddress, environment_variables
 
 __all__ = [
     "ApiWorker",

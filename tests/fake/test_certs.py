@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from adk_live_resume.testing.certs import TlsMaterial, create_tls_material
+from adk_live_resume.fault_proxy.certs import TlsMaterial, create_tls_material
 
 
 def _signed_by(tls: TlsMaterial, names: list[x509.GeneralName], directory: Path) -> ssl.SSLContext:

@@ -19,8 +19,8 @@ from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
+from adk_live_resume.fault_proxy.client_config import environment
 from adk_live_resume.testing import FakeLiveServer
-from adk_live_resume.testing.client_config import environment
 from adk_live_resume.testing.rest import RestCall, answer_rest, parse_route
 
 pytestmark = [pytest.mark.timeout(60)]

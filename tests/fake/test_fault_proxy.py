@@ -16,9 +16,9 @@ import pytest
 from google.genai import errors, types
 from websockets.asyncio.client import connect
 
-from adk_live_resume.launch.inject_spec import InjectSchedule
+from adk_live_resume.fault_proxy.inject_spec import InjectSchedule
+from adk_live_resume.fault_proxy.proxy import FaultProxy
 from adk_live_resume.testing import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON, FakeLiveServer
-from adk_live_resume.testing.proxy import FaultProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -270,7 +270,7 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin(tmp_path: Pa
     ``goaway`` on stdin reaches the open connection, and ``--record`` writes the session."""
     import sys
 
-    from adk_live_resume.testing.recording import read_recording
+    from adk_live_resume.fault_proxy.recording import read_recording
 
     recording = tmp_path / "session.jsonl"
 
@@ -299,7 +299,7 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin(tmp_path: Pa
                     name, _, value = line.removeprefix("export ").strip().partition("=")
                     printed[name] = value
             base_url, bundle = printed["GOOGLE_GEMINI_BASE_URL"], printed["SSL_CERT_FILE"]
-            from adk_live_resume.testing.client_config import _Address, genai_client
+            from adk_live_resume.fault_proxy.client_config import _Address, genai_client
 
             client = genai_client(_Address(base_url, bundle))
             async with client.aio.live.connect(model="gemini-live-fake", config=CONFIG) as s:
@@ -321,7 +321,7 @@ async def test_the_proxy_command_relays_and_takes_commands_on_stdin(tmp_path: Pa
 
 
 def test_the_upstream_request_keeps_the_client_s_headers_or_swaps_the_key() -> None:
-    from adk_live_resume.testing.proxy_request import upstream_request
+    from adk_live_resume.fault_proxy.proxy_request import upstream_request
 
     headers = [
         ("Host", "127.0.0.1:1"),
@@ -344,7 +344,7 @@ def test_the_upstream_request_keeps_the_client_s_headers_or_swaps_the_key() -> N
 async def test_the_proxy_presents_its_own_key_upstream() -> None:
     from websockets.asyncio.server import serve
 
-    from adk_live_resume.testing.certs import create_tls_material
+    from adk_live_resume.fault_proxy.certs import create_tls_material
 
     seen: list[str] = []
     tls = create_tls_material()

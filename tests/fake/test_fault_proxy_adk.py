@@ -8,8 +8,8 @@ import pytest
 from google.adk.agents import LlmAgent
 
 import adk_live_resume
+from adk_live_resume.fault_proxy.proxy import FaultProxy
 from adk_live_resume.testing import FakeLiveServer, LiveDriver
-from adk_live_resume.testing.proxy import FaultProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 

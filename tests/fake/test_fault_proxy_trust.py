@@ -18,8 +18,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request
 
-from adk_live_resume.testing.certs import TlsMaterial, create_tls_material
-from adk_live_resume.testing.proxy import MAX_MESSAGE_SIZE, FaultProxy
+from adk_live_resume.fault_proxy.certs import TlsMaterial, create_tls_material
+from adk_live_resume.fault_proxy.proxy import MAX_MESSAGE_SIZE, FaultProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

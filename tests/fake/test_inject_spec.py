@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adk_live_resume.launch.inject_spec import (
+from adk_live_resume.fault_proxy.inject_spec import (
     InjectSchedule,
     InjectSpecError,
     parse_inject_spec,

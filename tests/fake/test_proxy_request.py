@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adk_live_resume.testing.proxy_request import Upstream, request_target
+from adk_live_resume.fault_proxy.proxy_request import Upstream, request_target
 
 LIVE_PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 

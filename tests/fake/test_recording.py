@@ -1,4 +1,4 @@
-"""Recordings as a tool (testing.recording, testing.recording_check): a session recorded
+"""Recordings as a tool (fault_proxy.recording, testing.recording_check): a session recorded
 through the fault proxy in front of the fake, redacted, then compared with what a fake says
 for the same client messages; the comparison's rules are pure and tested on their own."""
 
@@ -14,9 +14,9 @@ from google.genai import types
 from hypothesis import given
 from hypothesis import strategies as st
 
+from adk_live_resume.fault_proxy.proxy import FaultProxy
+from adk_live_resume.fault_proxy.recording import RecordedLine, read_recording, redact_frame
 from adk_live_resume.testing import FAKE_API_KEY, FakeLiveServer, WireShapes
-from adk_live_resume.testing.proxy import FaultProxy
-from adk_live_resume.testing.recording import RecordedLine, read_recording, redact_frame
 from adk_live_resume.testing.recording_check import (
     compare_with_fake,
     differences,

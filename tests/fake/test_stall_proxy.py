@@ -11,10 +11,10 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ReconnectInfo, ResumePolicy
-from adk_live_resume.launch.inject_spec import InjectSpecError, parse_inject_spec
+from adk_live_resume.fault_proxy.inject_spec import InjectSpecError, parse_inject_spec
+from adk_live_resume.fault_proxy.proxy import FaultProxy
+from adk_live_resume.fault_proxy.stall_filter import StallFilter
 from adk_live_resume.testing import FakeLiveServer, LiveDriver, silence_pcm, speech_pcm
-from adk_live_resume.testing.proxy import FaultProxy
-from adk_live_resume.testing.stall_filter import StallFilter
 
 from ..conftest import stream_pcm
 

@@ -28,8 +28,8 @@ from cryptography.fernet import Fernet
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
 from adk_live_resume.compat import adk_compat
+from adk_live_resume.fault_proxy.inject_spec import parse_inject_spec
 from adk_live_resume.launch.config import resolve_policy
-from adk_live_resume.launch.inject_spec import parse_inject_spec
 from adk_live_resume.launch.launcher import plan_launch, split_argv
 from adk_live_resume.resumption.stored_handle import HandleSealer, ResumeHandle, SessionKey
 from adk_live_resume.rules import retry_hooks

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .protocol import b64decode_any
+from .wire_json import b64decode_any
 
 __all__ = ["RecordedLine", "Recorder", "read_recording"]
 

@@ -11,7 +11,7 @@ Keys (each at most once; at least one):
   and closes it at that deadline with ``goaway-close-code``, as the service does.
 * ``goaway-time-left=S``: the ``timeLeft`` of those goAways (default 10).
 * ``goaway-close-code=N``: the code of the close at a goAway's deadline: 1008 (the default,
-  with the recorded reason :data:`~.settings.GO_AWAY_DEADLINE_REASON`, as a recorded real run
+  with the recorded reason :data:`GO_AWAY_DEADLINE_REASON`, as a recorded real run
   closes: ``gemini-live-protocol.md``, "Field facts that contradict or extend the above") or
   1011 (with "Deadline expired ...", the close seen at the connection cap).
 * ``drop-every=S``: S seconds after a connection opened, the proxy aborts it without a close
@@ -23,7 +23,7 @@ Keys (each at most once; at least one):
 * ``refuse-resume=N``: refuse (close 1008) the first N setups that carry a resumption handle.
 * ``stall-after=S``: S seconds after a connection opened, it stalls from the next user turn
   on (the socket open, pings answered, the answers withheld or emptied:
-  :mod:`~adk_live_resume.testing.stall_filter`).
+  :mod:`~adk_live_resume.fault_proxy.stall_filter`).
 * ``stall-shape=SHAPE``: ``silent`` (default), ``empty``, ``rejected`` or ``quiet_audio``.
 * ``stall-session=1``: the stall lasts for the live session: a connection resuming it stalls
   from its setup on (0, the default: for the connection only).
@@ -36,7 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "DEFAULT_DEADLINE_REASON",
     "GO_AWAY_CLOSE_CODES",
+    "GO_AWAY_DEADLINE_REASON",
     "SPEC_FORM",
     "InjectSchedule",
     "InjectSpecError",
@@ -112,6 +114,17 @@ _INTEGERS = {
 }
 #: The codes the service closes with at a goAway's deadline.
 GO_AWAY_CLOSE_CODES = (1008, 1011)
+DEFAULT_DEADLINE_REASON = "Deadline expired before operation could complete."
+"""The reason of a 1011 close at a deadline (the real service's words): the session age cap,
+and a connection's deadline with ``deadline_close_code=1011``."""
+GO_AWAY_DEADLINE_REASON = (
+    "Connection aborted because the client failed to close the connection after receiving a"
+    " GoAway signal once the session durat"
+)
+"""The reason of the 1008 close at a missed goAway deadline, verbatim (cut by the 123-byte
+limit of a close frame's reason) from a recorded run: martin-paladino/glosa
+``samples/fixtures/lt_en.jsonl`` (``gemini-live-protocol.md``, "Field facts that contradict or
+extend the above")."""
 _STALL_SHAPES = ("silent", "empty", "rejected", "quiet_audio")
 
 

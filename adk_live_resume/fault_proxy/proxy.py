@@ -23,7 +23,7 @@ What it guarantees:
 * Messages go through unchanged and in order, both ways, each ``latency`` seconds late. An
   upstream close is passed on with its code and reason, an upstream abort as an abort; a
   client close closes the upstream.
-* Faults, on command (the methods below) or on a schedule (:class:`~..launch.inject_spec.
+* Faults, on command (the methods below) or on a schedule (:class:`~.inject_spec.
   InjectSchedule`, per connection from its opening): :meth:`go_away` (then, at the deadline,
   after everything queued before it, the close :attr:`FaultProxy.deadline_close_code`: 1008
   with :data:`GO_AWAY_DEADLINE_REASON` by default, as a recorded real run closes a client
@@ -64,16 +64,19 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 
-from ..launch.inject_spec import GO_AWAY_CLOSE_CODES, InjectSchedule
 from ..observe.log_redaction import CredentialRedactor
 from ..resumption.handles import redact
 from .certs import TlsMaterial, create_tls_material
-from .faults import STALL_SHAPES, StallShape
-from .protocol import format_time_left, pick, pick_dict
+from .inject_spec import (
+    DEFAULT_DEADLINE_REASON,
+    GO_AWAY_CLOSE_CODES,
+    GO_AWAY_DEADLINE_REASON,
+    InjectSchedule,
+)
 from .proxy_request import Upstream, loggable_path, upstream_request
 from .recording import Recorder
-from .settings import DEFAULT_DEADLINE_REASON, GO_AWAY_DEADLINE_REASON
-from .stall_filter import StallFilter
+from .stall_filter import STALL_SHAPES, StallFilter, StallShape
+from .wire_json import format_time_left, pick, pick_dict
 
 if TYPE_CHECKING:
     from google.adk.models import Gemini
@@ -81,9 +84,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DEADLINE_CLOSE_CODE", "GO_AWAY_DEADLINE_REASON", "FaultProxy", "ProxiedConnection"]
 
-logger = logging.getLogger(__name__)
+#: The proxy's log, under the name its users configure (the test kit's).
+logger = logging.getLogger("adk_live_resume.testing.proxy")
 # websockets logs whole handshakes (headers: the API key) and frames (handles) at DEBUG.
-_frames_logger = logging.getLogger(__name__ + ".frames")
+_frames_logger = logging.getLogger(logger.name + ".frames")
 _frames_logger.addFilter(CredentialRedactor())
 
 #: The code the service closes with at a goAway's deadline (recorded: 1008 with
@@ -408,7 +412,7 @@ class FaultProxy:
             certificate is then trusted for the upstream connections).
         upstream_cert: a PEM bundle to trust for the upstream (default: the system's; ignored
             when ``upstream`` carries ``cert_path``).
-        schedule: faults on every connection, from its opening (:func:`~..launch.inject_spec.
+        schedule: faults on every connection, from its opening (:func:`~.inject_spec.
             parse_inject_spec`). Its ``latency`` and ``refuse_resume`` set the defaults of
             :attr:`latency` and :meth:`refuse_resumes`.
         open_timeout: seconds for the upstream handshake.

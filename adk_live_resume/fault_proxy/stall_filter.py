@@ -35,11 +35,16 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, Literal
 
-from .protocol import pick, pick_dict
+from .wire_json import pick, pick_dict
 
-__all__ = ["StallFilter"]
+__all__ = ["STALL_SHAPES", "StallFilter", "StallShape"]
+
+#: The shapes of a ``stall`` fault (see :mod:`adk_live_resume.testing.faults`).
+StallShape = Literal["silent", "empty", "rejected", "quiet_audio", "after_barge_in", "canned"]
+#: The shapes both the fault proxy and the fake server play.
+STALL_SHAPES: tuple[StallShape, ...] = ("silent", "empty", "rejected", "quiet_audio")
 
 #: What the server says of the user's speech: never an answer, kept through a stall.
 _HEARD = ("inputTranscription", "speechState")
