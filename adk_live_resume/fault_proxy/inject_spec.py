@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .stall_filter import STALL_SHAPES
+
 __all__ = [
     "DEFAULT_DEADLINE_REASON",
     "GO_AWAY_CLOSE_CODES",
@@ -125,7 +127,6 @@ GO_AWAY_DEADLINE_REASON = (
 limit of a close frame's reason) from a recorded run: martin-paladino/glosa
 ``samples/fixtures/lt_en.jsonl`` (``gemini-live-protocol.md``, "Field facts that contradict or
 extend the above")."""
-_STALL_SHAPES = ("silent", "empty", "rejected", "quiet_audio")
 
 
 def _error(detail: str) -> InjectSpecError:
@@ -153,8 +154,8 @@ def parse_inject_spec(spec: str) -> InjectSchedule:
                 raise _error(f"{key}=0 would fire at once on every connection; use > 0")
             field = _SECONDS[key]
         elif key == "stall-shape":
-            if raw.strip() not in _STALL_SHAPES:
-                raise _error(f"stall-shape={raw!r} is not one of {', '.join(_STALL_SHAPES)}")
+            if raw.strip() not in STALL_SHAPES:
+                raise _error(f"stall-shape={raw!r} is not one of {', '.join(STALL_SHAPES)}")
             field, word = "stall_shape", raw.strip()
             if field in values:
                 raise _error(f"{key} given twice")
