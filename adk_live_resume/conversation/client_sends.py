@@ -233,6 +233,20 @@ def describe(method: str, kwargs: Mapping[str, Any]) -> tuple[float, str | None,
     return 0.0, None, ()
 
 
+def tells_results(method: str, kwargs: Mapping[str, Any]) -> bool:
+    """Whether the send is client content telling tool results: a complete turn holding
+    function responses (a result told as content, :func:`~.late_results.as_content`), which
+    asks the model for an answer as a typed turn does."""
+    if method != "send_client_content" or not kwargs.get("turn_complete", True):
+        return False
+    turns = kwargs.get("turns") or []
+    for turn in turns if isinstance(turns, (list, tuple)) else [turns]:
+        for part in _get(turn, "parts") or []:
+            if _get(part, "function_response") is not None:
+                return True
+    return False
+
+
 def context_turns(method: str, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(role, text)`` of each turn of client content that asks for no answer
     (``turn_complete=False``: the context a replay sends); none for any other send call."""

@@ -56,6 +56,7 @@ from .client_sends import (
     is_frame,
     plain_audio,
     signals,
+    tells_results,
     without_responses,
 )
 from .context_updates import CONTEXT_UPDATE, ContextUpdates
@@ -399,7 +400,8 @@ class Outbox:
             return
         # Gemini API: model output (or an interrupted generation) shows the server took in
         # what came before it, except the utterance the user is still speaking or has not
-        # been answered for. A typed turn or a function response needs more: a generation
+        # been answered for. A typed turn, a function response or results told as content
+        # (:func:`_asks_answer`) need more: a generation
         # that began after it was sent (or an interruption). The rest of a generation already
         # streaming when the turn went out was sent before the server had the turn, and so
         # may the handle that follows it be (as :class:`~.answers.UnansweredTurns`
@@ -418,7 +420,7 @@ class Outbox:
                 and (
                     position > answered_until
                     or (current > 0 and item.utterance == current)
-                    or (position > answer_began and bool(item.user_text or item.response_ids))
+                    or (position > answer_began and _asks_answer(item))
                 )
             )
         )
@@ -742,6 +744,14 @@ class Outbox:
         replay.messages = kept_messages
         self._note_replayed_start(replay)
         return replay
+
+
+def _asks_answer(item: ClientMessage) -> bool:
+    """Whether ``item`` asks the model for an answer: a typed turn, a function response, or
+    client content telling tool results (:func:`~.client_sends.tells_results`)."""
+    return bool(item.user_text or item.response_ids) or (
+        item.method == "send_client_content" and tells_results(item.method, item.kwargs)
+    )
 
 
 def _packed(kwargs: Mapping[str, Any], pcm: bytes) -> Mapping[str, Any] | PackedAudio:

@@ -23,7 +23,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault
+from adk_live_resume.testing import FakeLiveServer, Fault, LatencyRelay
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.records import ConnectionRecord
 
@@ -146,3 +146,53 @@ async def test_a_result_sent_to_the_connection_that_dropped_is_told_once_as_cont
             ]
             assert job.runs == ["mail"]
             clean(server.connections)
+
+
+async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_after_its_handle(
+    make_agent: AgentFactory,
+) -> None:
+    # The job's result is told as content (its call's id belongs to the connection before)
+    # while the answer to a long question still streams in. Behind 1 s of latency the server ends
+    # that answer and sends its handle before the content reaches it: the handle does not
+    # hold the content, though model output reached the client after it was sent (as a
+    # typed turn crossing a handle). The connection then drops: the resumed session must
+    # still be told the result, once.
+    job = SlowTool(gated=True)
+    async with asyncio.timeout(55):
+        async with (
+            FakeLiveServer(chunk_delay=0.3) as server,
+            LatencyRelay(server, one_way=1.0) as relay,
+        ):
+            agent = agent_for(make_agent, relay, "gemini-live-fake", False, [slow_job_tool(job)])
+            async with await LiveDriver.start(agent) as live:
+                mark = live.send_text('call slow_job {"job_name": "order"}')
+                assert await answer_like(live, mark, "slow_job started", timeout=15)
+                first = server.connections[0]
+                await server.wait_for(lambda: first.handles_issued, 5, what="a handle")
+                await server.close_open(1011)
+                second = (await server.wait_for_connections(2))[1]
+                issued = len(second.handle_issues)
+                one = live.send_text("one long question that takes the model a while to echo")
+                await live.wait_for_event(
+                    lambda e: bool(e.partial and e.content and e.content.parts),
+                    after=one,
+                    timeout=15,
+                )
+                job.gate.set()  # (told as content now: the rest of the answer is on its way)
+                await server.wait_for(
+                    lambda: any(i.point == "turn_complete" for i in second.handle_issues[issued:]),
+                    10,
+                    what="the handle after the answer",
+                )
+                handle = next(
+                    i.handle for i in second.handle_issues[issued:] if i.point == "turn_complete"
+                )
+                assert late_results_told(second) == [], "the content came too soon"
+                await server.close_open(1006)
+                third = (await server.wait_for_connections(3))[2]
+                await told_once(live, mark, result_of("order"), timeout=15, quiet=0.4)
+                await live.close()
+    assert third.resumed and third.resume_handle == handle, "not resumed from it"
+    assert job.runs == ["order"], "the tool ran once"
+    told = [t for c in server.connections for t in late_results_told(c)]
+    assert told == [("slow_job", {"job_name": "order"}, {"job": "order", "run": 1})]

@@ -8,6 +8,7 @@ import gc
 from google.genai import types
 
 from adk_live_resume.conversation.client_sends import describe, without_responses
+from adk_live_resume.conversation.late_results import LateResult, as_content
 from adk_live_resume.conversation.outbox import Outbox
 from adk_live_resume.conversation.tool_calls import call_key
 from adk_live_resume.shell.queue_guard import QueueGuard
@@ -72,6 +73,23 @@ def test_a_function_response_sent_while_an_earlier_answer_streams_is_kept_past_i
     outbox.turn_complete()
     outbox.covered(None)
     assert [m.response_ids for m in outbox.take_replay().messages] == [("job-1",)]
+
+
+def test_results_told_as_content_while_an_answer_streams_are_kept_past_its_end() -> None:
+    late = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.model_text("echo: ")
+    outbox.record(*as_content([late]))  # while "echo: one" streams
+    outbox.model_text("one")
+    outbox.turn_complete()
+    outbox.covered(None)
+    (kept,) = outbox.take_replay().messages
+    assert kept.method == "send_client_content" and kept.user_text is None
+    outbox.record(*as_content([late]))
+    outbox.model_text("slow_job returned ...")  # an answer that began after it
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
 
 
 def test_output_after_a_tool_call_answers_its_responses_without_a_turn_complete() -> None:
