@@ -126,6 +126,19 @@ def test_a_transient_failure_before_the_deadline_serves_on_and_moves_later() -> 
     assert core.next_opened(ok=True) == [Retire()]
 
 
+def test_a_move_asked_again_while_a_failed_one_waits_to_retry_is_told_as_its_own() -> None:
+    """An asked move whose opening ahead failed for now serves on; a move the app asks for
+    meanwhile begins at once and is told to the app as its own (a notice per move begun)."""
+    core = _open()
+    first, again = Asked("a language switch", "requested"), Asked("again", "requested")
+    assert core.move_asked(first, safe=True) == [NoteMove(first), OpenAhead()]
+    core.ahead_started(True)
+    assert core.next_opened(ok=False, retry_in=1.0) == [ServeOn(1.0)]
+    assert core.takes_asks
+    assert core.move_asked(again, safe=True) == [NoteMove(again), OpenAhead()]
+    assert core.retry_move(safe=True) == [], "the move asked again is the retry"
+
+
 def test_a_transient_failure_at_the_deadline_closes_this_socket() -> None:
     core = _open()
     core.go_away_read(6.0, now=0.0, margin=5.0, safe=False)
