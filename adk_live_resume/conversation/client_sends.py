@@ -239,12 +239,11 @@ def tells_results(method: str, kwargs: Mapping[str, Any]) -> bool:
     asks the model for an answer as a typed turn does."""
     if method != "send_client_content" or not kwargs.get("turn_complete", True):
         return False
-    turns = kwargs.get("turns") or []
-    for turn in turns if isinstance(turns, (list, tuple)) else [turns]:
-        for part in _get(turn, "parts") or []:
-            if _get(part, "function_response") is not None:
-                return True
-    return False
+    return any(
+        _get(part, "function_response") is not None
+        for turn in _responses(kwargs.get("turns"))
+        for part in _get(turn, "parts") or []
+    )
 
 
 def context_turns(method: str, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
