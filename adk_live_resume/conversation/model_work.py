@@ -181,8 +181,9 @@ class ModelWork:
         if content.generation_complete:
             self.reply_streams = False
         if not content.turn_complete:
-            if status_name(status) is not None:
-                self._announced = status_name(status) in GOING_ON_STATUSES
+            name = status_name(status)
+            if name is not None:
+                self._announced = name in GOING_ON_STATUSES
             return None
         had_output = self.output_in_turn
         if self.turn_complete(status):
