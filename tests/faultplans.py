@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
+import os
 import random
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from pathlib import Path
 
 from adk_live_resume.testing import FakeLiveServer, Fault
 
@@ -66,11 +70,81 @@ async def run_seed(
     name: str, seed: int, description: str, run: Awaitable[None], *, timeout: float, replay: str
 ) -> None:
     """Run one chaos seed under a hard ``timeout``; a failure names the seed, its plan and
-    how to replay it alone (``replay``: the environment variable and test file)."""
+    how to replay it alone (``replay``: the environment variable and test file).
+
+    With ``SOAK_FAILURE_LOGS`` set to a folder, a failing seed also leaves the
+    package's DEBUG log of its run there (every frame the fake saw, the loop's decisions):
+    a failure seen once under load can be read without reproducing it."""
     try:
-        async with asyncio.timeout(timeout):
-            await run
+        with _log_kept_on_failure(f"{name.replace(' ', '_')}-{seed}"):
+            async with asyncio.timeout(timeout):
+                await run
     except BaseException as error:
         raise AssertionError(
             f"{name} seed {seed} failed: {description}\nreplay it alone: {replay.format(seed=seed)}"
         ) from error
+
+
+@contextlib.contextmanager
+def _log_kept_on_failure(name: str) -> Iterator[None]:
+    """Keep the package's DEBUG records while the block runs; write them to
+    ``$SOAK_FAILURE_LOGS/<name>.log`` if it raises (nothing when the variable is unset)."""
+    folder = os.environ.get("SOAK_FAILURE_LOGS")
+    if not folder:
+        yield
+        return
+    records: list[str] = []
+    _watched_servers.clear()
+    handler = logging.Handler(logging.DEBUG)
+    formatter = logging.Formatter("%(relativeCreated)9.1f %(levelname)-7s %(name)s: %(message)s")
+    handler.emit = lambda record: records.append(formatter.format(record))  # type: ignore[method-assign]
+    package = logging.getLogger("adk_live_resume")
+    level = package.level
+    # (SOAK_FAILURE_LOG_LEVEL=INFO keeps the run's timing closest to a run without the log)
+    package.setLevel(os.environ.get("SOAK_FAILURE_LOG_LEVEL", "DEBUG"))
+    # (every frame formatted as it passes would slow the run down enough to hide a race:
+    # the fake's records are summed up after a failure instead)
+    frames = logging.getLogger("adk_live_resume.testing.frames")
+    frames_level = frames.level
+    frames.setLevel(logging.INFO)
+    package.addHandler(handler)
+    try:
+        yield
+    except BaseException:
+        records.extend(_wire_summary())
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        Path(folder, f"{name}.log").write_text("\n".join(records) + "\n")
+        raise
+    finally:
+        package.removeHandler(handler)
+        package.setLevel(level)
+        frames.setLevel(frames_level)
+
+
+#: The fake servers of the seed running now (:func:`watch_wire`), summed up if it fails.
+_watched_servers: list[FakeLiveServer] = []
+
+
+def watch_wire(server: FakeLiveServer) -> None:
+    """Sum up what ``server`` received if the seed running now fails (with
+    ``SOAK_FAILURE_LOGS`` set)."""
+    _watched_servers.append(server)
+
+
+def _wire_summary() -> list[str]:
+    """Each connection of the watched servers: its record, then every client message but
+    the microphone's chunks, cut to 300 characters."""
+    lines = []
+    for server in _watched_servers:
+        for record in server.connections:
+            lines.append(f"== {record}")
+            audio = 0
+            for n, message in enumerate(record.client_messages):
+                text = json.dumps(message)
+                if '"audio"' in text and "realtimeInput" in text:
+                    audio += 1
+                    continue
+                lines.append(f"  #{n} (after {audio} audio) {text[:300]}")
+            lines.append(f"  ({audio} audio chunks in all)")
+    _watched_servers.clear()
+    return lines

@@ -83,7 +83,7 @@ from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.protocol import pick, pick_list
 
 from ..conftest import adk_screens_live_content, non_blocking, our_tasks
-from ..faultplans import RETRYABLE, random_fault, restart_after, run_seed
+from ..faultplans import RETRYABLE, random_fault, restart_after, run_seed, watch_wire
 from ..pinned_seeds import PinnedSeed, pinned_params
 
 RUNS = int(os.environ.get("ADK_LIVE_RESUME_VOICE_CHAOS_RUNS", "200"))
@@ -574,6 +574,7 @@ async def _run_plan(
         ),
         resume_replays_cut_reply=plan.cut_reply == "replays",
     ) as server:
+        watch_wire(server)
         for connection, fault in plan.faults.items():
             server.script(fault, connection=connection)
         if plan.stall is not None:
