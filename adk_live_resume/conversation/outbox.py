@@ -30,6 +30,9 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
   no tool call waits for its response;
 * after it, the messages are returned as they were sent, to be replayed in order (the model
   answers them once), except function responses for calls the resumed session never saw;
+  so is a message before it that asks for an answer no generation began after (the rest of
+  an answer already streaming when it went out resolved that turn, not it: see
+  :mod:`~.resolved_turns`, which draws the line);
 * a ``contextUpdate`` (system instruction, tools) the handle may not cover is replayed
   wherever it was, first (:mod:`~.context_updates`).
 
@@ -56,12 +59,12 @@ from .client_sends import (
     is_frame,
     plain_audio,
     signals,
-    tells_results,
     without_responses,
 )
 from .context_updates import CONTEXT_UPDATE, ContextUpdates
 from .frame_window import FrameWindow
 from .fresh_history import HistoryFacts
+from .resolved_turns import asks_answer, resolved_position, split
 from .server_facts import AUDIO_FACTS, MODEL_OUTPUT
 from .server_facts import ServerFact as _Fact
 from .transcript_echo import TranscriptEcho
@@ -401,7 +404,7 @@ class Outbox:
         # Gemini API: model output (or an interrupted generation) shows the server took in
         # what came before it, except the utterance the user is still speaking or has not
         # been answered for. A typed turn, a function response or results told as content
-        # (:func:`_asks_answer`) need more: a generation
+        # (:func:`~.resolved_turns.asks_answer`) need more: a generation
         # that began after it was sent (or an interruption). The rest of a generation already
         # streaming when the turn went out was sent before the server had the turn, and so
         # may the handle that follows it be (as :class:`~.answers.UnansweredTurns`
@@ -420,7 +423,7 @@ class Outbox:
                 and (
                     position > answered_until
                     or (current > 0 and item.utterance == current)
-                    or (position > answer_began and _asks_answer(item))
+                    or (position > answer_began and asks_answer(item))
                 )
             )
         )
@@ -513,29 +516,7 @@ class Outbox:
 
     def has_context(self) -> bool:
         """Whether a replay now would carry context (exchanges the handle does not hold)."""
-        return self._resolved_position(self._items) >= 0
-
-    @staticmethod
-    def _resolved_position(items: list[ClientMessage | _Fact]) -> int:
-        """Position of the last resolved turn's ``turnComplete`` (see module doc), or -1."""
-        # A turn is resolved when the model said something after the latest user input or
-        # tool response and no tool call waits for its response. Raw audio chunks are not a
-        # turn by themselves; the server's input transcription is.
-        resolved, pending, answered = -1, set[str](), True
-        for position, item in enumerate(items):
-            if isinstance(item, ClientMessage):
-                pending.difference_update(item.response_ids)
-                if item.user_text or item.response_ids:
-                    answered = False
-            elif item.kind == "tool_call":
-                pending.update(item.ids)
-            elif item.kind == "input_text":
-                answered = False
-            elif item.kind in ("model_text", "model_audio") and not item.quiet:
-                answered = True  # (near silence said nothing: the turn is still open)
-            elif item.kind == "turn_complete" and not pending and answered:
-                resolved = position
-        return resolved
+        return resolved_position(self._items) >= 0
 
     def take_replay(self, unknown_call_ids: Iterable[str] = ()) -> Replay:
         """Return what a resumed session needs and empty the outbox (see module doc)."""
@@ -569,8 +550,7 @@ class Outbox:
         self._trim_audio()
         items, self._items = self.frames.trim(self._items, _is_frame), []
         self._audio_ms = 0.0
-        resolved = self._resolved_position(items)
-        finished = items[: resolved + 1]
+        finished, asking = split(items)
         replay = Replay(
             context=_context(finished),
             context_calls=tuple(
@@ -587,7 +567,7 @@ class Outbox:
             for item in finished
             if isinstance(item, ClientMessage) and item.method == CONTEXT_UPDATE
         )
-        for item in items[resolved + 1 :]:
+        for item in asking:
             if not isinstance(item, ClientMessage):
                 continue
             dropped = [i for i in item.response_ids if i in unknown]
@@ -744,14 +724,6 @@ class Outbox:
         replay.messages = kept_messages
         self._note_replayed_start(replay)
         return replay
-
-
-def _asks_answer(item: ClientMessage) -> bool:
-    """Whether ``item`` asks the model for an answer: a typed turn, a function response, or
-    client content telling tool results (:func:`~.client_sends.tells_results`)."""
-    return bool(item.user_text or item.response_ids) or (
-        item.method == "send_client_content" and tells_results(item.method, item.kwargs)
-    )
 
 
 def _packed(kwargs: Mapping[str, Any], pcm: bytes) -> Mapping[str, Any] | PackedAudio:

@@ -23,7 +23,7 @@ from google.adk.agents import LlmAgent
 
 import adk_live_resume
 from adk_live_resume import ResumableLlmAgent, ResumePolicy
-from adk_live_resume.testing import FakeLiveServer, Fault, LatencyRelay
+from adk_live_resume.testing import FakeLiveServer, Fault, HandleSchedule, LatencyRelay
 from adk_live_resume.testing.driver import LiveDriver
 from adk_live_resume.testing.records import ConnectionRecord
 
@@ -196,3 +196,46 @@ async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_
     assert job.runs == ["order"], "the tool ran once"
     told = [t for c in server.connections for t in late_results_told(c)]
     assert told == [("slow_job", {"job_name": "order"}, {"job": "order", "run": 1})]
+
+
+async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_with_no_handle(
+    make_agent: AgentFactory,
+) -> None:
+    # As above, but no handle follows the content: the client reads the rest of the answer and
+    # its turnComplete, then the close. That answer began before the content was sent, so it
+    # resolves the typed turn (given back as context), not the content: the content carries
+    # no text, and given back as context it would be lost. It goes again as it was sent.
+    job = SlowTool(gated=True)
+    async with asyncio.timeout(55):
+        async with (
+            FakeLiveServer(chunk_delay=0.3) as server,
+            LatencyRelay(server, one_way=1.0) as relay,
+        ):
+            agent = agent_for(make_agent, relay, "gemini-live-fake", False, [slow_job_tool(job)])
+            async with await LiveDriver.start(agent) as live:
+                mark = live.send_text('call slow_job {"job_name": "order"}')
+                assert await answer_like(live, mark, "slow_job started", timeout=15)
+                first = server.connections[0]
+                await server.wait_for(lambda: first.handles_issued, 5, what="a handle")
+                server.change_settings(handle_schedule=HandleSchedule(on_turn_complete=False))
+                await server.close_open(1011)
+                second = (await server.wait_for_connections(2))[1]
+                one = live.send_text("one long question that takes the model a while to echo")
+                await live.wait_for_event(
+                    lambda e: bool(e.partial and e.content and e.content.parts),
+                    after=one,
+                    timeout=15,
+                )
+                job.gate.set()  # (told as content now: the rest of the answer is on its way)
+                await live.wait_for_event(lambda e: bool(e.turn_complete), after=one, timeout=15)
+                assert second.handles_issued == [], "a handle after the content"
+                await server.close_open(1011)
+                third = (await server.wait_for_connections(3))[2]
+                await told_once(live, mark, result_of("order"), timeout=15, quiet=0.4)
+                await live.close()
+    assert third.resumed and third.resume_handle == first.handles_issued[-1]
+    assert job.runs == ["order"], "the tool ran once"
+    told = [t for c in server.connections for t in late_results_told(c)]
+    assert told[-1] == ("slow_job", {"job_name": "order"}, {"job": "order", "run": 1})
+    question = "one long question that takes the model a while to echo"
+    assert server.user_turns_answered().count(question) == 1, "answered again"

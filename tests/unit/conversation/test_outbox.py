@@ -92,6 +92,39 @@ def test_results_told_as_content_while_an_answer_streams_are_kept_past_its_end()
     assert outbox.take_replay().messages == []
 
 
+def test_results_told_while_an_answer_streams_are_replayed_when_no_handle_followed() -> None:
+    """The connection is lost before any handle: the exchange the streaming answer ends goes
+    back as context, the results told meanwhile (no text: as context they would be lost)
+    go again as sent."""
+    late = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.model_text("echo: ")
+    outbox.record(*as_content([late]))  # while "echo: one" streams
+    outbox.model_text("one")
+    outbox.turn_complete()
+    replay = outbox.take_replay()
+    assert replay.context == [("user", "one"), ("model", "echo: one")]
+    (kept,) = replay.messages
+    assert kept.method == "send_client_content" and kept.user_text is None
+    assert kept.kwargs == as_content([late])[1]
+
+
+def test_results_told_while_an_answer_streams_then_answered_go_back_as_context() -> None:
+    late = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.model_text("echo: ")
+    outbox.record(*as_content([late]))
+    outbox.model_text("one")
+    outbox.turn_complete()
+    outbox.model_text("slow_job returned ...")  # an answer that began after it
+    outbox.turn_complete()
+    replay = outbox.take_replay()
+    assert replay.messages == []
+    assert replay.context == [("user", "one"), ("model", "echo: oneslow_job returned ...")]
+
+
 def test_output_after_a_tool_call_answers_its_responses_without_a_turn_complete() -> None:
     """Native audio and Gemini 3.x Live go on after the tool responses in the same turn."""
     outbox = Outbox()

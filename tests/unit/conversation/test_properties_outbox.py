@@ -387,15 +387,28 @@ class GeminiOutbox(_Sends):
         """``(as context, replayed)``: the labels of the typed turns a resume must send (only
         the typed turns' own, not those of a context a replay sent, with ``typed_only``)."""
         resolved = _resolved(self.items)
+        # A typed turn or response up to there that no generation began after (nor an
+        # interruption) is still open: the rest of an answer already streaming resolved the
+        # turn, not it. It goes again, ahead of what follows the resolved turn.
+        still_open = set[int]()
+        for i, (kind, _) in enumerate(self.items[: resolved + 1]):
+            if kind in ("turn", "response"):
+                still_open.add(i)
+            elif kind in ("begins", "interrupted"):
+                still_open.clear()
         context: list[str] = []
         replayed: list[str] = []
+        reopened: list[str] = []
         for i, (kind, value) in enumerate(self.items):
             labels = [value] if kind == "turn" else list(value) if kind == "context" else []
             if typed_only and kind != "turn":
                 labels = []
-            (context if i <= resolved else replayed).extend(labels)
+            if i in still_open:
+                reopened.extend(labels)
+            else:
+                (context if i <= resolved else replayed).extend(labels)
         self.items = []
-        return context, replayed
+        return context, reopened + replayed
 
     def after_replay(self, context: list[tuple[str, str]], messages: list[ClientMessage]) -> None:
         as_context, replayed = self.expected

@@ -1,0 +1,90 @@
+"""Where a replay splits what the outbox holds: finished exchanges, and what still asks.
+
+On resume the outbox (:mod:`~.outbox`) gives back what the newest handle may not hold. The
+exchanges the model finished go back as context (said once, never answered again); what
+still asks the model for an answer goes again as it was sent (answered once). This module
+draws that line, over the outbox's items (client messages and :class:`~.server_facts.
+ServerFact`), in order:
+
+* a turn is *resolved* at a ``turnComplete`` when the model said something after the latest
+  typed turn or tool response and no tool call waits for its response
+  (:func:`resolved_position`);
+* among the items up to there, a message that asks for an answer (:func:`asks_answer`: a
+  typed turn, a function response, client content telling tool results) is still *open*
+  when no generation began after it (and none was interrupted): what followed it was the
+  rest of an answer already streaming when it went out, which the server may have sent
+  before it had the message (:func:`open_asks`). Content telling a result sent while an
+  answer streams carries no text: given back as context it would be lost.
+
+:func:`split` gives both parts. Guarantees: every client message is in exactly one part,
+each part keeps the order recorded, and an open ask is never in the finished part.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
+
+from .client_sends import tells_results
+from .server_facts import ServerFact
+
+if TYPE_CHECKING:
+    from .outbox import ClientMessage
+
+    Item: TypeAlias = ClientMessage | ServerFact
+
+__all__ = ["asks_answer", "open_asks", "resolved_position", "split"]
+
+
+def asks_answer(item: ClientMessage) -> bool:
+    """Whether ``item`` asks the model for an answer: a typed turn, a function response, or
+    client content telling tool results (:func:`~.client_sends.tells_results`)."""
+    return bool(item.user_text or item.response_ids) or (
+        item.method == "send_client_content" and tells_results(item.method, item.kwargs)
+    )
+
+
+def resolved_position(items: Sequence[Item]) -> int:
+    """Position of the last resolved turn's ``turnComplete`` (see the module), or -1. Raw
+    audio chunks are not a turn by themselves; the server's input transcription is."""
+    resolved, pending, answered = -1, set[str](), True
+    for position, item in enumerate(items):
+        if not isinstance(item, ServerFact):
+            pending.difference_update(item.response_ids)
+            if item.user_text or item.response_ids:
+                answered = False
+        elif item.kind == "tool_call":
+            pending.update(item.ids)
+        elif item.kind == "input_text":
+            answered = False
+        elif item.kind in ("model_text", "model_audio") and not item.quiet:
+            answered = True  # (near silence said nothing: the turn is still open)
+        elif item.kind == "turn_complete" and not pending and answered:
+            resolved = position
+    return resolved
+
+
+def open_asks(items: Sequence[Item]) -> list[int]:
+    """Positions of the messages in ``items`` that ask for an answer (:func:`asks_answer`)
+    after which no generation began and none was interrupted."""
+    waiting: list[int] = []
+    for position, item in enumerate(items):
+        if not isinstance(item, ServerFact):
+            if asks_answer(item):
+                waiting.append(position)
+        elif item.starts or item.kind == "interrupted":
+            waiting.clear()
+    return waiting
+
+
+def split(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:
+    """``(finished, asking)``: the items up to the last resolved turn but its open asks
+    (given back as context), and those open asks followed by every item after that turn
+    (sent again as they were), each in the order recorded."""
+    resolved = resolved_position(items)
+    still_open = set(open_asks(items[: resolved + 1]))
+    finished = [item for p, item in enumerate(items[: resolved + 1]) if p not in still_open]
+    asking = [items[p] for p in sorted(still_open)] + list(items[resolved + 1 :])
+    return finished, asking
