@@ -25,15 +25,14 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
+from .client_message import ClientMessage
 from .client_sends import tells_results
 from .server_facts import ServerFact
 
-if TYPE_CHECKING:
-    from .outbox import ClientMessage
-
-    Item: TypeAlias = ClientMessage | ServerFact
+#: What the outbox holds, in order: client messages and server facts.
+Item: TypeAlias = ClientMessage | ServerFact
 
 __all__ = ["asks_answer", "open_asks", "resolved_position", "split"]
 

@@ -44,8 +44,9 @@ from typing import Any
 
 from google.genai import types
 
+from ..conversation.client_message import ClientMessage
 from ..conversation.model_work import is_working
-from ..conversation.outbox import ClientMessage, Replay
+from ..conversation.outbox import Replay
 from ..conversation.withheld import Withheld
 
 #: The covered-event id of a handle that covers nothing of the session yet.

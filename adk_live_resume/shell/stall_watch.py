@@ -28,8 +28,8 @@ from typing import Any
 from google.genai import types
 
 from ..conversation.activity import near_silent_audio
+from ..conversation.client_message import ClientMessage
 from ..conversation.client_sends import describe, signals
-from ..conversation.outbox import ClientMessage
 from ..rules.stall_rule import RESPONSE_REJECTED, Excuses, Stall, StallRule, degenerate
 
 logger = logging.getLogger("adk_live_resume.loop")

@@ -198,6 +198,7 @@ async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_
     assert told == [("slow_job", {"job_name": "order"}, {"job": "order", "run": 1})]
 
 
+@pytest.mark.parametrize("make_agent", ["install"], indirect=True)  # (the split is the outbox's)
 async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_with_no_handle(
     make_agent: AgentFactory,
 ) -> None:

@@ -38,7 +38,8 @@ from google.genai import types
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from adk_live_resume.conversation.outbox import ClientMessage, Outbox
+from adk_live_resume.conversation.client_message import ClientMessage
+from adk_live_resume.conversation.outbox import Outbox
 
 from ...helpers import RATE, audio_input, tool_response, typed_turn
 

@@ -13,8 +13,9 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from adk_live_resume.conversation.client_message import ClientMessage
 from adk_live_resume.conversation.model_work import label_working
-from adk_live_resume.conversation.outbox import ClientMessage, Replay
+from adk_live_resume.conversation.outbox import Replay
 from adk_live_resume.resumption.handle_coverage import (
     START,
     CatchUp,

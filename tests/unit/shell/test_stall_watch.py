@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from adk_live_resume.conversation.outbox import ClientMessage
+from adk_live_resume.conversation.client_message import ClientMessage
 from adk_live_resume.rules.stall_rule import Stall
 from adk_live_resume.shell.stall_watch import StallWatch, non_blocking_names
 
