@@ -431,6 +431,8 @@ class VertexOutbox(_Sends):
         self.consumed = 0
         #: Messages not covered and server facts since the newest handle, in order.
         self.items: list[tuple[str, Any]] = []
+        #: Model output of a generation was seen on this connection, and no end of it.
+        self.generating = False
 
     def on_record(self, message: ClientMessage) -> None:
         self.uncovered[message.index] = message
@@ -438,6 +440,12 @@ class VertexOutbox(_Sends):
         self.items.append(_kind(message))
 
     def on_fact(self, kind: str, call_id: str = "") -> None:
+        if kind in ("output", "tool_call"):
+            if not self.generating:
+                self.items.append(("begins", None))  # output that begins a generation
+            self.generating = kind == "output"
+        elif kind in ("turn_complete", "interrupted", "work_goes_on"):
+            self.generating = False
         self.items.append((kind, call_id))
 
     @rule(data=st.data())
@@ -462,17 +470,24 @@ class VertexOutbox(_Sends):
     @rule()
     def drop_and_resume(self) -> None:
         self.consumed = 0
-        # What a finished exchange holds goes as context: the rest is replayed.
+        # What a finished exchange holds goes as context: the rest is replayed, and so is a
+        # typed turn or response before it that no generation began after (an open ask).
         resolved = _resolved([item for item in self.items if item[0] != "message"])
         facts = -1
+        still_open: list[ClientMessage] = []
         after: list[ClientMessage] = []
         for kind, value in self.items:
             if kind == "message":
                 if facts >= resolved:
                     after.append(value)
+                elif _kind(value)[0] in ("turn", "response"):
+                    still_open.append(value)
             else:
                 facts += 1
-        self.expected = after
+                if facts <= resolved and kind in ("begins", "interrupted"):
+                    still_open.clear()
+        self.expected = still_open + after
+        self.generating = False  # (a new connection: no generation yet)
         self.uncovered = {}
         self.items = []
         self.resume()
