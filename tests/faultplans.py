@@ -141,7 +141,9 @@ def _wire_summary() -> list[str]:
             audio = 0
             for n, message in enumerate(record.client_messages):
                 text = json.dumps(message)
-                if '"audio"' in text and "realtimeInput" in text:
+                if ("realtimeInput" in text or "realtime_input" in text) and (
+                    '"audio"' in text or "mediaChunks" in text or "media_chunks" in text
+                ):
                     audio += 1
                     continue
                 lines.append(f"  #{n} (after {audio} audio) {text[:300]}")
