@@ -16,6 +16,7 @@ old ids, as content naming the call, its arguments and its result, and the tool 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -148,6 +149,46 @@ async def test_a_result_sent_to_the_connection_that_dropped_is_told_once_as_cont
             clean(server.connections)
 
 
+#: A typed turn whose echo streams for a while (the fake's chunks are 0.3 s apart here).
+QUESTION = "one long question that takes the model a while to echo"
+
+
+@dataclass(frozen=True)
+class ToldWhileStreaming:
+    """Where :func:`_told_while_an_answer_streams` left the run."""
+
+    mark: int  #: the event mark of the call that started the job
+    first: ConnectionRecord
+    second: ConnectionRecord
+    handles_before: int  #: handles the second connection issued before the question
+    question: int  #: the event mark of :data:`QUESTION`
+
+
+async def _told_while_an_answer_streams(
+    live: LiveDriver, server: FakeLiveServer, job: SlowTool, *, then: HandleSchedule | None = None
+) -> ToldWhileStreaming:
+    """Start the gated job "order" on the first connection and drop it (1011) once a handle
+    holds the call (the next connections issue handles by ``then``, when given); on the second,
+    ask :data:`QUESTION` and let the job end while its answer streams in: the result is told as
+    content (its call's id belongs to the first connection) with the rest of the answer on its
+    way."""
+    mark = live.send_text('call slow_job {"job_name": "order"}')
+    assert await answer_like(live, mark, "slow_job started", timeout=15)
+    first = server.connections[0]
+    await server.wait_for(lambda: first.handles_issued, 5, what="a handle")
+    if then is not None:
+        server.change_settings(handle_schedule=then)
+    await server.close_open(1011)
+    second = (await server.wait_for_connections(2))[1]
+    handles_before = len(second.handle_issues)
+    question = live.send_text(QUESTION)
+    await live.wait_for_event(
+        lambda e: bool(e.partial and e.content and e.content.parts), after=question, timeout=15
+    )
+    job.gate.set()
+    return ToldWhileStreaming(mark, first, second, handles_before, question)
+
+
 async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_after_its_handle(
     make_agent: AgentFactory,
 ) -> None:
@@ -165,20 +206,8 @@ async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_
         ):
             agent = agent_for(make_agent, relay, "gemini-live-fake", False, [slow_job_tool(job)])
             async with await LiveDriver.start(agent) as live:
-                mark = live.send_text('call slow_job {"job_name": "order"}')
-                assert await answer_like(live, mark, "slow_job started", timeout=15)
-                first = server.connections[0]
-                await server.wait_for(lambda: first.handles_issued, 5, what="a handle")
-                await server.close_open(1011)
-                second = (await server.wait_for_connections(2))[1]
-                issued = len(second.handle_issues)
-                one = live.send_text("one long question that takes the model a while to echo")
-                await live.wait_for_event(
-                    lambda e: bool(e.partial and e.content and e.content.parts),
-                    after=one,
-                    timeout=15,
-                )
-                job.gate.set()  # (told as content now: the rest of the answer is on its way)
+                told = await _told_while_an_answer_streams(live, server, job)
+                mark, second, issued = told.mark, told.second, told.handles_before
                 await server.wait_for(
                     lambda: any(i.point == "turn_complete" for i in second.handle_issues[issued:]),
                     10,
@@ -214,21 +243,13 @@ async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_
         ):
             agent = agent_for(make_agent, relay, "gemini-live-fake", False, [slow_job_tool(job)])
             async with await LiveDriver.start(agent) as live:
-                mark = live.send_text('call slow_job {"job_name": "order"}')
-                assert await answer_like(live, mark, "slow_job started", timeout=15)
-                first = server.connections[0]
-                await server.wait_for(lambda: first.handles_issued, 5, what="a handle")
-                server.change_settings(handle_schedule=HandleSchedule(on_turn_complete=False))
-                await server.close_open(1011)
-                second = (await server.wait_for_connections(2))[1]
-                one = live.send_text("one long question that takes the model a while to echo")
-                await live.wait_for_event(
-                    lambda e: bool(e.partial and e.content and e.content.parts),
-                    after=one,
-                    timeout=15,
+                told = await _told_while_an_answer_streams(
+                    live, server, job, then=HandleSchedule(on_turn_complete=False)
                 )
-                job.gate.set()  # (told as content now: the rest of the answer is on its way)
-                await live.wait_for_event(lambda e: bool(e.turn_complete), after=one, timeout=15)
+                mark, first, second = told.mark, told.first, told.second
+                await live.wait_for_event(
+                    lambda e: bool(e.turn_complete), after=told.question, timeout=15
+                )
                 assert second.handles_issued == [], "a handle after the content"
                 await server.close_open(1011)
                 third = (await server.wait_for_connections(3))[2]
@@ -238,5 +259,4 @@ async def test_a_result_told_as_content_while_an_answer_streams_survives_a_drop_
     assert job.runs == ["order"], "the tool ran once"
     told = [t for c in server.connections for t in late_results_told(c)]
     assert told[-1] == ("slow_job", {"job_name": "order"}, {"job": "order", "run": 1})
-    question = "one long question that takes the model a while to echo"
-    assert server.user_turns_answered().count(question) == 1, "answered again"
+    assert server.user_turns_answered().count(QUESTION) == 1, "answered again"
