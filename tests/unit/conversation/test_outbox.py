@@ -75,18 +75,28 @@ def test_a_function_response_sent_while_an_earlier_answer_streams_is_kept_past_i
     assert [m.response_ids for m in outbox.take_replay().messages] == [("job-1",)]
 
 
-def test_results_told_as_content_while_an_answer_streams_are_kept_past_its_end() -> None:
-    late = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
+#: A background job's result, told as content (its call belongs to an earlier connection).
+LATE = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
+
+
+def _told_while_an_answer_streams() -> Outbox:
+    """An outbox where :data:`LATE` was told as content while the answer to "one" streamed,
+    and that answer then ended (no handle yet)."""
     outbox = Outbox()
     outbox.record("send_client_content", typed_turn("one"))
     outbox.model_text("echo: ")
-    outbox.record(*as_content([late]))  # while "echo: one" streams
+    outbox.record(*as_content([LATE]))  # while "echo: one" streams
     outbox.model_text("one")
     outbox.turn_complete()
+    return outbox
+
+
+def test_results_told_as_content_while_an_answer_streams_are_kept_past_its_end() -> None:
+    outbox = _told_while_an_answer_streams()
     outbox.covered(None)
     (kept,) = outbox.take_replay().messages
     assert kept.method == "send_client_content" and kept.user_text is None
-    outbox.record(*as_content([late]))
+    outbox.record(*as_content([LATE]))
     outbox.model_text("slow_job returned ...")  # an answer that began after it
     outbox.covered(None)
     assert outbox.take_replay().messages == []
@@ -96,28 +106,16 @@ def test_results_told_while_an_answer_streams_are_replayed_when_no_handle_follow
     """The connection is lost before any handle: the exchange the streaming answer ends goes
     back as context, the results told meanwhile (no text: as context they would be lost)
     go again as sent."""
-    late = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
-    outbox = Outbox()
-    outbox.record("send_client_content", typed_turn("one"))
-    outbox.model_text("echo: ")
-    outbox.record(*as_content([late]))  # while "echo: one" streams
-    outbox.model_text("one")
-    outbox.turn_complete()
+    outbox = _told_while_an_answer_streams()
     replay = outbox.take_replay()
     assert replay.context == [("user", "one"), ("model", "echo: one")]
     (kept,) = replay.messages
     assert kept.method == "send_client_content" and kept.user_text is None
-    assert kept.kwargs == as_content([late])[1]
+    assert kept.kwargs == as_content([LATE])[1]
 
 
 def test_results_told_while_an_answer_streams_then_answered_go_back_as_context() -> None:
-    late = LateResult("fc-1", "slow_job", {"job_name": "order"}, {"job": "order"})
-    outbox = Outbox()
-    outbox.record("send_client_content", typed_turn("one"))
-    outbox.model_text("echo: ")
-    outbox.record(*as_content([late]))
-    outbox.model_text("one")
-    outbox.turn_complete()
+    outbox = _told_while_an_answer_streams()
     outbox.model_text("slow_job returned ...")  # an answer that began after it
     outbox.turn_complete()
     replay = outbox.take_replay()
