@@ -306,25 +306,16 @@ class _Sends(RuleBasedStateMachine):
         self.frame_audit.check()
 
 
-class GeminiOutbox(_Sends):
-    """The Gemini API: the reference tracks typed turns (labels) against the contract."""
+class _InOrder(_Sends):
+    """A reference that keeps client messages and server facts in order (``items``, read
+    against the contract by each dialect's reference), marking the model output that begins a
+    generation ("begins"): what a message asking for an answer needs after it."""
 
     def __init__(self) -> None:
         super().__init__()
-        #: What the outbox should hold, as the contract reads it: ("turn", label),
-        #: ("context", labels), ("response", ids) client messages and server facts.
         self.items: list[tuple[str, Any]] = []
-        #: Every typed turn the user sent (ADK wrote each to its session once).
-        self.typed: list[str] = []
         #: Model output of a generation was seen on this connection, and no end of it.
         self.generating = False
-
-    def on_record(self, message: ClientMessage) -> None:
-        kind = _kind(message)
-        if kind[0] != "other":
-            self.items.append(kind)
-        if kind[0] == "turn" and kind[1] not in self.typed:
-            self.typed.append(kind[1])
 
     def on_fact(self, kind: str, call_id: str = "") -> None:
         if kind in ("output", "tool_call"):
@@ -335,6 +326,24 @@ class GeminiOutbox(_Sends):
         elif kind in ("turn_complete", "interrupted", "work_goes_on"):
             self.generating = False
         self.items.append((kind, call_id))
+
+
+class GeminiOutbox(_InOrder):
+    """The Gemini API: the reference tracks typed turns (labels) against the contract."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # (``items``: what the outbox should hold, as the contract reads it: ("turn", label),
+        # ("context", labels), ("response", ids) client messages and server facts)
+        #: Every typed turn the user sent (ADK wrote each to its session once).
+        self.typed: list[str] = []
+
+    def on_record(self, message: ClientMessage) -> None:
+        kind = _kind(message)
+        if kind[0] != "other":
+            self.items.append(kind)
+        if kind[0] == "turn" and kind[1] not in self.typed:
+            self.typed.append(kind[1])
 
     @precondition(lambda self: self.working)
     @rule()
@@ -421,7 +430,7 @@ class GeminiOutbox(_Sends):
         assert got_replayed == replayed, f"replayed turns {got_replayed}, the contract {replayed}"
 
 
-class VertexOutbox(_Sends):
+class VertexOutbox(_InOrder):
     """Vertex AI: a handle names the last client message the server consumed."""
 
     def __init__(self) -> None:
@@ -429,24 +438,12 @@ class VertexOutbox(_Sends):
         #: Messages recorded on this connection and not covered, by index.
         self.uncovered: dict[int, ClientMessage] = {}
         self.consumed = 0
-        #: Messages not covered and server facts since the newest handle, in order.
-        self.items: list[tuple[str, Any]] = []
-        #: Model output of a generation was seen on this connection, and no end of it.
-        self.generating = False
+        # (``items``: the messages not covered and the server facts since the newest handle)
 
     def on_record(self, message: ClientMessage) -> None:
         self.uncovered[message.index] = message
         self.items.append(("message", message))
         self.items.append(_kind(message))
-
-    def on_fact(self, kind: str, call_id: str = "") -> None:
-        if kind in ("output", "tool_call"):
-            if not self.generating:
-                self.items.append(("begins", None))  # output that begins a generation
-            self.generating = kind == "output"
-        elif kind in ("turn_complete", "interrupted", "work_goes_on"):
-            self.generating = False
-        self.items.append((kind, call_id))
 
     @rule(data=st.data())
     def resumable_handle(self, data: st.DataObject) -> None:
