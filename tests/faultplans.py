@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import logging.handlers
 import os
 import random
+import sys
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 
@@ -87,17 +89,16 @@ async def run_seed(
 
 @contextlib.contextmanager
 def _log_kept_on_failure(name: str) -> Iterator[None]:
-    """Keep the package's DEBUG records while the block runs; write them to
-    ``$SOAK_FAILURE_LOGS/<name>.log`` if it raises (nothing when the variable is unset)."""
+    """Keep the package's records (``SOAK_FAILURE_LOG_LEVEL``, DEBUG by default) while the
+    block runs, formatted only if it raises, then written to ``$SOAK_FAILURE_LOGS/<name>.log``
+    with the wire summary (nothing when the variable is unset)."""
     folder = os.environ.get("SOAK_FAILURE_LOGS")
     if not folder:
         yield
         return
-    records: list[str] = []
     _watched_servers.clear()
-    handler = logging.Handler(logging.DEBUG)
+    handler = logging.handlers.BufferingHandler(capacity=sys.maxsize)  # (never flushed)
     formatter = logging.Formatter("%(relativeCreated)9.1f %(levelname)-7s %(name)s: %(message)s")
-    handler.emit = lambda record: records.append(formatter.format(record))  # type: ignore[method-assign]
     package = logging.getLogger("adk_live_resume")
     level = package.level
     # (SOAK_FAILURE_LOG_LEVEL=INFO keeps the run's timing closest to a run without the log)
@@ -111,7 +112,7 @@ def _log_kept_on_failure(name: str) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        records.extend(_wire_summary())
+        records = [formatter.format(record) for record in handler.buffer] + _wire_summary()
         Path(folder).mkdir(parents=True, exist_ok=True)
         Path(folder, f"{name}.log").write_text("\n".join(records) + "\n")
         raise
@@ -119,6 +120,7 @@ def _log_kept_on_failure(name: str) -> Iterator[None]:
         package.removeHandler(handler)
         package.setLevel(level)
         frames.setLevel(frames_level)
+        _watched_servers.clear()
 
 
 #: The fake servers of the seed running now (:func:`watch_wire`), summed up if it fails.
@@ -127,8 +129,9 @@ _watched_servers: list[FakeLiveServer] = []
 
 def watch_wire(server: FakeLiveServer) -> None:
     """Sum up what ``server`` received if the seed running now fails (with
-    ``SOAK_FAILURE_LOGS`` set)."""
-    _watched_servers.append(server)
+    ``SOAK_FAILURE_LOGS`` set; without it nothing is kept, so no seed's server outlives it)."""
+    if os.environ.get("SOAK_FAILURE_LOGS"):
+        _watched_servers.append(server)
 
 
 def _wire_summary() -> list[str]:
@@ -148,5 +151,4 @@ def _wire_summary() -> list[str]:
                     continue
                 lines.append(f"  #{n} (after {audio} audio) {text[:300]}")
             lines.append(f"  ({audio} audio chunks in all)")
-    _watched_servers.clear()
     return lines
