@@ -80,6 +80,8 @@ GENAI_WEBSOCKET = "_ws"
 GENAI_WS_CONNECT = "ws_connect"
 #: ``AsyncSession``'s method for microphone chunks.
 GENAI_SEND_REALTIME_INPUT = "send_realtime_input"
+#: ``AsyncSession``'s method that reads and parses one server message (``receive`` calls it).
+GENAI_RECEIVE = "_receive"
 
 
 def websocket_of(session: Any) -> Any:
@@ -104,13 +106,29 @@ def sdk_send_realtime_input(session: Any) -> Any:
     not by ``__module__``/``__qualname__``, which a ``functools.wraps`` wrapper copies; a
     function carrying ``__wrapped__``, or one set on the instance, is not the SDK's own.
     """
-    if GENAI_SEND_REALTIME_INPUT in getattr(session, "__dict__", ()):
+    return _sdk_own(session, GENAI_SEND_REALTIME_INPUT)
+
+
+def sdk_receive(session: Any) -> Any:
+    """google-genai's own ``AsyncSession._receive`` if that is what ``session.receive`` calls
+    for each message, else None (told as :func:`sdk_send_realtime_input` tells its method)."""
+    return _sdk_own(session, GENAI_RECEIVE)
+
+
+def set_receive(session: Any, function: Any) -> None:
+    """Have ``session.receive`` read each message with ``function`` (no argument) instead of
+    its class's ``_receive``."""
+    setattr(session, GENAI_RECEIVE, function)
+
+
+def _sdk_own(session: Any, name: str) -> Any:
+    if name in getattr(session, "__dict__", ()):
         return None
-    method = getattr(type(session), GENAI_SEND_REALTIME_INPUT, None)
-    return method if _is_sdk_send_realtime_input(method) else None
+    method = getattr(type(session), name, None)
+    return method if _is_sdk_own(method, name) else None
 
 
-def _is_sdk_send_realtime_input(method: Any) -> bool:
+def _is_sdk_own(method: Any, name: str) -> bool:
     code = getattr(method, "__code__", None)
     if code is None or hasattr(method, "__wrapped__"):
         return False
@@ -119,7 +137,7 @@ def _is_sdk_send_realtime_input(method: Any) -> bool:
     source = getattr(live, "__file__", None)
     return (
         source is not None
-        and code.co_name == GENAI_SEND_REALTIME_INPUT
+        and code.co_name == name
         and os.path.normcase(os.path.abspath(code.co_filename))
         == os.path.normcase(os.path.abspath(source))
     )
@@ -171,6 +189,9 @@ def probe_internals() -> dict[str, bool]:
         found[f"google.genai.live.AsyncSession.{GENAI_WEBSOCKET}"] = False
     found[f"google.genai.live.AsyncSession.{GENAI_SEND_REALTIME_INPUT}"] = callable(
         getattr(live.AsyncSession, GENAI_SEND_REALTIME_INPUT, None)
+    )
+    found[f"google.genai.live.AsyncSession.{GENAI_RECEIVE}"] = callable(
+        getattr(live.AsyncSession, GENAI_RECEIVE, None)
     )
     found[f"google.genai.live.{GENAI_WS_CONNECT}"] = callable(getattr(live, GENAI_WS_CONNECT, None))
     return found

@@ -3,8 +3,9 @@
 The live loop reaches under ADK, google-genai and websockets in a few places (their names are
 in :mod:`adk_live_resume.compat.adk_compat`, :mod:`~.genai_compat` and
 :mod:`~.websockets_compat`): ADK's ``GeminiLlmConnection._gemini_session`` (the
-google-genai session it taps), google-genai's ``AsyncSession._ws`` and
-``AsyncSession.send_realtime_input``, its ``live.ws_connect``, and websockets'
+google-genai session it taps), google-genai's ``AsyncSession._ws``,
+``AsyncSession.send_realtime_input`` and ``AsyncSession._receive``, its ``live.ws_connect``,
+and websockets'
 ``process_event`` (close frames, goAway messages and messages of unknown kinds as they
 arrive) and close state.
 :func:`check` looks for each of them once, when the patch is installed (for the subclass entry
@@ -38,6 +39,7 @@ CLOSE_FRAME_DIAL = "close-frame dial"
 GO_AWAY_FRAME = "goAway at its frame"
 SKIP_UNKNOWN = "unknown messages skipped"
 CHUNK_ENCODING = "chunk encoding"
+MESSAGE_DECODING = "message decoding"
 SOCKET_ABORT = "socket abort"
 
 
@@ -104,6 +106,15 @@ def _features() -> tuple[Feature, ...]:
             (
                 websocket,
                 f"google.genai.live.AsyncSession.{genai_compat.GENAI_SEND_REALTIME_INPUT}",
+            ),
+        ),
+        Feature(
+            MESSAGE_DECODING,
+            "every server message goes through google-genai's per-message conversion and "
+            "Python-side checks (about 30 to 70 µs of CPU per message)",
+            (
+                websocket,
+                f"google.genai.live.AsyncSession.{genai_compat.GENAI_RECEIVE}",
             ),
         ),
         Feature(

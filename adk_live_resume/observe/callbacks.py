@@ -153,6 +153,10 @@ class RunStats:
     #: Microphone chunks put on the wire as the SDK's own encoding of them, learnt once per
     #: run (:mod:`adk_live_resume.compat.chunk_encoding`); the other sends went through the SDK.
     chunks_encoded: int = 0
+    #: Server messages read into google-genai's types by pydantic's JSON validation, checked
+    #: to read as the SDK's own reading does (:mod:`adk_live_resume.compat.message_decoding`);
+    #: the others were read by the SDK.
+    messages_decoded: int = 0
     #: Sockets opened ahead of a reconnect (:mod:`adk_live_resume.shell.early_dial`), and how many
     #: of them a connection used (the others were closed unused).
     sockets_dialed_early: int = 0
@@ -426,6 +430,7 @@ class RunCounters:
     dropped_frames: int
     peak_replay_frames: int
     chunks_encoded: int
+    messages_decoded: int
     sockets_dialed_early: int
     early_sockets_used: int
     unknown_messages_skipped: int

@@ -42,6 +42,7 @@ from typing import Any
 
 from ..compat import adk_compat, genai_compat, hooks
 from ..compat.chunk_encoding import ChunkEncoder
+from ..compat.message_decoding import MessageDecoder
 from ..conversation import withheld
 from ..conversation.deferred_results import DeferredResults
 from ..conversation.late_results import LateResultsWay
@@ -133,6 +134,8 @@ class LiveRun:
         self.rules.tool_calls.earlier_sessions(next_run.earlier_calls(ctx))
         #: Encodes microphone chunks as the SDK would (``None``: the SDK encodes them).
         self.chunk_encoder = ChunkEncoder() if available.on(hooks.CHUNK_ENCODING) else None
+        #: Reads server messages as the SDK would (``None``: the SDK reads them).
+        self.message_decoder = MessageDecoder() if available.on(hooks.MESSAGE_DECODING) else None
         #: Act on a server's close frame as it arrives (see :mod:`.early_dial`).
         self.close_frame_dial = available.on(hooks.CLOSE_FRAME_DIAL)
         #: Start a goAway's deadline when its frame arrives, not when ADK reads it.
@@ -222,6 +225,7 @@ class LiveRun:
             tool_turns_need_an_end=self.tool_turns_need_an_end(),
             pass_handles=self.pass_handles,
             chunk_encoder=self.chunk_encoder,
+            message_decoder=self.message_decoder,
             unfinished_input=self.unfinished_input,
         )
 
@@ -565,6 +569,7 @@ class LiveRun:
                 reconnects=self.reconnects,
                 skipped=self.skipped,
                 chunks_encoded=self.chunk_encoder.encoded if self.chunk_encoder else 0,
+                messages_decoded=self.message_decoder.decoded if self.message_decoder else 0,
                 dialer=self.dialer,
             )
             observe.run_ended(counters, ending)

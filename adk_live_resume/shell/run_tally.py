@@ -69,6 +69,7 @@ class RunTally:
         reconnects: Reconnects,
         skipped: SkippedMessages,
         chunks_encoded: int,
+        messages_decoded: int,
         dialer: Any,
     ) -> RunCounters:
         """The run's counters: ``ids`` are the agent's name, the invocation's and the
@@ -92,6 +93,7 @@ class RunTally:
             dropped_frames=outbox.frames.dropped_total,
             peak_replay_frames=outbox.frames.peak,
             chunks_encoded=chunks_encoded,
+            messages_decoded=messages_decoded,
             sockets_dialed_early=dialer.dialed if dialer is not None else 0,
             early_sockets_used=dialer.used if dialer is not None else 0,
             unknown_messages_skipped=skipped.count,

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from ..compat import adk_compat, genai_compat
 from ..compat.chunk_encoding import ChunkEncoder
+from ..compat.message_decoding import MessageDecoder
 from ..compat.tap import SessionTap
 from ..conversation import context_check, withheld
 from ..conversation.context_updates import ContextUpdates
@@ -61,6 +62,7 @@ class AdkBinding:
     the events ADK yields; ``tool_turns_need_an_end`` whether the model family needs a tool
     turn ended (:mod:`..rules.model_families`); ``pass_handles`` whether ADK sees handle updates;
     ``chunk_encoder`` encodes microphone chunks (``None``: the SDK does);
+    ``message_decoder`` reads server messages (``None``: the SDK does);
     ``unfinished_input`` the input transcription the last connection left unfinished.
     """
 
@@ -75,6 +77,7 @@ class AdkBinding:
     tool_turns_need_an_end: bool
     pass_handles: bool
     chunk_encoder: ChunkEncoder | None
+    message_decoder: MessageDecoder | None
     unfinished_input: str
 
 
@@ -178,6 +181,8 @@ def tap_connection(
 ) -> SessionTap:
     """Put the tap under ADK's ``connection`` and let ``watch`` watch it and its socket."""
     session = adk_compat.genai_session(connection)
+    if adk.message_decoder is not None:
+        adk.message_decoder.install(session)
     tap = SessionTap(
         session,
         watch,

@@ -55,6 +55,7 @@ RENAMES = [
             hooks.GO_AWAY_FRAME,
             hooks.SKIP_UNKNOWN,
             hooks.CHUNK_ENCODING,
+            hooks.MESSAGE_DECODING,
             hooks.SOCKET_ABORT,
         },
     ),
@@ -63,6 +64,7 @@ RENAMES = [
         "google.genai.live.AsyncSession.send_realtime_input",
         {hooks.CHUNK_ENCODING},
     ),
+    ("GENAI_RECEIVE", "google.genai.live.AsyncSession._receive", {hooks.MESSAGE_DECODING}),
     (
         "WEBSOCKETS_PROCESS_EVENT",
         "websockets.asyncio.client.ClientConnection.process_event",
@@ -150,6 +152,7 @@ async def test_a_renamed_internal_is_one_warning_and_the_run_still_resumes(
     dialed = 0 if hooks.CLOSE_FRAME_DIAL in off else 1
     assert stats.sockets_dialed_early == dialed
     assert (stats.chunks_encoded == 0) == (hooks.CHUNK_ENCODING in off)
+    assert (stats.messages_decoded == 0) == (hooks.MESSAGE_DECODING in off)
 
 
 @pytest.mark.e2e
@@ -165,6 +168,7 @@ async def test_with_every_internal_in_place_no_warning_and_every_feature_on(
     assert _warnings(caplog) == []
     assert hooks.check().off == {}
     assert stats.sockets_dialed_early == 1 and stats.chunks_encoded > 0
+    assert stats.messages_decoded > 0
 
 
 def test_the_warnings_are_logged_once_per_process(
