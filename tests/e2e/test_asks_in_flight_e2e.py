@@ -21,6 +21,7 @@ from ..conftest import AgentFactory
 from .test_late_results_e2e import agent_for
 
 
+@pytest.mark.timeout(60)
 @pytest.mark.xfail(
     strict=True,
     raises=TimeoutError,
