@@ -30,9 +30,10 @@ On resume, :meth:`Outbox.take_replay` splits what is left at the last *resolved*
   no tool call waits for its response;
 * after it, the messages are returned as they were sent, to be replayed in order (the model
   answers them once), except function responses for calls the resumed session never saw;
-  so is a message before it that asks for an answer no generation began after (the rest of
-  an answer already streaming when it went out resolved that turn, not it: see
-  :mod:`~.resolved_turns`, which draws the line);
+  so is a message before it that asks for an answer and still waits for a generation of
+  its own (the rest of an answer already streaming when it went out, or the answer to an
+  earlier ask, resolved that turn, not it: see :mod:`~.resolved_turns`, which draws the
+  line);
 * a ``contextUpdate`` (system instruction, tools) the handle may not cover is replayed
   wherever it was, first (:mod:`~.context_updates`).
 
@@ -65,7 +66,7 @@ from .client_sends import (
 from .context_updates import CONTEXT_UPDATE, ContextUpdates
 from .frame_window import FrameWindow
 from .fresh_history import HistoryFacts
-from .resolved_turns import asks_answer, resolved_position, split
+from .resolved_turns import asks_answer, resolved_position, split, waiting_asks
 from .server_facts import AUDIO_FACTS, MODEL_OUTPUT
 from .server_facts import ServerFact as _Fact
 from .transcript_echo import TranscriptEcho
@@ -368,18 +369,17 @@ class Outbox:
         # Gemini API: model output (or an interrupted generation) shows the server took in
         # what came before it, except the utterance the user is still speaking or has not
         # been answered for. A typed turn, a function response or results told as content
-        # (:func:`~.resolved_turns.asks_answer`) need more: a generation
-        # that began after it was sent (or an interruption). The rest of a generation already
-        # streaming when the turn went out was sent before the server had the turn, and so
-        # may the handle that follows it be (as :class:`~.answers.UnansweredTurns`
-        # reads an answer).
-        answered_until = answer_began = -1
+        # (:func:`~.resolved_turns.asks_answer`) need more: a generation of its own begun
+        # after it was sent (or an interruption). The rest of a generation already streaming
+        # when it went out, or the answer to an ask sent before it, may have been sent before
+        # the server had it, and so may the handle that follows (:func:`waiting_asks`).
+        answered_until = -1
         for position, item in enumerate(self._items):
-            if isinstance(item, _Fact):
-                if item.kind in MODEL_OUTPUT or item.kind == "interrupted":
-                    answered_until = position
-                if item.starts or item.kind == "interrupted":
-                    answer_began = position
+            if isinstance(item, _Fact) and (
+                item.kind in MODEL_OUTPUT or item.kind == "interrupted"
+            ):
+                answered_until = position
+        waiting = set(waiting_asks(self._items))
         current = self._current_utterance()
         self._keep(
             lambda position, item: (
@@ -387,7 +387,7 @@ class Outbox:
                 and (
                     position > answered_until
                     or (current > 0 and item.utterance == current)
-                    or (position > answer_began and asks_answer(item))
+                    or position in waiting
                 )
             )
         )
@@ -631,31 +631,44 @@ class Outbox:
         return self._said and not self.turns.unanswered and not self.typed_turns_unanswered()
 
     def typed_turns_unanswered(self) -> list[str]:
-        """The typed turns held here that no answer began after (no generation began once
-        they were sent), oldest first: the model has said nothing to them yet, so model
-        output after one of them in ADK's session was said before the server had it (see
+        """The typed turns held here that no answer of their own began after, oldest first:
+        each generation that begins answers the oldest ask waiting (a typed turn, a function
+        response, results told as content: :func:`~.resolved_turns.waiting_asks`), so the
+        model has said nothing to these yet, and model output after one of them in ADK's
+        session was said before the server had it (see
         :func:`~.fresh_history.fresh_history`).
 
         A generation of near-silent audio only (a stall's ``quiet_audio`` answer) said
-        nothing: the turns before it stay unanswered, so a fresh session is asked them. One
-        that begins near silent and then speaks (or says text, or calls a tool) is an answer
-        from its beginning."""
-        turns: list[str] = []
-        #: Turns held when the generation in progress began near silent (None: it did not).
-        before_quiet: int | None = None
+        nothing: the ask it began for stays unanswered, so a fresh session is asked it, until
+        a later generation speaks. One that begins near silent and then speaks (or says text,
+        or calls a tool) is an answer from its beginning. An interruption takes the asks
+        waiting with it (the server had them, and a handle holds them), but not the ask of a
+        generation it cut off near silent."""
+        waiting: list[str | None] = []  # (asks no generation began for: None if not typed)
+        silent: list[str | None] = []  # (asks whose generation ended having said nothing)
+        #: The ask of the generation in progress while it has said nothing (it began near
+        #: silent), and whether there is such a generation.
+        current: str | None = None
+        quiet = False
         for item in self._items:
             if isinstance(item, ClientMessage):
-                if item.user_text:
-                    turns.append(item.user_text)
-            elif item.starts and item.quiet:
-                before_quiet = len(turns)
+                if asks_answer(item):
+                    waiting.append(item.user_text)
             elif item.starts:
-                turns, before_quiet = [], None
+                paired = waiting.pop(0) if waiting else None
+                quiet, current = bool(item.quiet), paired
+                if not quiet:  # (an answer that speaks answers those left in silence too)
+                    silent.clear()
+            elif quiet and item.kind in MODEL_OUTPUT and not item.quiet:
+                quiet, current = False, None
+                silent.clear()
             elif item.kind in ("turn_complete", "interrupted"):
-                before_quiet = None
-            elif before_quiet is not None and item.kind in MODEL_OUTPUT and not item.quiet:
-                turns, before_quiet = turns[before_quiet:], None
-        return turns
+                if quiet:
+                    silent.append(current)
+                quiet, current = False, None
+                if item.kind == "interrupted":
+                    waiting.clear()  # (the server took them in: see :meth:`covered`)
+        return [text for text in silent + waiting if text]
 
     def take_audio(
         self, *, utterance_in_history: bool, waiting_in_history: Sequence[str] = ()

@@ -9,12 +9,17 @@ ServerFact`), in order:
 * a turn is *resolved* at a ``turnComplete`` when the model said something after the latest
   typed turn or tool response and no tool call waits for its response
   (:func:`resolved_position`);
-* among the items up to there, a message that asks for an answer (:func:`asks_answer`: a
-  typed turn, a function response, client content telling tool results) is still *open*
-  when no generation began after it (and none was interrupted): what followed it was the
-  rest of an answer already streaming when it went out, which the server may have sent
-  before it had the message (:func:`open_asks`). Content telling a result sent while an
-  answer streams carries no text: given back as context it would be lost.
+* a message that asks for an answer (:func:`asks_answer`: a typed turn, a function response,
+  client content telling tool results) *waits* until a generation of its own begins: the
+  server reads client messages in the order sent and answers each ask in a generation of its
+  own, so each generation that begins answers the oldest ask waiting, and an interruption
+  (which shows the server took in what was sent before it) answers them all
+  (:func:`waiting_asks`). What followed an ask may be the rest of an answer already streaming
+  when it went out, or the answer to an ask sent before it: the server may have sent either
+  before it had the message;
+* among the items up to the resolved turn, an ask still waiting is *open* (:func:`open_asks`):
+  content telling a result sent while an answer streams carries no text, and given back as
+  context it would be lost.
 
 :func:`split` gives both parts. Guarantees: every client message is in exactly one part,
 each part keeps the order recorded, and an open ask is never in the finished part.
@@ -24,6 +29,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import TypeAlias
 
@@ -34,7 +40,7 @@ from .server_facts import ServerFact
 #: What the outbox holds, in order: client messages and server facts.
 Item: TypeAlias = ClientMessage | ServerFact
 
-__all__ = ["asks_answer", "open_asks", "resolved_position", "split"]
+__all__ = ["asks_answer", "open_asks", "resolved_position", "split", "waiting_asks"]
 
 
 def asks_answer(item: ClientMessage) -> bool:
@@ -65,17 +71,26 @@ def resolved_position(items: Sequence[Item]) -> int:
     return resolved
 
 
-def open_asks(items: Sequence[Item]) -> list[int]:
+def waiting_asks(items: Sequence[Item]) -> list[int]:
     """Positions of the messages in ``items`` that ask for an answer (:func:`asks_answer`)
-    after which no generation began and none was interrupted."""
-    waiting: list[int] = []
+    and still wait for a generation of their own: each generation that begins answers the
+    oldest ask waiting; an interruption answers them all."""
+    waiting: deque[int] = deque()
     for position, item in enumerate(items):
         if not isinstance(item, ServerFact):
             if asks_answer(item):
                 waiting.append(position)
-        elif item.starts or item.kind == "interrupted":
+        elif item.kind == "interrupted":
             waiting.clear()
-    return waiting
+        elif item.starts and waiting:
+            waiting.popleft()
+    return list(waiting)
+
+
+def open_asks(items: Sequence[Item]) -> list[int]:
+    """Positions of the asks in ``items`` (which end at a resolved turn) still waiting for
+    their answer (:func:`waiting_asks`)."""
+    return waiting_asks(items)
 
 
 def split(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:

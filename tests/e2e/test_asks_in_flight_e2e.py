@@ -3,9 +3,9 @@
 The server reads client messages in the order sent and answers each ask in a generation of its
 own. When a typed turn goes out while the answer to the turn before it has not begun, that
 answer (and the handle after it) may come from a server that has not read the new turn yet; if
-the connection is lost before it does, the turn must go again on the next one. Known open bug
-(docs/development.md, "Known open bugs"): the outbox takes any generation begun after an ask
-for its answer, so the handle is taken to hold the turn, and the turn is lost.
+the connection is lost before it does, the turn goes again on the next one, once: a generation
+answers the oldest ask waiting (``resolved_turns.waiting_asks``), so the answer to the first
+turn does not count for the second.
 """
 
 from __future__ import annotations
@@ -22,11 +22,6 @@ from .test_late_results_e2e import agent_for
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="known open bug: an ask in flight when an earlier ask's answer begins is lost",
-)
 @pytest.mark.parametrize("make_agent", ["install"], indirect=True)  # (the outbox's rule)
 async def test_a_turn_sent_before_the_answer_to_the_last_began_survives_a_drop(
     make_agent: AgentFactory,

@@ -187,10 +187,12 @@ def test_a_context_update_in_the_finished_part_is_replayed_first_not_folded_into
 
 def test_context_joins_transcription_pieces_as_they_came_and_typed_turns_with_a_space() -> None:
     """Transcription pieces carry their own spacing ("w", "hat", " now"): the context says
-    "what now", not "w hat  now"; two typed turns in a row stay two words apart."""
+    "what now", not "w hat  now"; two typed turns in a row stay two words apart (the second
+    interrupted the generation the first began)."""
     outbox = Outbox()
     outbox.record("send_client_content", typed_turn("one"))
     outbox.record("send_client_content", typed_turn("two"))
+    outbox.interrupted()
     for piece in ("w", "hat", " now"):
         outbox.input_text(piece)
     outbox.model_text("echo: ")

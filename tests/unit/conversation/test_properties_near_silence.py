@@ -91,11 +91,16 @@ class AnsweredLast(RuleBasedStateMachine):
         self.output_since_end = False
         #: The reference: the ids of the function responses sent since the last typed turn.
         self.responses_since_typed: set[str] = set()
+        #: The reference: asks (typed turns, function responses) no generation began for yet
+        #: (each generation that begins answers the oldest), and whether one is going on.
+        self.unpaired = 0
+        self.generating = False
 
     def record(self, method: str, kwargs: dict[str, object]) -> ClientMessage:
         message = self.outbox.record(method, kwargs)
         if message.user_text or message.response_ids:
             self.said_since_turn = False  # a user turn: nothing answered it yet
+            self.unpaired += 1
         if method == "send_client_content" and kwargs["turn_complete"]:
             self.responses_since_typed.clear()  # a typed turn (a replay's context is not one)
         for response in kwargs.get("function_responses") or []:
@@ -105,6 +110,12 @@ class AnsweredLast(RuleBasedStateMachine):
     def output(self, *, aloud: bool) -> None:
         self.said_since_turn = self.said_since_turn or aloud
         self.output_since_end = True
+
+    def begins(self) -> None:
+        """Model output is about to arrive: a generation begins unless one is going on."""
+        if not self.generating:
+            self.generating = True
+            self.unpaired = max(0, self.unpaired - 1)
 
     @rule()
     def typed_turn(self) -> None:
@@ -127,6 +138,7 @@ class AnsweredLast(RuleBasedStateMachine):
         ``turnComplete`` whose ``interactionStatus`` says the model's work goes on, or not yet
         (what comes next may come in the middle of it)."""
         for step in steps:
+            self.begins()
             if step == "text":
                 self.outbox.model_text("answer ")
                 self.output(aloud=True)
@@ -137,13 +149,14 @@ class AnsweredLast(RuleBasedStateMachine):
                 call_id = f"c{next(self.calls)}"
                 self.outbox.tool_call([call_id])
                 self.output(aloud=True)
+                self.generating = False  # (what the model says after it begins anew)
                 if step == "tool call answered":
                     self.record("send_tool_response", tool_response(call_id, "tool"))
                 else:
                     self.open_calls.append(call_id)
         if end != "none":
             getattr(self.outbox, end)()
-            self.output_since_end = False
+            self.output_since_end = self.generating = False
 
     @rule()
     def handle(self) -> None:
@@ -158,7 +171,8 @@ class AnsweredLast(RuleBasedStateMachine):
         """The live loop's resume: a new connection, the replay sent again through the tap
         (the context first, as one message that asks for no answer)."""
         self.outbox.begin_connection()
-        self.output_since_end = False
+        self.output_since_end = self.generating = False
+        self.unpaired = 0  # (the asks still waiting are replayed: recorded again below)
         replay = self.outbox.take_replay()
         if replay.context:
             context = {"turns": replay.context_contents(), "turn_complete": False}
@@ -169,9 +183,13 @@ class AnsweredLast(RuleBasedStateMachine):
     @precondition(lambda self: not self.output_since_end)
     @rule()
     def whole_answer_aloud(self) -> None:
-        """A generation begun after every turn sent, that says something and ends."""
-        self.outbox.model_text("answer ")
-        self.outbox.turn_complete()
+        """A generation for every turn sent (each answers the oldest waiting), each saying
+        something and ending."""
+        for _ in range(max(1, self.unpaired)):
+            self.outbox.model_text("answer ")
+            self.outbox.turn_complete()
+        self.unpaired = 0
+        self.generating = False
         self.said_since_turn = True
         assert self.outbox.answered_last(), "a whole answer aloud answered the last turn"
 

@@ -99,6 +99,21 @@ def _resolved(items: list[tuple[str, Any]]) -> int:
     return resolved
 
 
+def _waiting(items: list[tuple[str, Any]]) -> set[int]:
+    """Positions of the typed turns and responses in ``items`` still waiting for their answer:
+    each generation that begins ("begins") answers the oldest one waiting; an interruption
+    answers them all."""
+    waiting: list[int] = []
+    for i, (kind, _) in enumerate(items):
+        if kind in ("turn", "response"):
+            waiting.append(i)
+        elif kind == "interrupted":
+            waiting.clear()
+        elif kind == "begins" and waiting:
+            waiting.pop(0)
+    return set(waiting)
+
+
 def _kind(message: ClientMessage) -> tuple[str, Any]:
     if message.user_text:
         return ("turn", message.user_text)
@@ -355,7 +370,8 @@ class GeminiOutbox(_InOrder):
     @rule()
     def resumable_handle(self) -> None:
         """Covers what model output (or an interrupted generation) followed; a typed turn or
-        a function response only once a generation began after it (or an interruption)."""
+        a function response only once answered: a generation of its own began after it
+        (each one answers the oldest ask waiting), or an interruption."""
         followed = max(
             (
                 i
@@ -364,15 +380,11 @@ class GeminiOutbox(_InOrder):
             ),
             default=-1,
         )
-        began = max(
-            (i for i, (kind, _) in enumerate(self.items) if kind in ("begins", "interrupted")),
-            default=-1,
-        )
+        waiting = _waiting(self.items)
         self.items = [
             item
             for i, item in enumerate(self.items)
-            if item[0] in ("turn", "context", "response")
-            and (i > followed or (item[0] in ("turn", "response") and i > began))
+            if item[0] in ("turn", "context", "response") and (i > followed or i in waiting)
         ]
         self.handle(None)
 
@@ -397,15 +409,11 @@ class GeminiOutbox(_InOrder):
         """``(as context, replayed)``: the labels of the typed turns a resume must send (only
         the typed turns' own, not those of a context a replay sent, with ``typed_only``)."""
         resolved = _resolved(self.items)
-        # A typed turn or response up to there that no generation began after (nor an
-        # interruption) is still open: the rest of an answer already streaming resolved the
-        # turn, not it. It goes again, ahead of what follows the resolved turn.
-        still_open = set[int]()
-        for i, (kind, _) in enumerate(self.items[: resolved + 1]):
-            if kind in ("turn", "response"):
-                still_open.add(i)
-            elif kind in ("begins", "interrupted"):
-                still_open.clear()
+        # A typed turn or response up to there still waiting for its answer (no generation
+        # of its own began after it, nor an interruption) is still open: the rest of an answer
+        # already streaming, or an earlier ask's answer, resolved the turn, not it. It goes
+        # again, ahead of what follows the resolved turn.
+        still_open = _waiting(self.items[: resolved + 1])
         context: list[str] = []
         replayed: list[str] = []
         reopened: list[str] = []
@@ -468,21 +476,21 @@ class VertexOutbox(_InOrder):
     def drop_and_resume(self) -> None:
         self.consumed = 0
         # What a finished exchange holds goes as context: the rest is replayed, and so is a
-        # typed turn or response before it that no generation began after (an open ask).
-        resolved = _resolved([item for item in self.items if item[0] != "message"])
-        facts = -1
+        # typed turn or response before it still waiting for its answer (an open ask).
+        facts = [item for item in self.items if item[0] != "message"]
+        resolved = _resolved(facts)
+        waiting = _waiting(facts[: resolved + 1])
+        seen = -1
         still_open: list[ClientMessage] = []
         after: list[ClientMessage] = []
         for kind, value in self.items:
             if kind == "message":
-                if facts >= resolved:
+                if seen >= resolved:
                     after.append(value)
-                elif _kind(value)[0] in ("turn", "response"):
+                elif seen + 1 in waiting:  # (its kind is the fact that follows it)
                     still_open.append(value)
             else:
-                facts += 1
-                if facts <= resolved and kind in ("begins", "interrupted"):
-                    still_open.clear()
+                seen += 1
         self.expected = still_open + after
         self.generating = False  # (a new connection: no generation yet)
         self.uncovered = {}
