@@ -65,6 +65,35 @@ def test_a_text_turn_sent_while_an_earlier_answer_streams_is_kept_past_its_end()
     assert outbox.take_replay().messages == []
 
 
+def test_a_text_turn_sent_before_the_answer_to_the_last_began_is_kept_past_that_answer() -> None:
+    """Each generation answers the oldest ask waiting: the answer to "one" began after "two"
+    went out, but it answers "one", and the handle after it may predate "two". Two
+    generations answer both; an interruption answers every ask before it."""
+    outbox = Outbox()
+    outbox.record("send_client_content", typed_turn("one"))
+    outbox.record("send_client_content", typed_turn("two"))  # before "echo: one" began
+    outbox.model_text("echo: one")
+    outbox.turn_complete()
+    outbox.covered(None)
+    assert [m.user_text for m in outbox.take_replay().messages] == ["two"]
+    assert outbox.typed_turns_unanswered() == []  # (the replay took "two" out of the record)
+    outbox.record("send_client_content", typed_turn("three"))
+    outbox.record("send_client_content", typed_turn("four"))
+    assert outbox.typed_turns_unanswered() == ["three", "four"]
+    outbox.model_text("echo: three")
+    outbox.turn_complete()
+    assert outbox.typed_turns_unanswered() == ["four"]
+    outbox.model_text("echo: four")
+    outbox.turn_complete()
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+    outbox.record("send_client_content", typed_turn("five"))
+    outbox.record("send_client_content", typed_turn("six"))
+    outbox.interrupted()
+    outbox.covered(None)
+    assert outbox.take_replay().messages == []
+
+
 def test_a_function_response_sent_while_an_earlier_answer_streams_is_kept_past_its_end() -> None:
     outbox = Outbox()
     outbox.model_audio()  # a job's call was answered; the model goes on talking
