@@ -21,6 +21,7 @@ from ..conftest import AgentFactory
 from .test_late_results_e2e import agent_for
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("make_agent", ["install"], indirect=True)  # (the outbox's rule)
 async def test_a_turn_sent_before_the_answer_to_the_last_began_survives_a_drop(
