@@ -34,9 +34,8 @@ Guarantees:
 from __future__ import annotations
 
 import base64
-import copy
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,25 +64,14 @@ class _KeptText:
         self.sent.append(message)
 
 
-def _run_now(coroutine: Coroutine[Any, Any, Any]) -> None:
-    """Run a coroutine that never waits (the SDK's send into :class:`_KeptText`) to its end."""
-    try:
-        coroutine.send(None)
-    except StopIteration:
-        return
-    coroutine.close()
-    raise RuntimeError("the SDK's send waited on something other than the websocket")
-
-
 def sdk_text(session: Any, key: str, data: bytes, mime_type: str) -> Any:
     """What ``session.send_realtime_input(**{key: Blob(data, mime_type)})`` sends, computed by
     the SDK itself against a stand-in websocket (nothing reaches the real one). The caller
     makes sure the method is the SDK's own (:class:`ChunkEncoder` does)."""
     kept = _KeptText()
-    stand_in = copy.copy(session)
-    genai_compat.set_websocket(stand_in, kept)
     blob = types.Blob(data=data, mime_type=mime_type)
-    _run_now(type(session).send_realtime_input(stand_in, **{key: blob}))
+    send = type(session).send_realtime_input
+    genai_compat.run_on_stand_in(session, kept, lambda stand_in: send(stand_in, **{key: blob}))
     if len(kept.sent) != 1:
         raise RuntimeError(f"the SDK sent {len(kept.sent)} messages for one chunk")
     return kept.sent[0]

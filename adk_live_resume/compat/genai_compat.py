@@ -4,10 +4,12 @@ This is the only module that knows google-genai's private names. ADK's live conn
 to the service through a google-genai ``AsyncSession``; the patch reads and replaces a few
 of its internals, each named once here:
 
-* ``AsyncSession._ws``, the websockets connection under a session (:func:`websocket_of`,
-  :func:`set_websocket`): the frame watch and the chunk encoder write on it;
-* ``AsyncSession.send_realtime_input``, told apart from a wrapper of it
-  (:func:`sdk_send_realtime_input`);
+* ``AsyncSession._ws``, the websockets connection under a session (:func:`websocket_of`):
+  the frame watch and the chunk encoder write on it, and the message decoder reads it; a
+  copy of a session runs the SDK's own code against a stand-in (:func:`run_on_stand_in`);
+* ``AsyncSession.send_realtime_input`` and ``AsyncSession._receive``, told apart from a
+  wrapper of them (:func:`sdk_send_realtime_input`, :func:`sdk_receive`; :func:`set_receive`
+  puts the decoder's reading in place of the latter);
 * ``google.genai.live.ws_connect``, which opens every live websocket (the early dial puts a
   pass-through in its place: :func:`set_genai_ws_connect`);
 * what the release parses and sends, found by feature: the top-level server message keys it
@@ -24,9 +26,11 @@ for is checked once per process (:func:`probe_internals`, read by
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import os
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from .adk_compat import parse_version
@@ -143,10 +147,22 @@ def _is_sdk_own(method: Any, name: str) -> bool:
     )
 
 
-def set_websocket(session: Any, websocket: Any) -> None:
-    """Point a google-genai ``AsyncSession`` (a copy: see :mod:`.chunk_encoding`) at another
-    websocket."""
-    setattr(session, GENAI_WEBSOCKET, websocket)
+def run_on_stand_in(
+    session: Any, websocket: Any, call: Callable[[Any], Coroutine[Any, Any, Any]]
+) -> Any:
+    """What ``call(stand_in)`` returns (or raises), run to its end at once, where
+    ``stand_in`` is a copy of the google-genai ``AsyncSession`` ``session`` on ``websocket``
+    (the real socket is never touched): the SDK's own code against a websocket that never
+    waits. RuntimeError if the call waits on anything else."""
+    stand_in = copy.copy(session)
+    setattr(stand_in, GENAI_WEBSOCKET, websocket)
+    coroutine = call(stand_in)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("google-genai waited on something other than the stand-in websocket")
 
 
 def genai_live_module() -> Any:

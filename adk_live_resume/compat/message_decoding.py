@@ -38,11 +38,10 @@ Pure but for the one read per message.
 from __future__ import annotations
 
 import base64
-import copy
 import functools
 import json
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from google.genai import types
@@ -125,23 +124,10 @@ class _Given:
         return self._raw
 
 
-def _run_now(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never waits (the SDK's ``_receive`` on :class:`_Given`) to its
-    end; its result, or what it raised."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    coroutine.close()
-    raise RuntimeError("the SDK's _receive waited on something other than the websocket")
-
-
 def sdk_message(session: Any, read: Callable[[Any], Any], given: _Given) -> Any:
     """What the SDK's ``read`` (its ``_receive``) makes of ``given`` on ``session``'s dialect,
     run on a copy of the session (its websocket is never touched)."""
-    stand_in = copy.copy(session)
-    genai_compat.set_websocket(stand_in, given)
-    return _run_now(read(stand_in))
+    return genai_compat.run_on_stand_in(session, given, read)
 
 
 def fast_message(raw: Any, fields: frozenset[str]) -> types.LiveServerMessage | None:
