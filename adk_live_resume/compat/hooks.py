@@ -5,9 +5,8 @@ in :mod:`adk_live_resume.compat.adk_compat`, :mod:`~.genai_compat` and
 :mod:`~.websockets_compat`): ADK's ``GeminiLlmConnection._gemini_session`` (the
 google-genai session it taps), google-genai's ``AsyncSession._ws``,
 ``AsyncSession.send_realtime_input`` and ``AsyncSession._receive``, its ``live.ws_connect``,
-and websockets'
-``process_event`` (close frames, goAway messages and messages of unknown kinds as they
-arrive) and close state.
+and websockets' ``process_event`` (close frames, goAway messages and messages of unknown
+kinds as they arrive) and close state.
 :func:`check` looks for each of them once, when the patch is installed (for the subclass entry
 point, at its first live run).
 

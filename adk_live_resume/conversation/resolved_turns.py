@@ -17,7 +17,7 @@ ServerFact`), in order:
   (:func:`waiting_asks`). What followed an ask may be the rest of an answer already streaming
   when it went out, or the answer to an ask sent before it: the server may have sent either
   before it had the message;
-* among the items up to the resolved turn, an ask still waiting is *open* (:func:`open_asks`):
+* among the items up to the resolved turn, an ask still waiting is *open* (:func:`split`):
   content telling a result sent while an answer streams carries no text, and given back as
   context it would be lost.
 
@@ -40,7 +40,7 @@ from .server_facts import ServerFact
 #: What the outbox holds, in order: client messages and server facts.
 Item: TypeAlias = ClientMessage | ServerFact
 
-__all__ = ["asks_answer", "open_asks", "resolved_position", "split", "waiting_asks"]
+__all__ = ["asks_answer", "resolved_position", "split", "waiting_asks"]
 
 
 def asks_answer(item: ClientMessage) -> bool:
@@ -87,18 +87,12 @@ def waiting_asks(items: Sequence[Item]) -> list[int]:
     return list(waiting)
 
 
-def open_asks(items: Sequence[Item]) -> list[int]:
-    """Positions of the asks in ``items`` (which end at a resolved turn) still waiting for
-    their answer (:func:`waiting_asks`)."""
-    return waiting_asks(items)
-
-
 def split(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:
     """``(finished, asking)``: the items up to the last resolved turn but its open asks
     (given back as context), and those open asks followed by every item after that turn
     (sent again as they were), each in the order recorded."""
     resolved = resolved_position(items)
-    still_open = set(open_asks(items[: resolved + 1]))
+    still_open = set(waiting_asks(items[: resolved + 1]))  # (the open asks)
     finished = [item for p, item in enumerate(items[: resolved + 1]) if p not in still_open]
     asking = [items[p] for p in sorted(still_open)] + list(items[resolved + 1 :])
     return finished, asking
