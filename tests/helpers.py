@@ -10,7 +10,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from google.genai import types
+from google import genai
+from google.genai import live, types
 
 from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver, answer_text
@@ -223,3 +224,10 @@ def times_said(live: LiveDriver, text: str) -> int:
             count += answer_text(live.events[start : index + 1]) == text
             start = index + 1
     return count
+
+
+def genai_session(*, vertex: bool, websocket: Any = None) -> Any:
+    """A real google-genai ``AsyncSession`` of either dialect on ``websocket`` (no I/O: for
+    the SDK's own encoding and reading, run against a stand-in)."""
+    client = genai.Client(vertexai=True, api_key="k") if vertex else genai.Client(api_key="k")
+    return live.AsyncSession(api_client=client._api_client, websocket=websocket)

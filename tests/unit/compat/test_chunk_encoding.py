@@ -27,12 +27,9 @@ from adk_live_resume.observe.callbacks import RunStats
 from adk_live_resume.testing import FakeLiveServer, silence_pcm, speech_pcm
 from adk_live_resume.testing.driver import LiveDriver
 
+from ...helpers import genai_session
+
 MIME_TYPES = ("audio/pcm;rate=16000", "audio/pcm;rate=24000", "audio/pcm")
-
-
-def _session(*, vertex: bool) -> Any:
-    client = genai.Client(vertexai=True, api_key="k") if vertex else genai.Client(api_key="k")
-    return live.AsyncSession(api_client=client._api_client, websocket=None)
 
 
 def _send(key: str, data: bytes, mime_type: str) -> dict[str, Any]:
@@ -42,7 +39,7 @@ def _send(key: str, data: bytes, mime_type: str) -> dict[str, Any]:
 @pytest.mark.parametrize("vertex", [False, True], ids=["gemini-api", "vertex"])
 @pytest.mark.parametrize("key", ["media", "audio"])
 def test_encoded_chunks_are_what_the_sdk_sends_byte_for_byte(vertex: bool, key: str) -> None:
-    session = _session(vertex=vertex)
+    session = genai_session(vertex=vertex)
     encoder = ChunkEncoder()
     chance = random.Random(7)
     sizes = [1, 2, 3, 4, 5, 639, 640, 641, 642, 3200]
@@ -57,7 +54,7 @@ def test_encoded_chunks_are_what_the_sdk_sends_byte_for_byte(vertex: bool, key: 
 def test_the_sdk_alphabet_is_told_apart_from_the_other() -> None:
     """google-genai sends URL-safe base64: a template in the standard alphabet would differ
     for every chunk whose base64 holds ``-`` or ``_``."""
-    session = _session(vertex=False)
+    session = genai_session(vertex=False)
     template = learn(session, "audio", "audio/pcm;rate=16000")
     assert template is not None
     data = b"\xfb\xff\xbf"
@@ -101,7 +98,7 @@ def test_the_sdk_alphabet_is_told_apart_from_the_other() -> None:
 )
 def test_other_sends_are_left_to_the_sdk(method: str, arguments: dict[str, Any]) -> None:
     encoder = ChunkEncoder()
-    assert encoder.encode(_session(vertex=False), method, arguments) is None
+    assert encoder.encode(genai_session(vertex=False), method, arguments) is None
     assert encoder.encoded == 0
 
 
@@ -143,7 +140,7 @@ def test_a_wrapped_send_realtime_input_sees_every_chunk() -> None:
 def test_a_wrapper_put_in_place_after_learning_gets_the_chunks_from_then_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    session = _session(vertex=False)
+    session = genai_session(vertex=False)
     encoder = ChunkEncoder()
     chunk = _send("audio", b"\x01\x02" * 320, "audio/pcm;rate=16000")
     assert encoder.encode(session, "send_realtime_input", chunk) is not None  # learnt
@@ -175,7 +172,7 @@ def test_a_shape_whose_learning_failed_is_not_tried_again(
 
     monkeypatch.setattr("adk_live_resume.compat.chunk_encoding.learn", failing_learn)
     encoder = ChunkEncoder()
-    session = _session(vertex=False)
+    session = genai_session(vertex=False)
     for mime_type in ("audio/pcm;rate=16000", "audio/pcm;rate=16000", "audio/pcm;rate=24000"):
         chunk = _send("audio", b"\x01\x02" * 320, mime_type)
         assert encoder.encode(session, "send_realtime_input", chunk) is None

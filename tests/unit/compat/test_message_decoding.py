@@ -17,8 +17,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from google import genai
-from google.genai import errors, live, types
+from google.genai import errors, types
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosedError
@@ -32,6 +31,7 @@ from adk_live_resume.testing import FakeLiveServer
 from adk_live_resume.testing.driver import LiveDriver
 
 from ...conftest import AgentFactory
+from ...helpers import genai_session
 
 
 class _Messages:
@@ -48,8 +48,7 @@ class _Messages:
 
 
 def _session(*messages: Any, vertex: bool = False) -> Any:
-    client = genai.Client(vertexai=True, api_key="k") if vertex else genai.Client(api_key="k")
-    return live.AsyncSession(api_client=client._api_client, websocket=_Messages(*messages))
+    return genai_session(vertex=vertex, websocket=_Messages(*messages))
 
 
 def _read(session: Any) -> Any:
