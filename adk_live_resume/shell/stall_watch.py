@@ -270,14 +270,27 @@ class StallWatch:
         )
 
     def _schedule(self) -> None:
+        """Arm the timer for the rule's next look. A timer already armed to fire no later
+        stays (this runs on almost every message of a voice session, and a cancelled timer
+        stays in the loop's heap until its time): firing early, it looks, finds nothing yet
+        and arms again, as a message would."""
         if self._stopped or not self.enabled:
             return
-        delay = self.rule.next_check(self._now())
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if delay is not None:
-            self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        delay = self.rule.next_check(now)
+        timer = self._timer
+        if delay is None:
+            if timer is not None:
+                timer.cancel()
+                self._timer = None
+            return
+        when = now + delay
+        if timer is not None:
+            if timer.when() <= when:
+                return
+            timer.cancel()
+        self._timer = loop.call_at(when, self._tick)
 
     def _tick(self) -> None:
         self._timer = None

@@ -10,6 +10,7 @@ import pytest
 from google.genai import types
 
 from adk_live_resume.conversation.client_message import ClientMessage
+from adk_live_resume.rules import stall_rule
 from adk_live_resume.rules.stall_rule import Stall
 from adk_live_resume.shell.stall_watch import StallWatch, non_blocking_names
 
@@ -113,6 +114,29 @@ async def test_an_interrupted_that_cut_nothing_answers_nothing() -> None:
     await asyncio.sleep(0.25)
     assert [s.kind for s in seen] == ["silence"]
     assert "after an utterance the server transcribed" in seen[0].seen
+
+
+async def test_a_look_due_sooner_than_the_armed_timer_rearms_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The timer stays armed across messages while it fires no later than the rule's next
+    look, and is armed again when that look comes sooner. Here the wait's quiet stretches
+    add up (an ``interrupted`` cut nothing): 1.6 s of quiet, then the user speaks; the
+    wait's timer fires in the pause and arms the pause's poll (1.8 s, at 3.8 s); the pause
+    ends at 2.1 s with 0.4 s of the wait left, so the silence is due at 2.4 s, not 3.8 s."""
+    monkeypatch.setattr(stall_rule, "EXCUSE_POLL", 1.8)
+    stall_watch, seen, speaking = watch(timeout=2.0)
+    stall_watch.server_message(content(input_transcription=types.Transcription(text="hi")))
+    stall_watch.server_message(content(interrupted=True))
+    await asyncio.sleep(1.6)
+    speaking[0] = True
+    stall_watch.client_send(audio_chunk(), "send_realtime_input", {})
+    await asyncio.sleep(0.5)
+    assert seen == []
+    speaking[0] = False
+    stall_watch.client_send(audio_chunk(), "send_realtime_input", {})
+    await asyncio.sleep(1.0)
+    assert [s.kind for s in seen] == ["silence"]
 
 
 async def test_an_interrupted_that_cut_an_answer_answers() -> None:
