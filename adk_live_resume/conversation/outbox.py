@@ -267,10 +267,11 @@ class Outbox:
         if frame and self.frames.added():
             self._items = self.frames.trim(self._items, _is_frame)
         if audio_ms > 0:
-            self._audio_ms += audio_ms
-            if self._audio_ms > self.peak_audio_ms:
-                self.peak_audio_ms = self._audio_ms
-            if self._audio_ms > self._audio_budget() * 1.25:
+            audio = self._audio_ms = self._audio_ms + audio_ms
+            if audio > self.peak_audio_ms:
+                self.peak_audio_ms = audio
+            # (the budget is never below the window: the rest is asked only beyond it)
+            if audio > self.audio_window_ms * 1.25 and audio > self._audio_budget() * 1.25:
                 self._trim_audio()
         held = len(self._items)  # (after a trim, which makes a new list)
         if held > self.peak_messages:
@@ -411,7 +412,10 @@ class Outbox:
         """Drop the oldest audio beyond the window (and beyond the utterance cap); count it."""
         window = self.audio_window_ms
         current = self._current_utterance()
-        utterance = self.max_utterance_ms if current else 0.0
+        if not current:
+            self._trim_window(window)
+            return
+        utterance = self.max_utterance_ms
         trailing = self._trailing_silence_from(current)
         keep_window: set[int] = set()
         keep_utterance: set[int] = set()
@@ -419,7 +423,7 @@ class Outbox:
             item = self._items[position]
             if not isinstance(item, ClientMessage) or item.audio_ms <= 0:
                 continue
-            spoken = current and item.utterance == current and position < trailing
+            spoken = item.utterance == current and position < trailing
             if spoken and utterance >= item.audio_ms:
                 utterance -= item.audio_ms
                 keep_utterance.add(position)
@@ -444,6 +448,41 @@ class Outbox:
                 continue
             kept.append(item)
         self._items = kept
+        self._count_dropped(voiced, unvoiced)
+
+    def _trim_window(self, window: float) -> None:
+        """:meth:`_trim_audio` with no utterance unanswered: the newest ``window`` ms of audio
+        stay, the audio before the first chunk that does not fit goes (the same walk from
+        the newest, stopped there: what is before it is not read twice). Runs once every
+        quarter window of microphone audio."""
+        items = self._items
+        cut = len(items)
+        for position in range(len(items) - 1, -1, -1):
+            item = items[position]
+            if not isinstance(item, ClientMessage) or item.audio_ms <= 0:
+                continue
+            if window < item.audio_ms:
+                cut = position + 1
+                break
+            window -= item.audio_ms
+        else:
+            return
+        kept: list[ClientMessage | _Fact] = []
+        voiced = unvoiced = 0.0
+        for item in items[:cut]:
+            if isinstance(item, ClientMessage) and item.audio_ms > 0:
+                if item.voiced:
+                    voiced += item.audio_ms
+                else:
+                    unvoiced += item.audio_ms
+                continue
+            kept.append(item)
+        kept += items[cut:]
+        self._items = kept
+        self._count_dropped(voiced, unvoiced)
+
+    def _count_dropped(self, voiced: float, unvoiced: float) -> None:
+        """Count the audio :meth:`_trim_audio` dropped: ``voiced`` and ``unvoiced`` ms."""
         self._audio_ms -= voiced + unvoiced
         self.dropped_audio_ms_total += voiced
         self._dropped_since_replay += voiced
