@@ -125,6 +125,9 @@ class ChunkEncoder:
         self.encoded = 0
         #: The last ``send_realtime_input`` found to be the SDK's own (checked once each).
         self._sdk_own: Any = None
+        #: The last session encoded for, and whether it talks the Vertex AI dialect.
+        self._session: Any = None
+        self._vertex = False
 
     def encode(self, session: Any, method: str, arguments: Mapping[str, Any]) -> str | None:
         """The text the SDK would send for ``session.<method>(**arguments)`` if it is a plain
@@ -137,7 +140,9 @@ class ChunkEncoder:
             return None
         if not self._sends_through_sdk_own(session):
             return None
-        shape = (genai_compat.is_vertex_session(session), key, blob.mime_type)
+        if session is not self._session:  # (a new connection's)
+            self._session, self._vertex = session, genai_compat.is_vertex_session(session)
+        shape = (self._vertex, key, blob.mime_type)
         try:
             template = self._templates[shape]
         except KeyError:

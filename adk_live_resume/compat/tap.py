@@ -51,7 +51,7 @@ import asyncio
 import contextlib
 import datetime
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, Protocol
 
 from google.genai import types
@@ -327,13 +327,17 @@ class SessionTap:
         for name, arguments in due:
             await getattr(self._tapped_session, name)(**arguments)
 
-    async def _send_now(self, name: str, arguments: dict[str, Any]) -> None:
+    def _send_now(self, name: str, arguments: dict[str, Any]) -> Awaitable[None]:
+        """Make the send ``name(**arguments)`` now; await what this returns. A microphone
+        chunk goes as the text the SDK would send for it (:mod:`.chunk_encoding`); any other
+        send through the session. Not a coroutine of its own: every chunk goes through it."""
         if self._encoder is not None:
             text = self._encoder.encode(self._tapped_session, name, arguments)
-            if text is not None:  # a microphone chunk, as the SDK would send it
-                await self._websocket.send(text)
-                return
-        await getattr(self._tapped_session, name)(**arguments)
+            if text is not None:
+                chunk: Awaitable[None] = self._websocket.send(text)
+                return chunk
+        send: Awaitable[None] = getattr(self._tapped_session, name)(**arguments)
+        return send
 
     async def send_held(self, method: str, kwargs: dict[str, Any]) -> None:
         """Send a message the listener recorded and held (its :meth:`TapListener.before_send`
