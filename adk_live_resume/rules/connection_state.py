@@ -562,6 +562,11 @@ TABLE: dict[Key, Entry] = _table(
 )
 
 
+#: The events of every server frame and message, made once (they are values).
+_FRAME_ARRIVED = FrameArrived()
+_MESSAGE_READ = {False: MessageRead(False), True: MessageRead(True)}
+
+
 class ConnectionState:
     """The lifecycle of one connection: events in, actions out (see the module)."""
 
@@ -677,11 +682,11 @@ class ConnectionState:
         self.handle(FramesCounted())
 
     def frame_arrived(self) -> None:
-        self.handle(FrameArrived())
+        self.handle(_FRAME_ARRIVED)
 
     def message_read(self, *, turn_open: bool) -> list[Action]:
         """A server message was read (``turn_open``: the model's answer is still going)."""
-        return self.handle(MessageRead(turn_open))
+        return self.handle(_MESSAGE_READ[turn_open])
 
     def go_away_frame(
         self, time_left: float | None, *, now: float, margin: float, safe: bool

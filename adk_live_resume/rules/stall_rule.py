@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 #: How often an excused wait is looked at again (s, at most): the wait starts over from the
 #: last look that saw the excuse.
@@ -69,9 +69,11 @@ RESPONSE_REJECTED = "RESPONSE_REJECTED"
 NUDGE = "Please answer the user's last message."
 
 
-@dataclass(frozen=True)
-class Excuses:
-    """What may keep a healthy session quiet for a while (each: the wait starts over)."""
+class Excuses(NamedTuple):
+    """What may keep a healthy session quiet for a while (each: the wait starts over).
+
+    A value made on every server message while a turn waits: a tuple, cheaper to make than
+    a frozen dataclass."""
 
     tool_running: bool = False
     model_working: bool = False
