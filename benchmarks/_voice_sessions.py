@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import binascii
 import contextlib
 import gc
 import itertools
@@ -327,6 +328,62 @@ class FloorVoice(Voice):
                 await stack.aclose()
 
 
+class WireVoice(Voice):
+    """The wire floor of the cost job: a bare TLS websocket (opened by google-genai, which
+    then steps aside) that sends each chunk as ready-made ``realtimeInput`` text and reads
+    every frame without parsing it. What any client pays to stream a microphone in real
+    time (a timer's wake-up, a send, the TLS record, the reads), with no SDK and no ADK."""
+
+    PREFIX = '{"realtimeInput": {"audio": {"data": "'
+    SUFFIX = '", "mimeType": "audio/pcm;rate=16000"}}}'
+
+    def __init__(self, index: int, client: Any) -> None:
+        super().__init__(index, False)
+        self.client = client
+        self.stack = contextlib.AsyncExitStack()
+        self.websocket: Any = None
+        self.reader: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        from google.genai import types
+
+        config = types.LiveConnectConfig(response_modalities=[types.Modality.AUDIO])
+        session = await self.stack.enter_async_context(
+            self.client.aio.live.connect(model=MODEL, config=config)
+        )
+        self.websocket = session._ws
+        self.reader = asyncio.create_task(self._read())
+        self.ready.set()
+
+    async def _read(self) -> None:
+        with contextlib.suppress(Exception):
+            async for _ in self.websocket:
+                self.listener.audio_chunks += 1  # (frames, of any kind)
+
+    async def send(self, chunk: Chunk) -> None:
+        data = binascii.b2a_base64(chunk.data, newline=False).decode("ascii")
+        await self.websocket.send(self.PREFIX + data + self.SUFFIX)
+
+    async def close(self) -> None:
+        if self.reader is not None:
+            self.reader.cancel()
+            await asyncio.gather(self.reader, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.stack.aclose()
+
+
+def _wire_voices(sessions: int, hello: dict[str, Any]) -> list[WireVoice]:
+    from google import genai
+    from google.genai import types
+
+    os.environ["SSL_CERT_FILE"] = hello["cert_path"]
+    client = genai.Client(
+        api_key="bench", http_options=types.HttpOptions(base_url=hello["base_url"])
+    )
+    return [WireVoice(i, client) for i in range(sessions)]
+
+
 class Lag:
     """How late a 10 ms ticker wakes (the loop is busy), every wake; and the time the
     garbage collector took meanwhile (full collections apart), which stops the loop too."""
@@ -387,6 +444,14 @@ async def _adk_voices(
         session_resumption=types.SessionResumptionConfig(),
     )
     return [AdkVoice(i, decode, runner, run_config) for i in range(sessions)], runner
+
+
+async def _cost_voices(sessions: int, client: str, hello: dict[str, Any]) -> tuple[list[Any], Any]:
+    """The cost job's sessions: ``Runner.run_live`` sessions (patched or stock; and their
+    runner), or the wire floor's bare sockets (no runner)."""
+    if client == "wire":
+        return _wire_voices(sessions, hello), None
+    return await _adk_voices(sessions, client, hello, False)
 
 
 async def _start_all(voices: list[Any]) -> None:
@@ -457,10 +522,10 @@ async def cost_round(
         unregister = adk_live_resume.on_run_end(lambda s: peaks.append(s.peak_replay_audio_ms))
         # one session first, started and closed: what the first one pays once (lazy imports,
         # the SDK's caches, the chunk encoding learned) is no session's memory
-        first, _ = await _adk_voices(1, client, hello, False)
+        first, _ = await _cost_voices(1, client, hello)
         await _start_all(first)
         await first[0].close()
-        voices, runner = await _adk_voices(sessions, client, hello, False)
+        voices, runner = await _cost_voices(sessions, client, hello)
         cycle = list(itertools.islice(Microphone(0, speech=speech).chunks(), CYCLE_CHUNKS))
         for voice in voices:
             voice.chunks = itertools.cycle(cycle)
@@ -684,7 +749,7 @@ async def move_round(
 def main() -> None:
     parsed = argparse.ArgumentParser(description=__doc__)
     parsed.add_argument("--job", choices=("cost", "move"), required=True)
-    parsed.add_argument("--client", choices=("patched", "stock", "floor"), required=True)
+    parsed.add_argument("--client", choices=("patched", "stock", "floor", "wire"), required=True)
     parsed.add_argument("--sessions", type=int, required=True)
     parsed.add_argument("--server", required=True, help="the server's hello line (JSON)")
     parsed.add_argument("--warmup", type=float, default=3.0)
@@ -699,7 +764,14 @@ def main() -> None:
         default="on",
         help="off: the microphones send room noise alone (the model never answers)",
     )
+    parsed.add_argument(
+        "--gc-threshold",
+        type=int,
+        help="the garbage collector's first threshold (default: Python's, 700)",
+    )
     args = parsed.parse_args()
+    if args.gc_threshold:
+        gc.set_threshold(args.gc_threshold, *gc.get_threshold()[1:])
     logging.basicConfig(level=logging.ERROR)
     # every session warns once that audio without compression ends at 15 minutes
     logging.getLogger("adk_live_resume").setLevel(logging.ERROR)
@@ -707,7 +779,7 @@ def main() -> None:
     hello = json.loads(args.server)
     if args.job == "cost":
         if args.client == "floor":
-            parsed.error("the cost job runs patched or stock sessions")
+            parsed.error("the cost job runs patched, stock or wire sessions")
         coroutine = cost_round(
             args.sessions,
             args.client,
@@ -718,7 +790,7 @@ def main() -> None:
             args.speech == "on",
         )
     else:
-        if args.client == "stock":
+        if args.client in ("stock", "wire"):
             parsed.error("the move job runs patched or floor sessions")
         config = json.loads(Path(args.setup).read_text()) if args.setup else None
         coroutine = move_round(

@@ -17,7 +17,12 @@ audio), each session from a phase of its own.
    most 0.7x stock's at every N, lag p99 at most stock's, memory per session at most
    stock's plus the replay window the run held, growth no worse than stock's. Two more
    rounds a side at 25 sessions send room noise alone (the model silent): the microphone's
-   own path in real time, against which the answers' share is read.
+   own path in real time, against which the answers' share is read. At that size the wire
+   floor runs too, with answers and without (``wire``: bare TLS sockets sending ready-made
+   text and reading frames unparsed, no SDK, no ADK): what any client pays per chunk, which
+   no patch can remove, read against the CPU goal. One more pair at 100 sessions runs with
+   the collector's first threshold raised on both sides (``TUNED_GC_THRESHOLD``): what a
+   voice server that tunes its collector sees (info).
 2. **The silence a move inserts** (``move`` rounds, 1 and 100 sessions): patched sessions
    stream calmly, then every connection gets a ``goAway`` (make-before-break), then every
    socket is dropped at once; floor sessions (bare google-genai, resuming with the newest
@@ -31,7 +36,7 @@ audio), each session from a phase of its own.
    of silence and loses no microphone audio; the drop's median gap at most 1.05x the
    floor's.
 
-    python3 scripts/dev.py bench voice_scale          # about 15 minutes
+    python3 scripts/dev.py bench voice_scale          # about 17 minutes
     python3 scripts/dev.py bench voice_scale --quick  # 1 and 4 sessions, about 80 s
 """
 
@@ -68,6 +73,10 @@ CPU_GOAL = 0.7
 SILENCE_GOAL_S = 0.02
 GAP_GOAL = 1.05
 CHUNK_SECONDS = 0.02
+#: The collector's first threshold in the tuned rounds (Python's default: 700): a process
+#: that holds many sessions' replay windows (one tracked record per chunk kept) collects
+#: its youngest generation, and promotes what it holds, far less often.
+TUNED_GC_THRESHOLD = 20_000
 
 
 @dataclass(frozen=True)
@@ -81,9 +90,12 @@ class Size:
     after: float
     #: Sessions of the rounds whose microphones send room noise alone (the model silent).
     silent_sessions: int
+    #: Sessions of one more pair of rounds with the collector's first threshold raised to
+    #: :data:`TUNED_GC_THRESHOLD` on both sides (None: none).
+    tuned_sessions: int | None = None
 
 
-FULL = Size((1, 25, 100, 200), 2, 3.0, 10.0, ((1, 6), (100, 1)), 6.6, 6.0, 25)
+FULL = Size((1, 25, 100, 200), 2, 3.0, 10.0, ((1, 6), (100, 1)), 6.6, 6.0, 25, 100)
 QUICK = Size((1, 4), 1, 2.5, 2.0, ((4, 1),), 4.4, 4.5, 4)
 
 
@@ -100,6 +112,8 @@ def run_round(
         options += ["--setup", str(extra["setup"])]
     if extra.get("speech") is False:
         options += ["--speech", "off"]
+    if extra.get("gc_threshold"):
+        options += ["--gc-threshold", str(extra["gc_threshold"])]
     began = time.monotonic()
     with _scale_server.running(SERVER) as hello:
         done = subprocess.run(
@@ -129,6 +143,7 @@ def run_round(
         )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     result["load"] = os.getloadavg()[0]
+    result["gc_threshold"] = extra.get("gc_threshold")
     result["round_seconds"] = time.monotonic() - began
     return result
 
@@ -319,6 +334,52 @@ def silent_report(rounds: list[dict[str, Any]]) -> list[str]:
             f"{1000 * per_s['stock'] / wall['stock'] / n:.1f} ms/s (info: what the answers "
             "cost is the difference from the rows above)"
         )
+    return lines
+
+
+def tuned_report(rounds: list[dict[str, Any]]) -> list[str]:
+    """The rounds with the collector's first threshold raised, on both sides (info)."""
+    lines = []
+    for n in sorted({r["sessions"] for r in rounds}):
+
+        def med(client: str, key: str, n: int = n) -> float:
+            return median_of(rounds, client, n, key)
+
+        lines.append(
+            f"{n} sessions, the collector's first threshold at {TUNED_GC_THRESHOLD} on both "
+            f"sides (info): CPU per chunk patched {med('patched', 'cpu_per_chunk_us'):.1f} µs "
+            f"/ stock {med('stock', 'cpu_per_chunk_us'):.1f} µs = "
+            f"{med('patched', 'cpu_per_chunk_us') / med('stock', 'cpu_per_chunk_us'):.3f}x; "
+            f"loop lag p99 {med('patched', 'lag_p99_ms'):.2f} and "
+            f"{med('stock', 'lag_p99_ms'):.2f} ms; microphones late p99 "
+            f"{med('patched', 'late_p99_ms'):.0f} and {med('stock', 'late_p99_ms'):.0f} ms; "
+            f"the collector {1000 * med('patched', 'gc_seconds') / med('patched', 'seconds'):.1f}"
+            f" and {1000 * med('stock', 'gc_seconds') / med('stock', 'seconds'):.1f} ms/s"
+        )
+    return lines
+
+
+def floor_report(rounds: list[dict[str, Any]]) -> list[str]:
+    """Where the CPU goal stands against the wire floor (``WireVoice``: a bare socket sending
+    ready-made text, no SDK, no ADK) measured at the same size: the part of a chunk's cost
+    that any client pays, which no patch can remove."""
+    lines = []
+    for speech in (True, False):
+        same = [r for r in rounds if r.get("speech", True) is speech]
+        for n in sorted({r["sessions"] for r in same if r["client"] == "wire"}):
+            wire, stock, mine = (
+                median_of(same, c, n, "cpu_per_chunk_us") for c in ("wire", "stock", "patched")
+            )
+            goal = CPU_GOAL * stock
+            what = "with answers" if speech else "room noise alone"
+            lines.append(
+                f"{n} sessions, {what}: the wire floor (a bare TLS socket sending ready-made "
+                f"text, no SDK, no ADK) {wire:.1f} µs per chunk; above it stock runs "
+                f"{stock - wire:.1f} µs, patched {mine - wire:.1f} µs "
+                f"({(mine - wire) / (stock - wire):.2f}x stock's); {CPU_GOAL}x stock is "
+                f"{goal:.1f} µs, {goal - wire:.1f} µs above the floor: patched would run "
+                f"{(mine - goal) / (mine - wire):.0%} less of what it runs above it (info)"
+            )
     return lines
 
 
@@ -547,6 +608,36 @@ def main() -> int:
                     f"{result['load']:.1f}",
                     flush=True,
                 )
+        if size.tuned_sessions:
+            for client in ("patched", "stock"):
+                result = run_round(
+                    "cost",
+                    client,
+                    size.tuned_sessions,
+                    size,
+                    args.seed,
+                    gc_threshold=TUNED_GC_THRESHOLD,
+                )
+                cost.append(result)
+                print(
+                    f"[bench] cost, {size.tuned_sessions} sessions, the collector tuned, "
+                    f"{client}: {result['cpu_per_chunk_us']:.1f} µs per chunk, lag p99 "
+                    f"{result['lag_p99_ms']:.2f} ms, load {result['load']:.1f}",
+                    flush=True,
+                )
+        # the wire floor beside them, with answers and without: what any client pays
+        for repeat in range(size.cost_repeat):
+            for speech in (True, False):
+                result = run_round(
+                    "cost", "wire", size.silent_sessions, size, args.seed + repeat, speech=speech
+                )
+                cost.append(result)
+                print(
+                    f"[bench] cost, {size.silent_sessions} sessions, the wire floor, "
+                    f"{'answers' if speech else 'the model silent'}: "
+                    f"{result['cpu_per_chunk_us']:.1f} µs per chunk, load {result['load']:.1f}",
+                    flush=True,
+                )
     moves: list[dict[str, Any]] = []
     if args.only in (None, "move"):
         with tempfile.TemporaryDirectory() as scratch:
@@ -579,8 +670,11 @@ def main() -> int:
     per_chunk = record_bytes_per_chunk()
     payload["replay_bytes_per_chunk"] = per_chunk
     if cost:
-        table, lines = cost_report([r for r in cost if r.get("speech", True)], per_chunk)
-        lines += silent_report([r for r in cost if not r.get("speech", True)])
+        adk = [r for r in cost if r["client"] != "wire" and not r.get("gc_threshold")]
+        table, lines = cost_report([r for r in adk if r.get("speech", True)], per_chunk)
+        lines += silent_report([r for r in adk if not r.get("speech", True)])
+        lines += tuned_report([r for r in cost if r.get("gc_threshold")])
+        lines += floor_report([r for r in cost if not r.get("gc_threshold")])
         print("\n## 1. Cost as sessions grow (medians over the rounds)\n")
         print(table)
         verdicts += lines
@@ -604,12 +698,22 @@ def main() -> int:
     payload["move_summary"] = summary
     write_result(results, NAME, payload)
     if cost and moves:
-        plot([r for r in cost if r.get("speech", True)], summary, plots / f"{NAME}.png")
+        plot(
+            [
+                r
+                for r in cost
+                if r.get("speech", True) and r["client"] != "wire" and not r.get("gc_threshold")
+            ],
+            summary,
+            plots / f"{NAME}.png",
+        )
     for r in cost:
         what = f"cost, {r['sessions']} sessions, {r['client']}"
         check(r["error_count"] == 0, f"{what}: errors {r['errors'][:3]}")
         check(r["chunks"] > 0, f"{what}: the microphones sent nothing")
-        if r.get("speech", True):
+        if r["client"] == "wire":  # (it reads frames without parsing them: no answers)
+            check(not r.get("speech", True) or r["answer_audio_chunks"] > 0, f"{what}: no frame")
+        elif r.get("speech", True):
             # (a saturated loop may not reach an answer in the round: load, said above)
             if r["late_p99_ms"] <= REALTIME_MS:
                 check(r["answers"] > 0 and r["answer_audio_chunks"] > 0, f"{what}: no answer")
