@@ -36,7 +36,6 @@ def _get(obj: Any, name: str) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-@functools.lru_cache(maxsize=64)  # (asked on every microphone chunk; an app uses a few)
 def _audio_rate(mime: str) -> int | None:
     """The sample rate of an ``audio/...`` MIME type (16 kHz unless it says), else None."""
     if not mime.startswith("audio/"):
