@@ -121,17 +121,18 @@ async def test_a_look_due_sooner_than_the_armed_timer_rearms_it(
 ) -> None:
     """The timer stays armed across messages while it fires no later than the rule's next
     look, and is armed again when that look comes sooner. Here the wait's quiet stretches
-    add up (an ``interrupted`` cut nothing): 1.6 s of quiet, then the user speaks; the
-    wait's timer fires in the pause and arms the pause's poll (1.8 s, at 3.8 s); the pause
-    ends at 2.1 s with 0.4 s of the wait left, so the silence is due at 2.4 s, not 3.8 s."""
+    add up (an ``interrupted`` cut nothing): 1 s of quiet, then the user speaks; the wait's
+    timer fires in the pause (2 s) and arms the pause's poll (1.8 s, at 3.8 s); the pause
+    ends at 2.1 s with 1 s of the wait left, so the silence is due at 3 s, not 3.8 s (the
+    loop runs that timer before the test's own wake-up at 3.1 s)."""
     monkeypatch.setattr(stall_rule, "EXCUSE_POLL", 1.8)
     stall_watch, seen, speaking = watch(timeout=2.0)
     stall_watch.server_message(content(input_transcription=types.Transcription(text="hi")))
     stall_watch.server_message(content(interrupted=True))
-    await asyncio.sleep(1.6)
+    await asyncio.sleep(1.0)
     speaking[0] = True
     stall_watch.client_send(audio_chunk(), "send_realtime_input", {})
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(1.1)
     assert seen == []
     speaking[0] = False
     stall_watch.client_send(audio_chunk(), "send_realtime_input", {})
