@@ -45,7 +45,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -417,8 +417,7 @@ class Outbox:
             return
         utterance = self.max_utterance_ms
         trailing = self._trailing_silence_from(current)
-        keep_window: set[int] = set()
-        keep_utterance: set[int] = set()
+        keep: set[int] = set()  # (the window's newest audio and the utterance's sound)
         for position in range(len(self._items) - 1, -1, -1):
             item = self._items[position]
             if not isinstance(item, ClientMessage) or item.audio_ms <= 0:
@@ -426,29 +425,13 @@ class Outbox:
             spoken = item.utterance == current and position < trailing
             if spoken and utterance >= item.audio_ms:
                 utterance -= item.audio_ms
-                keep_utterance.add(position)
+                keep.add(position)
             elif window >= item.audio_ms:
                 window -= item.audio_ms
-                keep_window.add(position)
+                keep.add(position)
             else:
                 window = 0.0
-        kept: list[ClientMessage | _Fact] = []
-        voiced = unvoiced = 0.0
-        for position, item in enumerate(self._items):
-            if (
-                isinstance(item, ClientMessage)
-                and item.audio_ms > 0
-                and position not in keep_window
-                and position not in keep_utterance
-            ):
-                if item.voiced:
-                    voiced += item.audio_ms
-                else:
-                    unvoiced += item.audio_ms
-                continue
-            kept.append(item)
-        self._items = kept
-        self._count_dropped(voiced, unvoiced)
+        self._drop_audio(before=len(self._items), keep=keep)
 
     def _trim_window(self, window: float) -> None:
         """:meth:`_trim_audio` with no utterance unanswered: the newest ``window`` ms of audio
@@ -456,33 +439,32 @@ class Outbox:
         the newest, stopped there: what is before it is not read twice). Runs once every
         quarter window of microphone audio."""
         items = self._items
-        cut = len(items)
         for position in range(len(items) - 1, -1, -1):
             item = items[position]
             if not isinstance(item, ClientMessage) or item.audio_ms <= 0:
                 continue
             if window < item.audio_ms:
-                cut = position + 1
-                break
+                self._drop_audio(before=position + 1)
+                return
             window -= item.audio_ms
-        else:
-            return
+
+    def _drop_audio(self, *, before: int, keep: Container[int] = ()) -> None:
+        """Drop the audio messages at positions before ``before`` that are not in ``keep``
+        (every item from ``before`` on stays); count what went, voiced and not."""
+        items = self._items
         kept: list[ClientMessage | _Fact] = []
         voiced = unvoiced = 0.0
-        for item in items[:cut]:
-            if isinstance(item, ClientMessage) and item.audio_ms > 0:
+        for position in range(before):
+            item = items[position]
+            if isinstance(item, ClientMessage) and item.audio_ms > 0 and position not in keep:
                 if item.voiced:
                     voiced += item.audio_ms
                 else:
                     unvoiced += item.audio_ms
                 continue
             kept.append(item)
-        kept += items[cut:]
+        kept += items[before:]
         self._items = kept
-        self._count_dropped(voiced, unvoiced)
-
-    def _count_dropped(self, voiced: float, unvoiced: float) -> None:
-        """Count the audio :meth:`_trim_audio` dropped: ``voiced`` and ``unvoiced`` ms."""
         self._audio_ms -= voiced + unvoiced
         self.dropped_audio_ms_total += voiced
         self._dropped_since_replay += voiced
